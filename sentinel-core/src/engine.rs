@@ -1,0 +1,466 @@
+//! The `Sentinel` handle: resource registry, rule tables and clock.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwap;
+
+use crate::clock::{Clock, SystemClock};
+use crate::entry::{EntryBuilder, ResourceHandle};
+use crate::events::{EventBus, EventListener, SentinelEvent};
+use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
+use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
+use crate::stat::{Limits, NodeStats, Registry, ResourceNode, StatNode};
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The source name of rules loaded through the managers' `load_rules`.
+pub const API_SOURCE: &str = "api";
+
+/// Typed rules of one payload, per family. `None` means the payload does not carry that
+/// family (it is left alone); `Some(vec![])` clears what this source contributed.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RuleSet {
+    /// Flow rules.
+    pub flow: Option<Vec<FlowRule>>,
+}
+
+impl RuleSet {
+    /// An empty set that carries no family.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the flow rules.
+    pub fn with_flow(mut self, rules: Vec<FlowRule>) -> Self {
+        self.flow = Some(rules);
+        self
+    }
+
+    /// The families this set carries.
+    pub fn families(&self) -> Vec<RuleFamily> {
+        let mut families = Vec::new();
+        if self.flow.is_some() {
+            families.push(RuleFamily::Flow);
+        }
+        families
+    }
+
+    /// A set that clears `families`.
+    pub fn cleared(families: &[RuleFamily]) -> Self {
+        let mut set = Self::default();
+        for family in families {
+            match family {
+                RuleFamily::Flow => set.flow = Some(Vec::new()),
+                RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => {}
+            }
+        }
+        set
+    }
+
+    /// Appends another set's rules, family by family (used to union a prefix of keys).
+    pub fn merge(&mut self, other: RuleSet) {
+        fn join<T>(into: &mut Option<Vec<T>>, from: Option<Vec<T>>) {
+            if let Some(mut from) = from {
+                into.get_or_insert_with(Vec::new).append(&mut from);
+            }
+        }
+        join(&mut self.flow, other.flow);
+    }
+}
+
+/// One source's contribution, per family, validated.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SourceRules {
+    flow: Option<Arc<Vec<Arc<FlowRule>>>>,
+}
+
+/// Every rule of one resource, compiled, for the hot path's single lookup.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ResourceRules {
+    pub(crate) flow: Option<Arc<ResourceFlowRules>>,
+}
+
+/// The engine-wide rule snapshot: one `ArcSwap` load gives every family, consistently.
+#[derive(Debug, Default)]
+pub(crate) struct RuleSnapshot {
+    pub(crate) version: u64,
+    sources: BTreeMap<Arc<str>, SourceRules>,
+    pub(crate) flow: Arc<FlowTable>,
+    pub(crate) resources: FastMap<Arc<str>, ResourceRules>,
+}
+
+/// State shared by the engine, its resource nodes and its entries.
+pub(crate) struct Shared {
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) rules: ArcSwap<RuleSnapshot>,
+    pub(crate) inbound: StatNode,
+    pub(crate) events: EventBus,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("clock", &self.clock)
+            .field("version", &self.rules.load().version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a check needs to know about the call.
+#[derive(Debug)]
+pub(crate) struct CheckContext<'a> {
+    pub(crate) now_ms: u64,
+    pub(crate) clock: &'a dyn Clock,
+    pub(crate) node: &'a ResourceNode,
+    pub(crate) origin: Option<&'a str>,
+    pub(crate) origin_node: Option<&'a StatNode>,
+    pub(crate) context: Option<&'a str>,
+    pub(crate) context_node: Option<&'a StatNode>,
+    pub(crate) batch: u32,
+}
+
+pub(crate) struct Inner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) registry: Registry,
+    validation: Validation,
+    /// Serialises rule writers; readers never take it.
+    writer: Mutex<()>,
+}
+
+/// A Sentinel engine: resources, their statistics, the rule tables and the clock.
+///
+/// Cheap to clone: clones share everything. Build isolated instances for tests with
+/// [`Sentinel::builder`], or use the process-wide [`Sentinel::global`].
+///
+/// ```
+/// use sentinel_core::{flow::FlowRule, Sentinel};
+///
+/// let sentinel = Sentinel::new();
+/// sentinel.flow_rules().load_rules(vec![FlowRule::qps("GET:/order", 2.0)]).unwrap();
+/// let a = sentinel.entry("GET:/order").enter();
+/// let b = sentinel.entry("GET:/order").enter();
+/// let c = sentinel.entry("GET:/order").enter();
+/// assert!(a.is_ok() && b.is_ok());
+/// assert!(c.is_err());
+/// ```
+#[derive(Clone)]
+pub struct Sentinel {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Sentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sentinel")
+            .field("resources", &self.inner.registry.len())
+            .field("version", &self.inner.shared.rules.load().version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Sentinel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Builds a [`Sentinel`].
+#[derive(Debug, Default)]
+pub struct SentinelBuilder {
+    clock: Option<Arc<dyn Clock>>,
+    limits: Limits,
+    validation: Validation,
+}
+
+impl SentinelBuilder {
+    /// Uses this clock (a [`FakeClock`](crate::FakeClock) in tests).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Sets the statistics caps.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets how `load_rules` treats invalid rules (strict by default).
+    pub fn validation(mut self, validation: Validation) -> Self {
+        self.validation = validation;
+        self
+    }
+
+    /// Builds the engine.
+    pub fn build(self) -> Sentinel {
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock::new()));
+        Sentinel {
+            inner: Arc::new(Inner {
+                shared: Arc::new(Shared {
+                    clock,
+                    rules: ArcSwap::from_pointee(RuleSnapshot::default()),
+                    inbound: StatNode::new(),
+                    events: EventBus::default(),
+                }),
+                registry: Registry::new(self.limits),
+                validation: self.validation,
+                writer: Mutex::new(()),
+            }),
+        }
+    }
+}
+
+static GLOBAL: OnceLock<Sentinel> = OnceLock::new();
+
+impl Sentinel {
+    /// An engine with the system clock and default limits.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// A builder for an engine.
+    pub fn builder() -> SentinelBuilder {
+        SentinelBuilder::default()
+    }
+
+    /// The process-wide engine, created on first use.
+    pub fn global() -> &'static Sentinel {
+        GLOBAL.get_or_init(Sentinel::new)
+    }
+
+    /// Starts guarding a call to `resource`.
+    pub fn entry<'a>(&'a self, resource: &'a str) -> EntryBuilder<'a> {
+        EntryBuilder::new(self, resource)
+    }
+
+    /// Resolves a resource once, so a hot loop skips the name lookup.
+    pub fn resource(&self, resource: &str) -> ResourceHandle {
+        ResourceHandle::new(self.clone(), self.node(resource))
+    }
+
+    /// The clock this engine reads.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.inner.shared.clock
+    }
+
+    /// Registers an event listener. Listeners live as long as the engine.
+    pub fn add_listener(&self, listener: impl EventListener) {
+        self.inner.shared.events.add(Arc::new(listener));
+    }
+
+    /// The flow rule manager.
+    pub fn flow_rules(&self) -> FlowRuleManager<'_> {
+        FlowRuleManager { sentinel: self }
+    }
+
+    /// Current statistics of a resource, if it has been entered.
+    pub fn resource_stats(&self, resource: &str) -> Option<NodeStats> {
+        let now = self.inner.shared.clock.now_ms();
+        self.inner.registry.get(resource).map(|n| n.stat.snapshot(now))
+    }
+
+    /// Current statistics of a resource for one origin.
+    pub fn origin_stats(&self, resource: &str, origin: &str) -> Option<NodeStats> {
+        let now = self.inner.shared.clock.now_ms();
+        let node = self.inner.registry.get(resource)?;
+        node.origins.get(origin).map(|n| n.snapshot(now))
+    }
+
+    /// Statistics of the global inbound node (all inbound calls).
+    pub fn inbound_stats(&self) -> NodeStats {
+        self.inner
+            .shared
+            .inbound
+            .snapshot(self.inner.shared.clock.now_ms())
+    }
+
+    /// Names of every resource with statistics, sorted.
+    pub fn resources(&self) -> Vec<String> {
+        self.inner
+            .registry
+            .all()
+            .iter()
+            .map(|n| n.name.to_string())
+            .collect()
+    }
+
+    /// The rule-table version; it rises with every applied update.
+    pub fn rules_version(&self) -> u64 {
+        self.inner.shared.rules.load().version
+    }
+
+    pub(crate) fn node(&self, resource: &str) -> Option<Arc<ResourceNode>> {
+        self.inner
+            .registry
+            .get_or_create(resource, &self.inner.shared)
+    }
+
+    /// Validates `set`, then replaces what `source` contributes to each family it carries,
+    /// compiles the union of all sources, and publishes every family in one store.
+    ///
+    /// Two sources feeding one family are unioned: each source owns its part, and an update
+    /// from one replaces only that part. Rules equal to active ones (ignoring `id` and unknown
+    /// fields) keep their compiled state. Duplicates collapse.
+    pub fn apply_rules(
+        &self,
+        source: &str,
+        set: RuleSet,
+        validation: Validation,
+    ) -> Result<LoadReport, RuleError> {
+        let result = self.apply_inner(source, set, validation);
+        if let Err(error) = &result {
+            self.inner.shared.events.emit(SentinelEvent::RulesRejected {
+                source: source.to_owned(),
+                error: error.clone(),
+            });
+        }
+        result
+    }
+
+    fn apply_inner(
+        &self,
+        source: &str,
+        set: RuleSet,
+        validation: Validation,
+    ) -> Result<LoadReport, RuleError> {
+        let mut issues = Vec::new();
+        let flow = set
+            .flow
+            .map(|rules| keep_valid(rules, FlowRule::validate, &mut issues));
+        if validation == Validation::Strict && !issues.is_empty() {
+            return Err(RuleError::Invalid {
+                payload: source.to_owned(),
+                issues,
+            });
+        }
+
+        let _writer = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.inner.shared.rules.load_full();
+        let mut sources = current.sources.clone();
+        let key: Arc<str> = Arc::from(source);
+        let mut mine = sources.get(&key).cloned().unwrap_or_default();
+        let mut changed = Vec::new();
+        if let Some(flow) = flow {
+            mine.flow = (!flow.is_empty()).then(|| Arc::new(flow));
+            changed.push(RuleFamily::Flow);
+        }
+        if mine.flow.is_none() {
+            sources.remove(&key);
+        } else {
+            sources.insert(key, mine);
+        }
+
+        let flow_table = if changed.contains(&RuleFamily::Flow) {
+            let union = union_of(sources.values().filter_map(|s| s.flow.as_deref()));
+            Arc::new(FlowTable::compile(union, &current.flow, &|name| self.node(name)))
+        } else {
+            current.flow.clone()
+        };
+
+        let mut resources: FastMap<Arc<str>, ResourceRules> = FastMap::default();
+        for (name, rules) in &flow_table.by_resource {
+            resources.entry(name.clone()).or_default().flow = Some(rules.clone());
+        }
+
+        let next = RuleSnapshot {
+            version: current.version + 1,
+            sources,
+            flow: flow_table,
+            resources,
+        };
+        let counts: Vec<(RuleFamily, usize)> = changed
+            .iter()
+            .map(|family| (*family, next.count(*family)))
+            .collect();
+        let version = next.version;
+        self.inner.shared.rules.store(Arc::new(next));
+        drop(_writer);
+
+        self.inner.shared.events.emit(SentinelEvent::RulesApplied {
+            source: source.to_owned(),
+            families: counts.clone(),
+            version,
+        });
+        Ok(LoadReport {
+            applied: counts,
+            skipped: issues,
+            version,
+        })
+    }
+}
+
+impl RuleSnapshot {
+    fn count(&self, family: RuleFamily) -> usize {
+        match family {
+            RuleFamily::Flow => self.flow.rules.len(),
+            RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => 0,
+        }
+    }
+}
+
+/// Validates each rule, keeping the valid ones and collecting the issues.
+fn keep_valid<T>(
+    rules: Vec<T>,
+    validate: impl Fn(&T, usize) -> Vec<RuleIssue>,
+    issues: &mut Vec<RuleIssue>,
+) -> Vec<Arc<T>> {
+    let mut kept = Vec::with_capacity(rules.len());
+    for (index, rule) in rules.into_iter().enumerate() {
+        let found = validate(&rule, index);
+        if found.is_empty() {
+            kept.push(Arc::new(rule));
+        } else {
+            issues.extend(found);
+        }
+    }
+    kept
+}
+
+/// The union of several sources' rules, in source order, without duplicates.
+fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
+    parts: impl Iterator<Item = &'a Vec<Arc<T>>>,
+) -> Vec<Arc<T>> {
+    let mut seen: HashSet<&T> = HashSet::new();
+    let mut out = Vec::new();
+    for part in parts {
+        for rule in part {
+            if seen.insert(rule) {
+                out.push(rule.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Loads and reads flow rules. Obtained from [`Sentinel::flow_rules`].
+#[derive(Debug, Clone, Copy)]
+pub struct FlowRuleManager<'a> {
+    sentinel: &'a Sentinel,
+}
+
+impl FlowRuleManager<'_> {
+    /// Validates, compiles and publishes `rules` as the API source's flow rules, replacing
+    /// what it loaded before. An empty list clears them. Strict unless the engine was built
+    /// lenient.
+    pub fn load_rules(&self, rules: Vec<FlowRule>) -> Result<LoadReport, RuleError> {
+        self.sentinel.apply_rules(
+            API_SOURCE,
+            RuleSet::new().with_flow(rules),
+            self.sentinel.inner.validation,
+        )
+    }
+
+    /// Like [`load_rules`](Self::load_rules), but skips invalid rules and reports them.
+    pub fn load_rules_lenient(&self, rules: Vec<FlowRule>) -> Result<LoadReport, RuleError> {
+        self.sentinel
+            .apply_rules(API_SOURCE, RuleSet::new().with_flow(rules), Validation::Lenient)
+    }
+
+    /// Every active flow rule, from all sources.
+    pub fn rules(&self) -> Vec<FlowRule> {
+        let snapshot = self.sentinel.inner.shared.rules.load();
+        snapshot.flow.rules.iter().map(|r| FlowRule::clone(r)).collect()
+    }
+}

@@ -1,0 +1,337 @@
+//! Guarding a call: the entry builder, the RAII [`Entry`], and pre-resolved handles.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::block::BlockError;
+use crate::engine::{CheckContext, Sentinel};
+use crate::stat::{ResourceNode, StatNode};
+
+/// Whether a call comes into this service or goes out of it. System rules apply to inbound
+/// calls only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum EntryType {
+    /// A call this service serves.
+    Inbound,
+    /// A call this service makes (the default).
+    #[default]
+    Outbound,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    Name(&'a str),
+    Handle(&'a ResourceHandle),
+}
+
+/// Describes one guarded call. Obtained from [`Sentinel::entry`] or
+/// [`ResourceHandle::entry`]; finished by [`enter`](Self::enter) or one of the async helpers.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "an entry builder does nothing until `enter` is called"]
+pub struct EntryBuilder<'a> {
+    sentinel: &'a Sentinel,
+    target: Target<'a>,
+    origin: Option<&'a str>,
+    context: Option<&'a str>,
+    entry_type: EntryType,
+    batch: u32,
+}
+
+impl<'a> EntryBuilder<'a> {
+    pub(crate) fn new(sentinel: &'a Sentinel, resource: &'a str) -> Self {
+        Self {
+            sentinel,
+            target: Target::Name(resource),
+            origin: None,
+            context: None,
+            entry_type: EntryType::Outbound,
+            batch: 1,
+        }
+    }
+
+    /// The caller's application name (`limitApp` and authority rules match it).
+    pub fn origin(mut self, origin: &'a str) -> Self {
+        self.origin = (!origin.is_empty()).then_some(origin);
+        self
+    }
+
+    /// The entrance context name, for chain-strategy flow rules.
+    pub fn context(mut self, context: &'a str) -> Self {
+        self.context = (!context.is_empty()).then_some(context);
+        self
+    }
+
+    /// Marks the call inbound (system rules apply).
+    pub fn inbound(mut self) -> Self {
+        self.entry_type = EntryType::Inbound;
+        self
+    }
+
+    /// Marks the call outbound (the default).
+    pub fn outbound(mut self) -> Self {
+        self.entry_type = EntryType::Outbound;
+        self
+    }
+
+    /// Sets the entry type.
+    pub fn entry_type(mut self, entry_type: EntryType) -> Self {
+        self.entry_type = entry_type;
+        self
+    }
+
+    /// How many permits the call takes (default 1).
+    pub fn batch(mut self, count: u32) -> Self {
+        self.batch = count;
+        self
+    }
+
+    /// Checks every rule and, if none blocks, returns the guard. A rate-limiter rule may make
+    /// this call sleep the calling thread while it queues; use
+    /// [`enter_async`](Self::enter_async) in async code.
+    pub fn enter(self) -> Result<Entry, BlockError> {
+        let (entry, wait) = self.check()?;
+        if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
+            std::thread::sleep(wait);
+        }
+        Ok(entry)
+    }
+
+    /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`.
+    pub async fn enter_async(self) -> Result<Entry, BlockError> {
+        let (entry, wait) = self.check()?;
+        if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
+            tokio::time::sleep(wait).await;
+        }
+        Ok(entry)
+    }
+
+    /// Runs `future` under the guard: the entry exits when the future completes.
+    pub async fn run<F: Future>(self, future: F) -> Result<F::Output, BlockError> {
+        let entry = self.enter_async().await?;
+        let output = future.await;
+        drop(entry);
+        Ok(output)
+    }
+
+    /// Runs a fallible `future` under the guard and records an `Err` as an error, which error
+    /// ratio and error count circuit breakers count.
+    pub async fn run_result<T, E, F>(self, future: F) -> Result<Result<T, E>, BlockError>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let mut entry = self.enter_async().await?;
+        let output = future.await;
+        if output.is_err() {
+            entry.set_error();
+        }
+        Ok(output)
+    }
+
+    fn check(&self) -> Result<(Entry, Duration), BlockError> {
+        let node = match self.target {
+            Target::Name(name) => self.sentinel.node(name),
+            Target::Handle(handle) => handle.node.clone(),
+        };
+        let Some(node) = node else {
+            return Ok((Entry::untracked(), Duration::ZERO));
+        };
+        let shared = &*node.shared;
+        let now = shared.clock.now_ms();
+        let origin_node = self.origin.and_then(|o| node.origin_node(o));
+        let context_node = self.context.and_then(|c| node.context_node(c));
+        let inbound = self.entry_type == EntryType::Inbound;
+        let batch = u64::from(self.batch);
+
+        let snapshot = shared.rules.load();
+        let mut wait = Duration::ZERO;
+        if let Some(rules) = snapshot.resources.get(&*node.name) {
+            let cx = CheckContext {
+                now_ms: now,
+                clock: &*shared.clock,
+                node: &node,
+                origin: self.origin,
+                origin_node: origin_node.as_deref(),
+                context: self.context,
+                context_node: context_node.as_deref(),
+                batch: self.batch,
+            };
+            if let Some(flow) = &rules.flow {
+                match flow.check(&cx) {
+                    Ok(queued) => wait += queued,
+                    Err(rule) => {
+                        let error = BlockError::Flow {
+                            resource: node.name.clone(),
+                            rule: rule.clone(),
+                        };
+                        drop(snapshot);
+                        record_block(&node, origin_node.as_deref(), context_node.as_deref(), inbound, now, batch);
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        drop(snapshot);
+
+        node.stat.on_pass(now, batch);
+        if let Some(n) = &origin_node {
+            n.on_pass(now, batch);
+        }
+        if let Some(n) = &context_node {
+            n.on_pass(now, batch);
+        }
+        if inbound {
+            shared.inbound.on_pass(now, batch);
+        }
+        Ok((
+            Entry {
+                node: Some(node),
+                origin_node,
+                context_node,
+                start_ms: now,
+                batch,
+                inbound,
+                error: false,
+            },
+            wait,
+        ))
+    }
+}
+
+fn record_block(
+    node: &ResourceNode,
+    origin: Option<&StatNode>,
+    context: Option<&StatNode>,
+    inbound: bool,
+    now: u64,
+    batch: u64,
+) {
+    node.stat.on_block(now, batch);
+    if let Some(n) = origin {
+        n.on_block(now, batch);
+    }
+    if let Some(n) = context {
+        n.on_block(now, batch);
+    }
+    if inbound {
+        node.shared.inbound.on_block(now, batch);
+    }
+}
+
+/// A call that passed every check. Dropping it exits: it records the response time,
+/// success or error, and releases its concurrency.
+#[must_use = "dropping an entry exits it at once"]
+pub struct Entry {
+    node: Option<Arc<ResourceNode>>,
+    origin_node: Option<Arc<StatNode>>,
+    context_node: Option<Arc<StatNode>>,
+    start_ms: u64,
+    batch: u64,
+    inbound: bool,
+    error: bool,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("resource", &self.node.as_ref().map(|n| &n.name))
+            .field("start_ms", &self.start_ms)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry {
+    fn untracked() -> Self {
+        Self {
+            node: None,
+            origin_node: None,
+            context_node: None,
+            start_ms: 0,
+            batch: 0,
+            inbound: false,
+            error: false,
+        }
+    }
+
+    /// Marks the call as failed (Sentinel's `Tracer.trace`). Error ratio and error count
+    /// circuit breakers count it when the entry exits.
+    pub fn set_error(&mut self) {
+        self.error = true;
+    }
+
+    /// Records `error` on the entry; returns it for chaining with `?`.
+    pub fn trace<E>(&mut self, error: E) -> E {
+        self.set_error();
+        error
+    }
+
+    /// The resource, unless the call passed untracked (past the resource cap).
+    pub fn resource(&self) -> Option<&str> {
+        self.node.as_deref().map(|n| &*n.name)
+    }
+
+    /// Exits now. Same as dropping.
+    pub fn exit(self) {}
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let Some(node) = self.node.take() else {
+            return;
+        };
+        let shared = &*node.shared;
+        let now = shared.clock.now_ms();
+        let rt = now.saturating_sub(self.start_ms);
+        node.stat.on_complete(now, rt, self.batch, self.error);
+        if let Some(n) = &self.origin_node {
+            n.on_complete(now, rt, self.batch, self.error);
+        }
+        if let Some(n) = &self.context_node {
+            n.on_complete(now, rt, self.batch, self.error);
+        }
+        if self.inbound {
+            shared.inbound.on_complete(now, rt, self.batch, self.error);
+        }
+    }
+}
+
+/// A pre-resolved resource: entries through it skip the name lookup.
+///
+/// ```
+/// let sentinel = sentinel_core::Sentinel::new();
+/// let handle = sentinel.resource("db.query");
+/// for _ in 0..3 {
+///     let _entry = handle.entry().enter().expect("no rules, never blocked");
+/// }
+/// assert_eq!(sentinel.resource_stats("db.query").unwrap().pass_qps, 3.0);
+/// ```
+#[derive(Clone)]
+pub struct ResourceHandle {
+    sentinel: Sentinel,
+    node: Option<Arc<ResourceNode>>,
+}
+
+impl fmt::Debug for ResourceHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceHandle")
+            .field("resource", &self.node.as_ref().map(|n| &n.name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceHandle {
+    pub(crate) fn new(sentinel: Sentinel, node: Option<Arc<ResourceNode>>) -> Self {
+        Self { sentinel, node }
+    }
+
+    /// Starts guarding a call to this resource.
+    pub fn entry(&self) -> EntryBuilder<'_> {
+        let name = self.node.as_deref().map_or("", |n| &*n.name);
+        EntryBuilder {
+            target: Target::Handle(self),
+            ..EntryBuilder::new(&self.sentinel, name)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Events: rule tables applied or rejected, circuit-breaker transitions. They go to listeners
+//! registered on the engine (which survive rule reloads) and out as `tracing` events.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::rules::{RuleError, RuleFamily};
+
+/// Something the engine reports.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SentinelEvent {
+    /// A rule source's rules were applied.
+    RulesApplied {
+        /// The source (`api` for direct `load_rules` calls, or a data source's description).
+        source: String,
+        /// The families the update replaced, with the number of active rules of each
+        /// (over all sources) afterwards.
+        families: Vec<(RuleFamily, usize)>,
+        /// The rule-table version after the update.
+        version: u64,
+    },
+    /// A rule payload was rejected; the previous rules stay active.
+    RulesRejected {
+        /// The source.
+        source: String,
+        /// Why.
+        error: RuleError,
+    },
+}
+
+/// Receives [`SentinelEvent`]s. Any `Fn(&SentinelEvent) + Send + Sync` is a listener.
+///
+/// Listeners run on the thread that caused the event (a loader, or a caller whose request
+/// tripped a breaker), so they should be quick.
+pub trait EventListener: Send + Sync + 'static {
+    /// Called once per event.
+    fn on_event(&self, event: &SentinelEvent);
+}
+
+impl<F> EventListener for F
+where
+    F: Fn(&SentinelEvent) + Send + Sync + 'static,
+{
+    fn on_event(&self, event: &SentinelEvent) {
+        self(event)
+    }
+}
+
+/// The listeners of one engine.
+#[derive(Default)]
+pub(crate) struct EventBus {
+    listeners: ArcSwap<Vec<Arc<dyn EventListener>>>,
+}
+
+impl fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventBus")
+            .field("listeners", &self.listeners.load().len())
+            .finish()
+    }
+}
+
+impl EventBus {
+    pub(crate) fn add(&self, listener: Arc<dyn EventListener>) {
+        self.listeners.rcu(|current| {
+            let mut next = Vec::clone(current);
+            next.push(listener.clone());
+            next
+        });
+    }
+
+    pub(crate) fn emit(&self, event: SentinelEvent) {
+        match &event {
+            SentinelEvent::RulesApplied {
+                source,
+                families,
+                version,
+            } => {
+                tracing::info!(source = %source, families = ?families, version, "sentinel rules applied")
+            }
+            SentinelEvent::RulesRejected { source, error } => {
+                tracing::warn!(source = %source, error = %error, "sentinel rules rejected; previous rules kept")
+            }
+        }
+        for listener in self.listeners.load().iter() {
+            listener.on_event(&event);
+        }
+    }
+}

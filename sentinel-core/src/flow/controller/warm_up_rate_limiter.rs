@@ -1,0 +1,34 @@
+//! Warm-up + rate limiter: the rate limiter's spacing, with the interval taken from the
+//! warm-up bucket, as Sentinel's `WarmUpRateLimiterController`.
+
+use super::rate_limiter::Schedule;
+use super::warm_up::{WarmUpState, COLD_FACTOR};
+use super::Decision;
+use crate::stat::StatNode;
+
+/// Sentinel's `WarmUpRateLimiterController`.
+#[derive(Debug)]
+pub(crate) struct WarmUpRateLimiter {
+    state: WarmUpState,
+    schedule: Schedule,
+}
+
+impl WarmUpRateLimiter {
+    pub(crate) fn new(count: f64, warm_up_period_sec: u32, max_queueing_time_ms: u32) -> Self {
+        Self {
+            state: WarmUpState::new(count, warm_up_period_sec, COLD_FACTOR),
+            schedule: Schedule::new(max_queueing_time_ms),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn check(&self, node: &StatNode, acquire: u32, now_ms: u64) -> Decision {
+        if self.state.count <= 0.0 {
+            return Decision::Block;
+        }
+        self.state.sync_token(now_ms, node.previous_pass_qps(now_ms));
+        let qps = self.state.allowed_qps();
+        let cost = (f64::from(acquire) / qps * 1000.0).round() as i64;
+        self.schedule.schedule_ms(now_ms, cost)
+    }
+}

@@ -1,0 +1,155 @@
+//! The compiled flow table and the flow check.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::controller::{Controller, Decision};
+use super::rule::{FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER};
+use crate::engine::CheckContext;
+use crate::stat::{ResourceNode, StatNode};
+
+/// One compiled rule: the rule, its controller, and the related resource's node.
+#[derive(Debug)]
+pub(crate) struct CompiledFlowRule {
+    pub(crate) rule: Arc<FlowRule>,
+    controller: Arc<Controller>,
+    ref_node: Option<Arc<ResourceNode>>,
+}
+
+/// The flow rules of one resource, in check order.
+#[derive(Debug, Default)]
+pub(crate) struct ResourceFlowRules {
+    rules: Vec<CompiledFlowRule>,
+    /// Origins named by a specific `limitApp`, for `other`.
+    specific_origins: Vec<Box<str>>,
+}
+
+/// Every active flow rule, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct FlowTable {
+    pub(crate) rules: Vec<Arc<FlowRule>>,
+    pub(crate) by_resource: HashMap<Arc<str>, Arc<ResourceFlowRules>>,
+    controllers: HashMap<Arc<FlowRule>, Arc<Controller>>,
+}
+
+fn order(rule: &FlowRule) -> u8 {
+    // Sentinel's FlowRuleComparator: non-cluster first, then specific origins, `other`,
+    // and `default` last.
+    let app = match rule.limit_app.as_str() {
+        LIMIT_APP_DEFAULT => 2,
+        LIMIT_APP_OTHER => 1,
+        _ => 0,
+    };
+    u8::from(rule.cluster_mode) * 3 + app
+}
+
+impl FlowTable {
+    /// Compiles deduplicated, validated rules. A rule equal to one in `previous` keeps its
+    /// controller and so its warm-up and queueing state.
+    pub(crate) fn compile(
+        rules: Vec<Arc<FlowRule>>,
+        previous: &FlowTable,
+        node_for: &dyn Fn(&str) -> Option<Arc<ResourceNode>>,
+    ) -> Self {
+        let mut controllers = HashMap::with_capacity(rules.len());
+        let mut grouped: HashMap<Arc<str>, Vec<CompiledFlowRule>> = HashMap::new();
+        for rule in &rules {
+            let controller = previous
+                .controllers
+                .get(rule)
+                .cloned()
+                .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)));
+            controllers.insert(rule.clone(), controller.clone());
+            let ref_node = match (rule.strategy, &rule.ref_resource) {
+                (FlowStrategy::Relate, Some(r)) => node_for(r),
+                _ => None,
+            };
+            let key: Arc<str> = Arc::from(rule.resource.as_str());
+            grouped.entry(key).or_default().push(CompiledFlowRule {
+                rule: rule.clone(),
+                controller,
+                ref_node,
+            });
+        }
+        let by_resource = grouped
+            .into_iter()
+            .map(|(resource, mut list)| {
+                list.sort_by_key(|c| order(&c.rule));
+                let mut specific_origins: Vec<Box<str>> = list
+                    .iter()
+                    .map(|c| c.rule.limit_app.as_str())
+                    .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
+                    .map(Box::from)
+                    .collect();
+                specific_origins.sort();
+                specific_origins.dedup();
+                (
+                    resource,
+                    Arc::new(ResourceFlowRules {
+                        rules: list,
+                        specific_origins,
+                    }),
+                )
+            })
+            .collect();
+        Self {
+            rules,
+            by_resource,
+            controllers,
+        }
+    }
+}
+
+impl ResourceFlowRules {
+    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing.
+    #[inline]
+    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<Duration, &Arc<FlowRule>> {
+        let mut wait = Duration::ZERO;
+        for compiled in &self.rules {
+            let Some(node) = self.select_node(compiled, cx) else {
+                continue;
+            };
+            match compiled
+                .controller
+                .check(node, cx.batch, cx.now_ms, cx.clock)
+            {
+                Decision::Pass => {}
+                Decision::Wait(d) => wait += d,
+                Decision::Block => return Err(&compiled.rule),
+            }
+        }
+        Ok(wait)
+    }
+
+    /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
+    #[inline]
+    fn select_node<'a>(&'a self, c: &'a CompiledFlowRule, cx: &'a CheckContext<'_>) -> Option<&'a StatNode> {
+        let rule = &c.rule;
+        let origin = cx.origin.unwrap_or("");
+        let app = rule.limit_app.as_str();
+        let direct_node = if app == LIMIT_APP_DEFAULT {
+            &cx.node.stat
+        } else if !origin.is_empty()
+            && origin != LIMIT_APP_DEFAULT
+            && origin != LIMIT_APP_OTHER
+            && (app == origin
+                || (app == LIMIT_APP_OTHER && !self.specific_origins.iter().any(|o| &**o == origin)))
+        {
+            cx.origin_node?
+        } else {
+            return None;
+        };
+        match rule.strategy {
+            FlowStrategy::Direct => Some(direct_node),
+            FlowStrategy::Relate => c.ref_node.as_deref().map(|n| &n.stat),
+            FlowStrategy::Chain => {
+                if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
+                    cx.context_node
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}

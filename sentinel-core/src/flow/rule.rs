@@ -1,0 +1,429 @@
+//! The flow rule, its Java JSON wire form and its validity checks.
+
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use crate::codes::{code_field, int_code_enum};
+use crate::rules::{RuleFamily, RuleIssue};
+use crate::wire::{self, Bool, Float, Int};
+
+/// `limitApp` value that matches every origin.
+pub const LIMIT_APP_DEFAULT: &str = "default";
+/// `limitApp` value that matches origins no other rule of the resource names.
+pub const LIMIT_APP_OTHER: &str = "other";
+
+int_code_enum! {
+    /// What a flow rule counts (`grade`).
+    pub enum FlowGrade {
+        /// Concurrent calls (`FLOW_GRADE_THREAD`).
+        Thread = 0,
+        /// Passed calls per second (`FLOW_GRADE_QPS`), the default.
+        Qps = 1,
+    }
+}
+
+int_code_enum! {
+    /// Which statistics a flow rule reads (`strategy`).
+    pub enum FlowStrategy {
+        /// The resource's own statistics, the default.
+        Direct = 0,
+        /// The statistics of `refResource` (limit this resource when that one is busy).
+        Relate = 1,
+        /// Only calls that entered through the context named `refResource`.
+        Chain = 2,
+    }
+}
+
+int_code_enum! {
+    /// How a QPS flow rule shapes traffic (`controlBehavior`).
+    pub enum ControlBehavior {
+        /// Reject past the threshold, the default.
+        Reject = 0,
+        /// Warm up (cold start): start at `count / 3` and rise to `count` over
+        /// `warmUpPeriodSec` of sustained load.
+        WarmUp = 1,
+        /// Rate limiter (leaky bucket): space calls `1/count` s apart, queueing up to
+        /// `maxQueueingTimeMs`.
+        RateLimiter = 2,
+        /// Warm-up, with the rate limiter's spacing.
+        WarmUpRateLimiter = 3,
+    }
+}
+
+/// Sentinel's cluster flow settings. Kept so that payloads round-trip; this engine checks
+/// cluster rules locally (see [`FlowRule::cluster_mode`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ClusterFlowConfig {
+    /// Global rule id; must be positive for a cluster rule.
+    pub flow_id: Option<i64>,
+    /// 0 average-local, 1 global.
+    pub threshold_type: i32,
+    /// Fall back to local checking when the token server fails (default true).
+    pub fallback_to_local_when_fail: bool,
+    /// Cluster strategy; only 0 is valid.
+    pub strategy: i32,
+    /// Sample count (default 10).
+    pub sample_count: i32,
+    /// Window length in ms (default 1000).
+    pub window_interval_ms: i32,
+}
+
+impl Default for ClusterFlowConfig {
+    fn default() -> Self {
+        Self {
+            flow_id: None,
+            threshold_type: 0,
+            fallback_to_local_when_fail: true,
+            strategy: 0,
+            sample_count: 10,
+            window_interval_ms: 1000,
+        }
+    }
+}
+
+/// A flow rule, with Sentinel 1.8's fields, JSON names and defaults.
+///
+/// ```
+/// use sentinel_core::flow::{ControlBehavior, FlowRule};
+///
+/// let rule = FlowRule::qps("GET:/order", 100.0).control_behavior(ControlBehavior::WarmUp);
+/// assert_eq!(rule.warm_up_period_sec, 10);
+/// let json = serde_json::to_string(&rule).unwrap();
+/// assert!(json.contains(r#""controlBehavior":1"#));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct FlowRule {
+    /// The guarded resource.
+    pub resource: String,
+    /// Which origins the rule applies to: `default` (all), `other`, or an origin name.
+    pub limit_app: String,
+    /// QPS or concurrency.
+    pub grade: FlowGrade,
+    /// The threshold. May be 0 (block everything).
+    pub count: f64,
+    /// Direct, relate or chain.
+    pub strategy: FlowStrategy,
+    /// The related resource (relate) or entrance context (chain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ref_resource: Option<String>,
+    /// Reject, warm-up, rate limiter, or warm-up + rate limiter.
+    pub control_behavior: ControlBehavior,
+    /// Warm-up period in seconds (default 10).
+    pub warm_up_period_sec: u32,
+    /// Longest a call may queue in the rate limiter, in ms (default 500).
+    pub max_queueing_time_ms: u32,
+    /// Sentinel's cluster mode. There is no token server here: a cluster rule is checked
+    /// locally, as Sentinel does when `fallbackToLocalWhenFail` is set.
+    pub cluster_mode: bool,
+    /// Cluster settings, kept for round-trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_config: Option<ClusterFlowConfig>,
+}
+
+impl Eq for FlowRule {}
+
+impl Hash for FlowRule {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.resource.hash(state);
+        self.limit_app.hash(state);
+        self.grade.hash(state);
+        wire::hash_f64(self.count, state);
+        self.strategy.hash(state);
+        self.ref_resource.hash(state);
+        self.control_behavior.hash(state);
+        self.warm_up_period_sec.hash(state);
+        self.max_queueing_time_ms.hash(state);
+        self.cluster_mode.hash(state);
+    }
+}
+
+impl FlowRule {
+    /// A QPS rule rejecting past `count` calls per second, for every origin.
+    pub fn qps(resource: impl Into<String>, count: f64) -> Self {
+        Self {
+            resource: resource.into(),
+            limit_app: LIMIT_APP_DEFAULT.to_owned(),
+            grade: FlowGrade::Qps,
+            count,
+            strategy: FlowStrategy::Direct,
+            ref_resource: None,
+            control_behavior: ControlBehavior::Reject,
+            warm_up_period_sec: 10,
+            max_queueing_time_ms: 500,
+            cluster_mode: false,
+            cluster_config: None,
+        }
+    }
+
+    /// A concurrency rule: at most `count` calls in flight.
+    pub fn thread(resource: impl Into<String>, count: f64) -> Self {
+        Self {
+            grade: FlowGrade::Thread,
+            ..Self::qps(resource, count)
+        }
+    }
+
+    /// Sets `limitApp`.
+    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
+        self.limit_app = limit_app.into();
+        self
+    }
+
+    /// Sets `controlBehavior`.
+    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
+        self.control_behavior = behavior;
+        self
+    }
+
+    /// Sets `warmUpPeriodSec`.
+    pub fn warm_up_period_sec(mut self, secs: u32) -> Self {
+        self.warm_up_period_sec = secs;
+        self
+    }
+
+    /// Sets `maxQueueingTimeMs`.
+    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
+        self.max_queueing_time_ms = ms;
+        self
+    }
+
+    /// Relate strategy: limit this resource by the statistics of `resource`.
+    pub fn relate(mut self, resource: impl Into<String>) -> Self {
+        self.strategy = FlowStrategy::Relate;
+        self.ref_resource = Some(resource.into());
+        self
+    }
+
+    /// Chain strategy: count only calls entering through context `context`.
+    pub fn chain(mut self, context: impl Into<String>) -> Self {
+        self.strategy = FlowStrategy::Chain;
+        self.ref_resource = Some(context.into());
+        self
+    }
+
+    /// Sets `clusterMode`.
+    pub fn cluster_mode(mut self, on: bool) -> Self {
+        self.cluster_mode = on;
+        self
+    }
+
+    /// Checks the rule as Sentinel's `FlowRuleUtil.isValidRule` does, returning every problem.
+    pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        let mut issues = Vec::new();
+        let res = Some(self.resource.as_str());
+        let mut issue = |field: &str, message: String| {
+            issues.push(RuleIssue::new(RuleFamily::Flow, index, res, field, message))
+        };
+        if self.resource.trim().is_empty() {
+            issue("resource", "must not be blank".into());
+        }
+        if !(self.count >= 0.0 && self.count.is_finite()) {
+            issue("count", format!("must be a finite number >= 0, got {}", self.count));
+        }
+        if self.limit_app.trim().is_empty() {
+            issue("limitApp", "must not be blank".into());
+        }
+        if self.grade == FlowGrade::Qps {
+            let needs_ref = matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain);
+            if needs_ref && self.ref_resource.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                issue(
+                    "refResource",
+                    format!("required by strategy {}", self.strategy.code()),
+                );
+            }
+            let warm = matches!(
+                self.control_behavior,
+                ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
+            );
+            let queue = matches!(
+                self.control_behavior,
+                ControlBehavior::RateLimiter | ControlBehavior::WarmUpRateLimiter
+            );
+            if warm && self.warm_up_period_sec == 0 {
+                issue("warmUpPeriodSec", "must be > 0 for warm-up".into());
+            }
+            if queue && self.max_queueing_time_ms == 0 {
+                issue("maxQueueingTimeMs", "must be > 0 for the rate limiter".into());
+            }
+        } else if matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain)
+            && self.ref_resource.as_deref().is_none_or(|r| r.trim().is_empty())
+        {
+            issue(
+                "refResource",
+                format!("required by strategy {}", self.strategy.code()),
+            );
+        }
+        if self.cluster_mode {
+            match &self.cluster_config {
+                None => issue("clusterConfig", "required when clusterMode is true".into()),
+                Some(c) => {
+                    if c.flow_id.is_none_or(|id| id <= 0) {
+                        issue("clusterConfig.flowId", "must be > 0 in cluster mode".into());
+                    }
+                    if c.sample_count <= 0 {
+                        issue("clusterConfig.sampleCount", "must be > 0".into());
+                    }
+                    if c.window_interval_ms <= 0
+                        || (c.sample_count > 0 && c.window_interval_ms % c.sample_count != 0)
+                    {
+                        issue(
+                            "clusterConfig.windowIntervalMs",
+                            "must be > 0 and a multiple of sampleCount".into(),
+                        );
+                    }
+                    if c.strategy != 0 {
+                        issue("clusterConfig.strategy", "only 0 (normal) is supported".into());
+                    }
+                }
+            }
+        }
+        issues
+    }
+}
+
+/// The JSON wire shape: every field optional, `null` meaning the default, unknown keys
+/// (`id`, `app`, `gmtCreate`...) ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FlowRuleWire {
+    resource: Option<String>,
+    limit_app: Option<String>,
+    grade: Option<Int>,
+    count: Option<Float>,
+    strategy: Option<Int>,
+    ref_resource: Option<String>,
+    control_behavior: Option<Int>,
+    warm_up_period_sec: Option<Int>,
+    max_queueing_time_ms: Option<Int>,
+    cluster_mode: Option<Bool>,
+    cluster_config: Option<ClusterFlowConfigWire>,
+    regex: Option<Bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterFlowConfigWire {
+    flow_id: Option<Int>,
+    threshold_type: Option<Int>,
+    fallback_to_local_when_fail: Option<Bool>,
+    strategy: Option<Int>,
+    sample_count: Option<Int>,
+    window_interval_ms: Option<Int>,
+}
+
+/// Converts an integer field into a `u32`, recording an issue when it does not fit.
+pub(crate) fn u32_field(
+    issues: &mut Vec<RuleIssue>,
+    family: RuleFamily,
+    index: usize,
+    resource: Option<&str>,
+    field: &str,
+    value: Option<i64>,
+    default: u32,
+) -> u32 {
+    match value {
+        None => default,
+        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
+            issues.push(RuleIssue::new(
+                family,
+                index,
+                resource,
+                field,
+                format!("must be between 0 and {}, got {v}", u32::MAX),
+            ));
+            default
+        }),
+    }
+}
+
+impl FlowRuleWire {
+    /// Builds the typed rule, applying Sentinel's defaults, then validates it.
+    pub(crate) fn into_rule(self, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
+        let mut issues = Vec::new();
+        let fam = RuleFamily::Flow;
+        let resource = self.resource.unwrap_or_default();
+        let res = Some(resource.as_str());
+        if wire::boolean(self.regex) == Some(true) {
+            issues.push(RuleIssue::new(
+                fam,
+                index,
+                res,
+                "regex",
+                "regular-expression resources are not supported",
+            ));
+        }
+        let grade = code_field!(issues, fam, index, res, "grade", wire::int(self.grade), FlowGrade, FlowGrade::Qps);
+        let strategy = code_field!(issues, fam, index, res, "strategy", wire::int(self.strategy), FlowStrategy, FlowStrategy::Direct);
+        let behavior = code_field!(
+            issues,
+            fam,
+            index,
+            res,
+            "controlBehavior",
+            wire::int(self.control_behavior),
+            ControlBehavior,
+            ControlBehavior::Reject
+        );
+        let warm_up_period_sec = u32_field(&mut issues, fam, index, res, "warmUpPeriodSec", wire::int(self.warm_up_period_sec), 10);
+        let max_queueing_time_ms = u32_field(&mut issues, fam, index, res, "maxQueueingTimeMs", wire::int(self.max_queueing_time_ms), 500);
+        let limit_app = match self.limit_app {
+            Some(app) if !app.trim().is_empty() => app,
+            _ => LIMIT_APP_DEFAULT.to_owned(),
+        };
+        let cluster_config = self.cluster_config.map(|c| {
+            let d = ClusterFlowConfig::default();
+            ClusterFlowConfig {
+                flow_id: wire::int(c.flow_id),
+                threshold_type: wire::int(c.threshold_type).map_or(d.threshold_type, |v| v as i32),
+                fallback_to_local_when_fail: wire::boolean(c.fallback_to_local_when_fail)
+                    .unwrap_or(d.fallback_to_local_when_fail),
+                strategy: wire::int(c.strategy).map_or(d.strategy, |v| v as i32),
+                sample_count: wire::int(c.sample_count).map_or(d.sample_count, |v| v as i32),
+                window_interval_ms: wire::int(c.window_interval_ms)
+                    .map_or(d.window_interval_ms, |v| v as i32),
+            }
+        });
+        let (Some(grade), Some(strategy), Some(control_behavior)) = (grade, strategy, behavior) else {
+            return Err(issues);
+        };
+        let rule = FlowRule {
+            resource,
+            limit_app,
+            grade,
+            count: wire::float(self.count).unwrap_or(0.0),
+            strategy,
+            ref_resource: self.ref_resource.filter(|r| !r.is_empty()),
+            control_behavior,
+            warm_up_period_sec,
+            max_queueing_time_ms,
+            cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
+            cluster_config,
+        };
+        issues.extend(rule.validate(index));
+        if issues.is_empty() {
+            Ok(rule)
+        } else {
+            Err(issues)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FlowRule {
+    /// Reads Sentinel JSON with its defaults; an invalid rule is a deserialisation error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        FlowRuleWire::deserialize(d)?.into_rule(0).map_err(|issues| {
+            serde::de::Error::custom(
+                issues
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+    }
+}

@@ -1,0 +1,407 @@
+//! Controller and strategy tests, all on the fake clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::controller::{Controller, Decision, RateLimiter, WarmUp};
+use super::*;
+use crate::{BlockError, Clock, FakeClock, RuleFamily, Sentinel};
+
+fn engine(clock: &FakeClock) -> Sentinel {
+    Sentinel::builder().clock(clock.clone()).build()
+}
+
+/// Enters `n` times at the current time, returning how many passed (entries exit at once).
+fn burst(s: &Sentinel, resource: &str, n: usize) -> usize {
+    (0..n).filter(|_| s.entry(resource).enter().is_ok()).count()
+}
+
+#[test]
+fn reject_rule_admits_exactly_count_per_window() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 10.0)]).unwrap();
+    assert_eq!(burst(&s, "r", 25), 10);
+    let err = s.entry("r").enter().unwrap_err();
+    assert!(matches!(&err, BlockError::Flow { rule, .. } if rule.count == 10.0));
+    assert_eq!(err.family(), RuleFamily::Flow);
+    assert_eq!(err.resource(), "r");
+    // Half a window later the first bucket still counts.
+    clock.advance_ms(500);
+    assert_eq!(burst(&s, "r", 5), 0);
+    // A full window later everything has slid out.
+    clock.advance_ms(500);
+    assert_eq!(burst(&s, "r", 25), 10);
+    let stats = s.resource_stats("r").unwrap();
+    assert_eq!(stats.pass_qps, 10.0);
+    // 15 blocked now plus the 5 blocked half a window ago.
+    assert_eq!(stats.block_qps, 20.0);
+}
+
+#[test]
+fn batch_counts_permits() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 10.0)]).unwrap();
+    assert!(s.entry("r").batch(6).enter().is_ok());
+    assert!(s.entry("r").batch(5).enter().is_err());
+    assert!(s.entry("r").batch(4).enter().is_ok());
+}
+
+#[test]
+fn thread_grade_limits_concurrency() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::thread("r", 2.0)]).unwrap();
+    let a = s.entry("r").enter().unwrap();
+    let _b = s.entry("r").enter().unwrap();
+    assert!(s.entry("r").enter().is_err());
+    drop(a);
+    assert!(s.entry("r").enter().is_ok());
+}
+
+#[test]
+fn zero_count_blocks_everything() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 0.0)]).unwrap();
+    assert_eq!(burst(&s, "r", 3), 0);
+}
+
+#[test]
+fn rate_limiter_spaces_passes_and_rejects_past_max_queueing() {
+    let clock = FakeClock::at_ms(10_000);
+    let limiter = RateLimiter::new(10.0, 500);
+    // Concurrent callers at the same instant: each is scheduled 100 ms after the previous.
+    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Pass);
+    for i in 1..=5u64 {
+        assert_eq!(
+            limiter.check(1, 10_000, &clock),
+            Decision::Wait(Duration::from_millis(100 * i))
+        );
+    }
+    // The seventh would wait 600 ms > 500 ms.
+    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Block);
+    // Once time catches up, the slot frees.
+    assert_eq!(limiter.check(1, 10_600, &clock), Decision::Pass);
+}
+
+#[test]
+fn rate_limiter_through_the_engine_spaces_calls_by_one_over_count() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 20.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(1_000)])
+        .unwrap();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let _e = s.entry("r").enter().unwrap();
+        times.push(clock.now_nanos());
+    }
+    // The fake clock advances by each queueing wait: exactly 50 ms apart.
+    for pair in times.windows(2) {
+        assert_eq!(pair[1] - pair[0], 50_000_000);
+    }
+}
+
+#[test]
+fn rate_limiter_uses_nanoseconds_above_1000_qps() {
+    let clock = FakeClock::at_ms(10_000);
+    let limiter = RateLimiter::new(4_000.0, 10);
+    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Pass);
+    // 1/4000 s = 250 µs, which a millisecond clock would round to 0.
+    assert_eq!(
+        limiter.check(1, 10_000, &clock),
+        Decision::Wait(Duration::from_micros(250))
+    );
+}
+
+/// Runs `seconds` of load: each second, `offered` calls spread over the second.
+fn run_load(s: &Sentinel, clock: &FakeClock, resource: &str, seconds: usize, offered: usize) -> Vec<usize> {
+    let step = 1000 / offered as u64;
+    (0..seconds)
+        .map(|_| {
+            let start = clock.now_ms();
+            let mut passed = 0;
+            for i in 0..offered as u64 {
+                clock.set_ms(start + i * step);
+                if s.entry(resource).enter().is_ok() {
+                    passed += 1;
+                }
+            }
+            clock.set_ms(start + 1000);
+            passed
+        })
+        .collect()
+}
+
+#[test]
+fn warm_up_starts_near_a_third_and_reaches_count() {
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 90.0)
+            .control_behavior(ControlBehavior::WarmUp)
+            .warm_up_period_sec(10)])
+        .unwrap();
+    let passed = run_load(&s, &clock, "r", 16, 200);
+    // Cold: about count / 3 in the first second.
+    assert!((28..=32).contains(&passed[0]), "first second passed {}", passed[0]);
+    // Rising monotonically (allowing for window edges) ...
+    assert!(passed[5] > passed[0] && passed[9] > passed[5], "{passed:?}");
+    // ... and at count once the warm-up period has been sustained.
+    assert!(passed[12..].iter().all(|p| *p == 90), "{passed:?}");
+}
+
+#[test]
+fn warm_up_cools_down_again_when_idle() {
+    let controller = WarmUp::new(30.0, 10, 3);
+    let full = controller.stored_tokens();
+    assert!(full > 0);
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 30.0).control_behavior(ControlBehavior::WarmUp)])
+        .unwrap();
+    let hot = run_load(&s, &clock, "r", 14, 60);
+    assert_eq!(*hot.last().unwrap(), 30);
+    // Idle for a long time: the bucket refills and the rule is cold again.
+    clock.advance_ms(120_000);
+    let cold = run_load(&s, &clock, "r", 1, 60);
+    assert!(cold[0] <= 12, "after idling passed {}", cold[0]);
+}
+
+#[test]
+fn warm_up_rate_limiter_spaces_at_the_warming_rate() {
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 30.0)
+            .control_behavior(ControlBehavior::WarmUpRateLimiter)
+            .max_queueing_time_ms(2_000)])
+        .unwrap();
+    let a = clock.now_ms();
+    drop(s.entry("r").enter().unwrap());
+    drop(s.entry("r").enter().unwrap());
+    // Cold: 10 QPS, so 100 ms apart.
+    assert_eq!(clock.now_ms() - a, 100);
+    let _ = Controller::for_rule(&FlowRule::qps("x", 1.0));
+}
+
+#[test]
+fn relate_strategy_reads_the_related_resource() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("write", 3.0).relate("read")])
+        .unwrap();
+    // "write" is limited only by traffic on "read".
+    assert_eq!(burst(&s, "write", 10), 10);
+    assert_eq!(burst(&s, "read", 3), 3);
+    assert!(s.entry("write").enter().is_err());
+    assert!(s.entry("read").enter().is_ok(), "read itself is not limited");
+}
+
+#[test]
+fn chain_strategy_counts_only_its_entrance() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("query", 2.0).chain("entrance-a")])
+        .unwrap();
+    let via_a = (0..5)
+        .filter(|_| s.entry("query").context("entrance-a").enter().is_ok())
+        .count();
+    let via_b = (0..5)
+        .filter(|_| s.entry("query").context("entrance-b").enter().is_ok())
+        .count();
+    let none = burst(&s, "query", 5);
+    assert_eq!((via_a, via_b, none), (2, 5, 5));
+}
+
+#[test]
+fn limit_app_specific_and_other_match_the_right_origins() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("r", 1.0).limit_app("app-a"),
+            FlowRule::qps("r", 2.0).limit_app("other"),
+        ])
+        .unwrap();
+    let count = |origin: &str| {
+        (0..10)
+            .filter(|_| s.entry("r").origin(origin).enter().is_ok())
+            .count()
+    };
+    assert_eq!(count("app-a"), 1, "specific rule");
+    assert_eq!(count("app-b"), 2, "`other` applies to unnamed origins, per origin");
+    assert_eq!(count("app-c"), 2);
+    assert_eq!(burst(&s, "r", 10), 10, "no origin: neither rule applies");
+    assert_eq!(s.origin_stats("r", "app-a").unwrap().pass_qps, 1.0);
+}
+
+#[test]
+fn limit_app_default_counts_all_origins_together() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 3.0)]).unwrap();
+    assert!(s.entry("r").origin("a").enter().is_ok());
+    assert!(s.entry("r").origin("b").enter().is_ok());
+    assert!(s.entry("r").enter().is_ok());
+    assert!(s.entry("r").origin("c").enter().is_err());
+}
+
+#[test]
+fn reload_of_an_unchanged_rule_keeps_warm_up_state() {
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    let warm = FlowRule::qps("w", 90.0).control_behavior(ControlBehavior::WarmUp);
+    let other = FlowRule::qps("o", 30.0).control_behavior(ControlBehavior::WarmUp);
+    s.flow_rules().load_rules(vec![warm.clone(), other.clone()]).unwrap();
+    let hot = run_load(&s, &clock, "w", 14, 200);
+    assert_eq!(*hot.last().unwrap(), 90);
+    // Reload the same rule (plus a changed other rule): still warm.
+    s.flow_rules()
+        .load_rules(vec![warm.clone(), FlowRule::qps("o", 31.0)])
+        .unwrap();
+    assert_eq!(run_load(&s, &clock, "w", 1, 200)[0], 90);
+    // A changed rule starts a new controller: cold again.
+    s.flow_rules()
+        .load_rules(vec![warm.warm_up_period_sec(11), other])
+        .unwrap();
+    assert!(run_load(&s, &clock, "w", 1, 200)[0] <= 35);
+}
+
+#[test]
+fn statistics_survive_reloads_and_empty_list_clears() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 5.0)]).unwrap();
+    assert_eq!(burst(&s, "r", 3), 3);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 4.0)]).unwrap();
+    // Three passes are still counted against the new limit.
+    assert_eq!(burst(&s, "r", 3), 1);
+    s.flow_rules().load_rules(vec![]).unwrap();
+    assert!(s.flow_rules().rules().is_empty());
+    assert_eq!(burst(&s, "r", 3), 3);
+}
+
+#[test]
+fn strict_load_rejects_the_whole_list_and_keeps_the_old_rules() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 1.0)]).unwrap();
+    let mut bad = FlowRule::qps("", 1.0);
+    bad.count = -1.0;
+    let err = s
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("ok", 1.0), bad.clone()])
+        .unwrap_err();
+    let issues = err.issues();
+    assert_eq!(issues.len(), 2);
+    assert_eq!((issues[0].index, issues[0].field.as_str()), (1, "resource"));
+    assert_eq!(issues[1].field, "count");
+    assert_eq!(s.flow_rules().rules(), vec![FlowRule::qps("r", 1.0)]);
+    // Lenient mode skips and reports.
+    let report = s
+        .flow_rules()
+        .load_rules_lenient(vec![FlowRule::qps("ok", 1.0), bad])
+        .unwrap();
+    assert_eq!(report.skipped.len(), 2);
+    assert_eq!(s.flow_rules().rules(), vec![FlowRule::qps("ok", 1.0)]);
+}
+
+#[test]
+fn duplicates_collapse() {
+    let s = Sentinel::new();
+    let report = s
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0), FlowRule::qps("r", 1.0)])
+        .unwrap();
+    assert_eq!(report.applied, vec![(RuleFamily::Flow, 1)]);
+}
+
+#[test]
+fn qps_limit_holds_across_threads() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 100.0)]).unwrap();
+    let threads = 4;
+    let passed: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| burst(&s, "r", 1_000)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    // Check-then-count, as in Sentinel: racing threads may overshoot by at most threads - 1.
+    assert!(
+        (100..100 + threads).contains(&passed),
+        "passed {passed} with a limit of 100"
+    );
+    assert_eq!(s.resource_stats("r").unwrap().pass_qps, passed as f64);
+}
+
+#[test]
+fn handle_and_name_share_statistics() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 4.0)]).unwrap();
+    let handle = s.resource("r");
+    assert_eq!((0..3).filter(|_| handle.entry().enter().is_ok()).count(), 3);
+    assert_eq!(burst(&s, "r", 3), 1);
+}
+
+#[test]
+fn resource_cap_passes_extra_resources_without_statistics() {
+    let s = Sentinel::builder()
+        .limits(crate::Limits::default().max_resources(2))
+        .build();
+    s.flow_rules().load_rules(vec![FlowRule::qps("c", 0.0)]).unwrap();
+    // The rule's own resource is not registered until used; fill the cap first.
+    assert!(s.entry("a").enter().is_ok());
+    assert!(s.entry("b").enter().is_ok());
+    let entry = s.entry("c").enter().expect("past the cap: passes unchecked");
+    assert_eq!(entry.resource(), None);
+    assert_eq!(s.resources(), vec!["a".to_owned(), "b".to_owned()]);
+}
+
+proptest! {
+    /// Single-threaded, a reject rule never admits more than `count` in any one-second window.
+    #[test]
+    fn reject_never_admits_more_than_count_in_any_window(
+        count in 0u32..50,
+        gaps in proptest::collection::vec(0u64..120, 1..400),
+    ) {
+        let clock = FakeClock::at_ms(50_000);
+        let s = engine(&clock);
+        s.flow_rules().load_rules(vec![FlowRule::qps("r", f64::from(count))]).unwrap();
+        let mut admitted: Vec<u64> = Vec::new();
+        for gap in gaps {
+            clock.advance_ms(gap);
+            if s.entry("r").enter().is_ok() {
+                admitted.push(clock.now_ms());
+            }
+        }
+        // Any window the statistics can see spans two 500 ms buckets.
+        for &t in &admitted {
+            let bucket_start = t - t % 500;
+            let from = bucket_start - 500;
+            let in_window = admitted.iter().filter(|&&a| a >= from && a <= t).count();
+            prop_assert!(in_window <= count as usize, "{} admitted in window ending {}", in_window, t);
+        }
+    }
+}
+
+#[test]
+fn shared_engine_clones_share_rules() {
+    let s = Sentinel::new();
+    let clone = s.clone();
+    s.flow_rules().load_rules(vec![FlowRule::qps("r", 1.0)]).unwrap();
+    assert_eq!(clone.flow_rules().rules().len(), 1);
+    let _ = Arc::new(clone);
+}

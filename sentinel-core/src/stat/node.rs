@@ -1,0 +1,219 @@
+//! Statistics for one node: a resource, a (resource, origin) pair, a (context, resource)
+//! pair, or the global inbound node.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::window::{Event, Window};
+
+/// Buckets in the second-level window.
+pub(crate) const SECOND_BUCKETS: usize = 2;
+/// Length of the second-level window.
+pub(crate) const SECOND_INTERVAL_MS: u64 = 1000;
+/// Buckets in the minute-level window.
+pub(crate) const MINUTE_BUCKETS: usize = 60;
+/// Length of the minute-level window.
+pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
+
+/// Sliding-window counters plus the current concurrency.
+#[derive(Debug)]
+pub(crate) struct StatNode {
+    concurrency: CachePadded<AtomicI64>,
+    second: Window,
+    minute: Window,
+}
+
+impl Default for StatNode {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StatNode {
+    pub(crate) fn new() -> Self {
+        Self {
+            concurrency: CachePadded::new(AtomicI64::new(0)),
+            second: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
+            minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
+        }
+    }
+
+    #[inline]
+    fn add(&self, now: u64, event: Event, n: u64) {
+        self.second.current(now).add(event, n);
+        self.minute.current(now).add(event, n);
+    }
+
+    /// A call passed every check: count it and raise the concurrency.
+    #[inline]
+    pub(crate) fn on_pass(&self, now: u64, n: u64) {
+        self.concurrency.fetch_add(1, Ordering::Relaxed);
+        self.add(now, Event::Pass, n);
+    }
+
+    #[inline]
+    pub(crate) fn on_block(&self, now: u64, n: u64) {
+        self.add(now, Event::Block, n);
+    }
+
+    /// A passed call completed: record success and RT, lower the concurrency.
+    #[inline]
+    pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
+        let second = self.second.current(now);
+        let minute = self.minute.current(now);
+        second.add(Event::Success, n);
+        second.add(Event::Rt, rt);
+        second.record_rt(rt);
+        minute.add(Event::Success, n);
+        minute.add(Event::Rt, rt);
+        minute.record_rt(rt);
+        if error {
+            second.add(Event::Error, n);
+            minute.add(Event::Error, n);
+        }
+        self.concurrency.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn add_error(&self, now: u64, n: u64) {
+        self.add(now, Event::Error, n);
+    }
+
+    #[inline]
+    pub(crate) fn concurrency(&self) -> i64 {
+        self.concurrency.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn per_second(&self, now: u64, event: Event) -> f64 {
+        self.second.sum(now, event) as f64 * 1000.0 / self.second.interval_ms() as f64
+    }
+
+    #[inline]
+    pub(crate) fn pass_qps(&self, now: u64) -> f64 {
+        self.per_second(now, Event::Pass)
+    }
+
+    pub(crate) fn block_qps(&self, now: u64) -> f64 {
+        self.per_second(now, Event::Block)
+    }
+
+    pub(crate) fn success_qps(&self, now: u64) -> f64 {
+        self.per_second(now, Event::Success)
+    }
+
+    pub(crate) fn error_qps(&self, now: u64) -> f64 {
+        self.per_second(now, Event::Error)
+    }
+
+    /// Passes in the previous whole second, from the minute window (Sentinel's
+    /// `previousPassQps`, used by warm-up).
+    #[inline]
+    pub(crate) fn previous_pass_qps(&self, now: u64) -> f64 {
+        let bucket = self.minute.bucket_ms();
+        let previous = now.saturating_sub(bucket);
+        self.minute.bucket_value_at(previous, Event::Pass) as f64 * 1000.0 / bucket as f64
+    }
+
+    /// Average RT of the calls completed in the second window, in ms.
+    pub(crate) fn avg_rt(&self, now: u64) -> f64 {
+        let success = self.second.sum(now, Event::Success);
+        if success == 0 {
+            return 0.0;
+        }
+        self.second.sum(now, Event::Rt) as f64 / success as f64
+    }
+
+    /// Minimum RT in the second window; `None` when nothing completed.
+    pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
+        self.second.min_rt(now)
+    }
+
+    /// Highest success rate of any bucket in the second window, scaled to per second.
+    pub(crate) fn max_success_qps(&self, now: u64) -> f64 {
+        self.second.max_bucket(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
+    }
+
+    /// Totals over the minute window.
+    pub(crate) fn minute_totals(&self, now: u64) -> (u64, u64, u64, u64) {
+        (
+            self.minute.sum(now, Event::Pass),
+            self.minute.sum(now, Event::Block),
+            self.minute.sum(now, Event::Success),
+            self.minute.sum(now, Event::Error),
+        )
+    }
+
+    /// A public copy of the current numbers.
+    pub(crate) fn snapshot(&self, now: u64) -> NodeStats {
+        let (pass_minute, block_minute, success_minute, error_minute) = self.minute_totals(now);
+        NodeStats {
+            pass_qps: self.pass_qps(now),
+            block_qps: self.block_qps(now),
+            success_qps: self.success_qps(now),
+            error_qps: self.error_qps(now),
+            avg_rt_ms: self.avg_rt(now),
+            min_rt_ms: self.min_rt(now),
+            concurrency: self.concurrency().max(0) as u64,
+            pass_minute,
+            block_minute,
+            success_minute,
+            error_minute,
+        }
+    }
+}
+
+/// The current statistics of a node, as numbers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct NodeStats {
+    /// Passed calls per second, over the last second.
+    pub pass_qps: f64,
+    /// Blocked calls per second.
+    pub block_qps: f64,
+    /// Completed calls per second.
+    pub success_qps: f64,
+    /// Calls that recorded an error, per second.
+    pub error_qps: f64,
+    /// Average response time of completed calls, in ms.
+    pub avg_rt_ms: f64,
+    /// Smallest response time in the last second, in ms.
+    pub min_rt_ms: Option<u64>,
+    /// Calls in flight now.
+    pub concurrency: u64,
+    /// Passed calls over the last minute.
+    pub pass_minute: u64,
+    /// Blocked calls over the last minute.
+    pub block_minute: u64,
+    /// Completed calls over the last minute.
+    pub success_minute: u64,
+    /// Errors over the last minute.
+    pub error_minute: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_complete_and_rates() {
+        let node = StatNode::new();
+        node.on_pass(10_000, 1);
+        node.on_pass(10_100, 2);
+        assert_eq!(node.concurrency(), 2);
+        assert_eq!(node.pass_qps(10_200), 3.0);
+        node.on_complete(10_300, 40, 1, false);
+        node.on_complete(10_400, 20, 2, true);
+        assert_eq!(node.concurrency(), 0);
+        assert_eq!(node.success_qps(10_400), 3.0);
+        assert_eq!(node.error_qps(10_400), 2.0);
+        assert_eq!(node.avg_rt(10_400), 20.0);
+        assert_eq!(node.min_rt(10_400), Some(20));
+        // The previous whole second.
+        assert_eq!(node.previous_pass_qps(11_050), 3.0);
+        assert_eq!(node.pass_qps(11_050), 0.0);
+        let snap = node.snapshot(11_050);
+        assert_eq!(snap.pass_minute, 3);
+    }
+}

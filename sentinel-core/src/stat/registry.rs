@@ -1,0 +1,195 @@
+//! The resource registry: names to statistics nodes, with caps.
+//!
+//! Lookups are lock-free (one `ArcSwap` load and a hash lookup). Inserting a new name copies
+//! the map under a writer mutex; names are few and inserted once, so the copy is cheap next to
+//! the contention a concurrent map would add on every lookup.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::StatNode;
+use crate::engine::Shared;
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Caps on the number of distinct names the statistics keep, so that hostile or unbounded
+/// names cannot exhaust memory.
+///
+/// Past a cap, calls still run: past `max_resources` an entry passes with no checks and no
+/// statistics (as Sentinel does past its 6 000 slot chains); past `max_origins_per_resource` or
+/// `max_contexts_per_resource` the call is checked and counted on the resource, but not on the
+/// extra origin or context. Each cap logs one warning the first time it is hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Distinct resources. Default 6 000, as Sentinel's `MAX_SLOT_CHAIN_SIZE`.
+    pub max_resources: usize,
+    /// Distinct origins per resource. Default 1 000.
+    pub max_origins_per_resource: usize,
+    /// Distinct context names per resource. Default 2 000, as Sentinel's
+    /// `MAX_CONTEXT_NAME_SIZE`.
+    pub max_contexts_per_resource: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_resources: 6_000,
+            max_origins_per_resource: 1_000,
+            max_contexts_per_resource: 2_000,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets `max_resources`.
+    pub fn max_resources(mut self, n: usize) -> Self {
+        self.max_resources = n;
+        self
+    }
+
+    /// Sets `max_origins_per_resource`.
+    pub fn max_origins_per_resource(mut self, n: usize) -> Self {
+        self.max_origins_per_resource = n;
+        self
+    }
+
+    /// Sets `max_contexts_per_resource`.
+    pub fn max_contexts_per_resource(mut self, n: usize) -> Self {
+        self.max_contexts_per_resource = n;
+        self
+    }
+}
+
+/// A copy-on-write map with a cap and a one-time warning.
+#[derive(Debug)]
+pub(crate) struct CappedMap<V> {
+    map: ArcSwap<FastMap<Arc<str>, Arc<V>>>,
+    insert: Mutex<()>,
+    cap: usize,
+    warned: AtomicBool,
+    what: &'static str,
+}
+
+impl<V> CappedMap<V> {
+    pub(crate) fn new(cap: usize, what: &'static str) -> Self {
+        Self {
+            map: ArcSwap::from_pointee(FastMap::default()),
+            insert: Mutex::new(()),
+            cap,
+            warned: AtomicBool::new(false),
+            what,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<V>> {
+        self.map.load().get(name).cloned()
+    }
+
+    /// Gets or inserts. `None` past the cap.
+    pub(crate) fn get_or_insert_with(&self, name: &str, make: impl FnOnce(Arc<str>) -> V) -> Option<Arc<V>> {
+        if let Some(found) = self.get(name) {
+            return Some(found);
+        }
+        // The writer lock only orders inserts; a poisoned lock still protects nothing shared.
+        let _guard = self.insert.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.map.load_full();
+        if let Some(found) = current.get(name) {
+            return Some(found.clone());
+        }
+        if current.len() >= self.cap {
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    cap = self.cap,
+                    kind = self.what,
+                    name,
+                    "statistics cap reached; further names pass without statistics"
+                );
+            }
+            return None;
+        }
+        let key: Arc<str> = Arc::from(name);
+        let value = Arc::new(make(key.clone()));
+        let mut next = FastMap::clone(&current);
+        next.insert(key, value.clone());
+        self.map.store(Arc::new(next));
+        Some(value)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.load().len()
+    }
+
+    pub(crate) fn snapshot(&self) -> Arc<FastMap<Arc<str>, Arc<V>>> {
+        self.map.load_full()
+    }
+}
+
+/// Statistics of one resource: its own node, its origins and its contexts.
+#[derive(Debug)]
+pub(crate) struct ResourceNode {
+    pub(crate) name: Arc<str>,
+    pub(crate) stat: StatNode,
+    pub(crate) origins: CappedMap<StatNode>,
+    pub(crate) contexts: CappedMap<StatNode>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl ResourceNode {
+    #[inline]
+    pub(crate) fn origin_node(&self, origin: &str) -> Option<Arc<StatNode>> {
+        self.origins.get_or_insert_with(origin, |_| StatNode::new())
+    }
+
+    #[inline]
+    pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
+        self.contexts.get_or_insert_with(context, |_| StatNode::new())
+    }
+}
+
+/// All resources of one engine.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    resources: CappedMap<ResourceNode>,
+    limits: Limits,
+}
+
+impl Registry {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            resources: CappedMap::new(limits.max_resources, "resource"),
+            limits,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<ResourceNode>> {
+        self.resources.get(name)
+    }
+
+    pub(crate) fn get_or_create(&self, name: &str, shared: &Arc<Shared>) -> Option<Arc<ResourceNode>> {
+        let limits = self.limits;
+        self.resources.get_or_insert_with(name, |name| ResourceNode {
+            name,
+            stat: StatNode::new(),
+            origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
+            contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
+            shared: shared.clone(),
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.resources.len()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<ResourceNode>> {
+        let mut all: Vec<_> = self.resources.snapshot().values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+}
+

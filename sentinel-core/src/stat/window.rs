@@ -1,0 +1,224 @@
+//! A sliding window of time buckets with atomic counters, in the style of Sentinel's
+//! `LeapArray`.
+//!
+//! The window of `interval_ms` is split into `buckets` buckets of equal length. The bucket for
+//! a time is found by index arithmetic; a bucket left over from an older round is reset by
+//! the first writer that sees it (a compare-and-swap on its start time). Readers sum only the
+//! buckets that are still inside the interval. Nothing locks and nothing allocates after
+//! construction.
+//!
+//! As in Sentinel, the reset is not atomic with concurrent adds: an add that races with the
+//! reset of its own bucket can be lost. The window is a statistic, not a ledger.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Marks a bucket that has never been used.
+const EMPTY: u64 = u64::MAX;
+
+/// The events one bucket counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub(crate) enum Event {
+    Pass = 0,
+    Block = 1,
+    Success = 2,
+    Error = 3,
+    Rt = 4,
+    OccupiedPass = 5,
+}
+
+const EVENTS: usize = 6;
+
+/// One bucket: start time, six counters and the minimum RT, exactly one cache line.
+#[repr(align(64))]
+#[derive(Debug)]
+pub(crate) struct Bucket {
+    start: AtomicU64,
+    counters: [AtomicU64; EVENTS],
+    min_rt: AtomicU64,
+}
+
+impl Bucket {
+    fn new() -> Self {
+        Self {
+            start: AtomicU64::new(EMPTY),
+            counters: Default::default(),
+            min_rt: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(&self, event: Event, n: u64) {
+        self.counters[event as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, event: Event) -> u64 {
+        self.counters[event as usize].load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn record_rt(&self, rt: u64) {
+        self.min_rt.fetch_min(rt, Ordering::Relaxed);
+    }
+
+    fn reset(&self) {
+        for counter in &self.counters {
+            counter.store(0, Ordering::Relaxed);
+        }
+        self.min_rt.store(u64::MAX, Ordering::Relaxed);
+    }
+}
+
+/// A sliding window of `len` buckets covering `interval_ms`.
+#[derive(Debug)]
+pub(crate) struct Window {
+    buckets: Box<[Bucket]>,
+    bucket_ms: u64,
+    interval_ms: u64,
+}
+
+impl Window {
+    /// `interval_ms` must be a positive multiple of `buckets`.
+    pub(crate) fn new(buckets: usize, interval_ms: u64) -> Self {
+        let buckets = buckets.max(1);
+        let bucket_ms = (interval_ms / buckets as u64).max(1);
+        Self {
+            buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            bucket_ms,
+            interval_ms: bucket_ms * buckets as u64,
+        }
+    }
+
+    pub(crate) fn interval_ms(&self) -> u64 {
+        self.interval_ms
+    }
+
+    pub(crate) fn bucket_ms(&self) -> u64 {
+        self.bucket_ms
+    }
+
+    /// The bucket for `now`, reset first if it still holds an older round.
+    #[inline]
+    pub(crate) fn current(&self, now: u64) -> &Bucket {
+        let index = ((now / self.bucket_ms) % self.buckets.len() as u64) as usize;
+        let start = now - now % self.bucket_ms;
+        let bucket = &self.buckets[index];
+        let seen = bucket.start.load(Ordering::Acquire);
+        if seen != start && (seen == EMPTY || seen < start) {
+            // Exactly one thread wins the reset of an old round.
+            if bucket
+                .start
+                .compare_exchange(seen, start, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                bucket.reset();
+            }
+        }
+        // A bucket newer than `now` means the clock went back: count into it anyway.
+        bucket
+    }
+
+    #[inline]
+    fn is_valid(&self, bucket: &Bucket, now: u64) -> Option<u64> {
+        let start = bucket.start.load(Ordering::Acquire);
+        (start != EMPTY && start <= now && now - start < self.interval_ms).then_some(start)
+    }
+
+    /// Sum of one event over the buckets still inside the interval.
+    #[inline]
+    pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
+        self.buckets
+            .iter()
+            .filter(|b| self.is_valid(b, now).is_some())
+            .map(|b| b.get(event))
+            .sum()
+    }
+
+    /// The largest per-bucket count of `event` inside the interval.
+    pub(crate) fn max_bucket(&self, now: u64, event: Event) -> u64 {
+        self.buckets
+            .iter()
+            .filter(|b| self.is_valid(b, now).is_some())
+            .map(|b| b.get(event))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The smallest RT seen inside the interval, if any call completed.
+    pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
+        self.buckets
+            .iter()
+            .filter(|b| self.is_valid(b, now).is_some())
+            .map(|b| b.min_rt.load(Ordering::Relaxed))
+            .filter(|rt| *rt != u64::MAX)
+            .min()
+    }
+
+    /// The count of `event` in the bucket that covers `time`, if that bucket still holds
+    /// exactly that round.
+    pub(crate) fn bucket_value_at(&self, time: u64, event: Event) -> u64 {
+        let index = ((time / self.bucket_ms) % self.buckets.len() as u64) as usize;
+        let start = time - time % self.bucket_ms;
+        let bucket = &self.buckets[index];
+        if bucket.start.load(Ordering::Acquire) == start {
+            bucket.get(event)
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn counts_slide_out_after_the_interval() {
+        let w = Window::new(2, 1000);
+        w.current(100).add(Event::Pass, 3);
+        w.current(600).add(Event::Pass, 4);
+        assert_eq!(w.sum(999, Event::Pass), 7);
+        // At 1000 the first bucket [0,500) is out, [500,1000) is in.
+        assert_eq!(w.sum(1000, Event::Pass), 4);
+        assert_eq!(w.sum(1500, Event::Pass), 0);
+        // The first bucket is reused for [1000, 1500).
+        w.current(1200).add(Event::Pass, 1);
+        assert_eq!(w.sum(1200, Event::Pass), 5);
+        assert_eq!(w.bucket_value_at(1200, Event::Pass), 1);
+        assert_eq!(w.bucket_value_at(200, Event::Pass), 0);
+    }
+
+    #[test]
+    fn min_rt_and_max_bucket() {
+        let w = Window::new(10, 1000);
+        w.current(0).record_rt(30);
+        w.current(150).record_rt(10);
+        w.current(150).add(Event::Success, 5);
+        w.current(350).add(Event::Success, 2);
+        assert_eq!(w.min_rt(400), Some(10));
+        assert_eq!(w.max_bucket(400, Event::Success), 5);
+        assert_eq!(w.min_rt(5000), None);
+    }
+
+    proptest! {
+        /// Whatever the sequence of times, the sum never includes counts older than the
+        /// interval, and always includes the current bucket.
+        #[test]
+        fn sum_matches_a_naive_model(steps in proptest::collection::vec((0u64..400, 1u64..5), 1..200)) {
+            let w = Window::new(2, 1000);
+            let mut now = 5_000u64;
+            let mut log: Vec<(u64, u64)> = Vec::new();
+            for (dt, n) in steps {
+                now += dt;
+                w.current(now).add(Event::Pass, n);
+                log.push((now, n));
+                let start_of_current = now - now % 500;
+                let oldest = start_of_current.saturating_sub(500);
+                let expected: u64 = log.iter().filter(|(t, _)| *t >= oldest).map(|(_, n)| n).sum();
+                prop_assert_eq!(w.sum(now, Event::Pass), expected);
+            }
+        }
+    }
+}
