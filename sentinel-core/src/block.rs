@@ -2,27 +2,62 @@
 
 use std::sync::Arc;
 
-use crate::flow::FlowRule;
+use crate::authority::AuthorityRule;
+use crate::circuit_breaker::DegradeRule;
+use crate::flow::{FlowGrade, FlowRule};
 use crate::rules::RuleFamily;
+use crate::system::SystemMetric;
 
 /// A call was blocked by a rule. Says which family, which resource and which rule.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum BlockError {
+    /// An authority rule rejected the caller's origin.
+    #[error(
+        "blocked by authority rule on resource {resource:?}: origin {origin:?} is not allowed"
+    )]
+    Authority {
+        /// The resource.
+        resource: Arc<str>,
+        /// The rule.
+        rule: Arc<AuthorityRule>,
+        /// The rejected origin.
+        origin: String,
+    },
+    /// A system rule blocked an inbound call.
+    #[error("blocked by system protection on resource {resource:?}: {metric} is {value}, threshold {threshold}")]
+    System {
+        /// The resource.
+        resource: Arc<str>,
+        /// The threshold that blocked.
+        metric: SystemMetric,
+        /// Its value.
+        threshold: f64,
+        /// The value seen.
+        value: f64,
+    },
     /// A flow rule blocked the call.
-    #[error("blocked by flow control on resource {resource:?}: {} limit {} ({})", grade_name(rule), rule.count, rule.limit_app)]
+    #[error("blocked by flow control on resource {resource:?}: {} limit {} for {}", grade_name(rule), rule.count, rule.limit_app)]
     Flow {
         /// The resource.
         resource: Arc<str>,
         /// The rule that blocked.
         rule: Arc<FlowRule>,
     },
+    /// An open (or half-open, probing) circuit breaker blocked the call.
+    #[error("blocked by circuit breaker on resource {resource:?} ({:?}, count {}, open for {} s)", rule.grade, rule.count, rule.time_window)]
+    CircuitBreaker {
+        /// The resource.
+        resource: Arc<str>,
+        /// The breaker's rule.
+        rule: Arc<DegradeRule>,
+    },
 }
 
 fn grade_name(rule: &FlowRule) -> &'static str {
     match rule.grade {
-        crate::flow::FlowGrade::Qps => "QPS",
-        crate::flow::FlowGrade::Thread => "concurrency",
+        FlowGrade::Qps => "QPS",
+        FlowGrade::Thread => "concurrency",
     }
 }
 
@@ -30,14 +65,20 @@ impl BlockError {
     /// The family of the rule that blocked.
     pub fn family(&self) -> RuleFamily {
         match self {
+            BlockError::Authority { .. } => RuleFamily::Authority,
+            BlockError::System { .. } => RuleFamily::System,
             BlockError::Flow { .. } => RuleFamily::Flow,
+            BlockError::CircuitBreaker { .. } => RuleFamily::Degrade,
         }
     }
 
     /// The blocked resource.
     pub fn resource(&self) -> &str {
         match self {
-            BlockError::Flow { resource, .. } => resource,
+            BlockError::Authority { resource, .. }
+            | BlockError::System { resource, .. }
+            | BlockError::Flow { resource, .. }
+            | BlockError::CircuitBreaker { resource, .. } => resource,
         }
     }
 }

@@ -112,8 +112,7 @@ impl FakeClock {
 
     /// Moves time forward.
     pub fn advance(&self, by: Duration) {
-        self.nanos
-            .fetch_add(by.as_nanos() as u64, Ordering::SeqCst);
+        self.nanos.fetch_add(by.as_nanos() as u64, Ordering::SeqCst);
     }
 
     /// Moves time forward by `ms` milliseconds.

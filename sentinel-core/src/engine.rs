@@ -6,12 +6,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
+use crate::authority::AuthorityRule;
+use crate::circuit_breaker::{BreakerState, CircuitBreaker, DegradeRule, DegradeTable};
 use crate::clock::{Clock, SystemClock};
 use crate::entry::{EntryBuilder, ResourceHandle};
 use crate::events::{EventBus, EventListener, SentinelEvent};
 use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
 use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::stat::{Limits, NodeStats, Registry, ResourceNode, StatNode};
+use crate::system::{ProcSystemStatus, SystemRule, SystemStatus, SystemTable};
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -25,6 +28,12 @@ pub const API_SOURCE: &str = "api";
 pub struct RuleSet {
     /// Flow rules.
     pub flow: Option<Vec<FlowRule>>,
+    /// Circuit-breaker (degrade) rules.
+    pub degrade: Option<Vec<DegradeRule>>,
+    /// System rules.
+    pub system: Option<Vec<SystemRule>>,
+    /// Authority rules.
+    pub authority: Option<Vec<AuthorityRule>>,
 }
 
 impl RuleSet {
@@ -39,13 +48,53 @@ impl RuleSet {
         self
     }
 
+    /// Sets the degrade rules.
+    pub fn with_degrade(mut self, rules: Vec<DegradeRule>) -> Self {
+        self.degrade = Some(rules);
+        self
+    }
+
+    /// Sets the system rules.
+    pub fn with_system(mut self, rules: Vec<SystemRule>) -> Self {
+        self.system = Some(rules);
+        self
+    }
+
+    /// Sets the authority rules.
+    pub fn with_authority(mut self, rules: Vec<AuthorityRule>) -> Self {
+        self.authority = Some(rules);
+        self
+    }
+
     /// The families this set carries.
     pub fn families(&self) -> Vec<RuleFamily> {
         let mut families = Vec::new();
         if self.flow.is_some() {
             families.push(RuleFamily::Flow);
         }
+        if self.degrade.is_some() {
+            families.push(RuleFamily::Degrade);
+        }
+        if self.system.is_some() {
+            families.push(RuleFamily::System);
+        }
+        if self.authority.is_some() {
+            families.push(RuleFamily::Authority);
+        }
         families
+    }
+
+    /// Number of rules carried, over all families.
+    pub fn len(&self) -> usize {
+        self.flow.as_ref().map_or(0, Vec::len)
+            + self.degrade.as_ref().map_or(0, Vec::len)
+            + self.system.as_ref().map_or(0, Vec::len)
+            + self.authority.as_ref().map_or(0, Vec::len)
+    }
+
+    /// True when the set carries no rule.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// A set that clears `families`.
@@ -54,7 +103,9 @@ impl RuleSet {
         for family in families {
             match family {
                 RuleFamily::Flow => set.flow = Some(Vec::new()),
-                RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => {}
+                RuleFamily::Degrade => set.degrade = Some(Vec::new()),
+                RuleFamily::System => set.system = Some(Vec::new()),
+                RuleFamily::Authority => set.authority = Some(Vec::new()),
             }
         }
         set
@@ -68,6 +119,9 @@ impl RuleSet {
             }
         }
         join(&mut self.flow, other.flow);
+        join(&mut self.degrade, other.degrade);
+        join(&mut self.system, other.system);
+        join(&mut self.authority, other.authority);
     }
 }
 
@@ -75,12 +129,26 @@ impl RuleSet {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SourceRules {
     flow: Option<Arc<Vec<Arc<FlowRule>>>>,
+    degrade: Option<Arc<Vec<Arc<DegradeRule>>>>,
+    system: Option<Arc<Vec<Arc<SystemRule>>>>,
+    authority: Option<Arc<Vec<Arc<AuthorityRule>>>>,
+}
+
+impl SourceRules {
+    fn is_empty(&self) -> bool {
+        self.flow.is_none()
+            && self.degrade.is_none()
+            && self.system.is_none()
+            && self.authority.is_none()
+    }
 }
 
 /// Every rule of one resource, compiled, for the hot path's single lookup.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ResourceRules {
+    pub(crate) authority: Option<Arc<AuthorityRule>>,
     pub(crate) flow: Option<Arc<ResourceFlowRules>>,
+    pub(crate) breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
 }
 
 /// The engine-wide rule snapshot: one `ArcSwap` load gives every family, consistently.
@@ -89,6 +157,9 @@ pub(crate) struct RuleSnapshot {
     pub(crate) version: u64,
     sources: BTreeMap<Arc<str>, SourceRules>,
     pub(crate) flow: Arc<FlowTable>,
+    pub(crate) degrade: Arc<DegradeTable>,
+    pub(crate) system: Arc<SystemTable>,
+    pub(crate) authority: Arc<Vec<Arc<AuthorityRule>>>,
     pub(crate) resources: FastMap<Arc<str>, ResourceRules>,
 }
 
@@ -98,6 +169,16 @@ pub(crate) struct Shared {
     pub(crate) rules: ArcSwap<RuleSnapshot>,
     pub(crate) inbound: StatNode,
     pub(crate) events: EventBus,
+    system_status: OnceLock<Arc<dyn SystemStatus>>,
+}
+
+impl Shared {
+    /// The system status source, started on first use unless one was injected.
+    pub(crate) fn system_status(&self) -> Arc<dyn SystemStatus> {
+        self.system_status
+            .get_or_init(|| Arc::new(ProcSystemStatus::start()))
+            .clone()
+    }
 }
 
 impl fmt::Debug for Shared {
@@ -169,6 +250,7 @@ impl Default for Sentinel {
 /// Builds a [`Sentinel`].
 #[derive(Debug, Default)]
 pub struct SentinelBuilder {
+    system_status: Option<Arc<dyn SystemStatus>>,
     clock: Option<Arc<dyn Clock>>,
     limits: Limits,
     validation: Validation,
@@ -178,6 +260,12 @@ impl SentinelBuilder {
     /// Uses this clock (a [`FakeClock`](crate::FakeClock) in tests).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Reads load and CPU usage from `status` instead of sampling `/proc`.
+    pub fn system_status(mut self, status: impl SystemStatus) -> Self {
+        self.system_status = Some(Arc::new(status));
         self
     }
 
@@ -196,6 +284,10 @@ impl SentinelBuilder {
     /// Builds the engine.
     pub fn build(self) -> Sentinel {
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let system_status = OnceLock::new();
+        if let Some(status) = self.system_status {
+            let _ = system_status.set(status);
+        }
         Sentinel {
             inner: Arc::new(Inner {
                 shared: Arc::new(Shared {
@@ -203,6 +295,7 @@ impl SentinelBuilder {
                     rules: ArcSwap::from_pointee(RuleSnapshot::default()),
                     inbound: StatNode::new(),
                     events: EventBus::default(),
+                    system_status,
                 }),
                 registry: Registry::new(self.limits),
                 validation: self.validation,
@@ -251,14 +344,42 @@ impl Sentinel {
     }
 
     /// The flow rule manager.
-    pub fn flow_rules(&self) -> FlowRuleManager<'_> {
-        FlowRuleManager { sentinel: self }
+    pub fn flow_rules(&self) -> RuleManager<'_, FlowRule> {
+        RuleManager::new(self)
+    }
+
+    /// The circuit-breaker (degrade) rule manager.
+    pub fn degrade_rules(&self) -> RuleManager<'_, DegradeRule> {
+        RuleManager::new(self)
+    }
+
+    /// The system rule manager.
+    pub fn system_rules(&self) -> RuleManager<'_, SystemRule> {
+        RuleManager::new(self)
+    }
+
+    /// The authority rule manager.
+    pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
+        RuleManager::new(self)
+    }
+
+    /// Every circuit breaker with its rule and current state.
+    pub fn circuit_breakers(&self) -> Vec<(DegradeRule, BreakerState)> {
+        let snapshot = self.inner.shared.rules.load();
+        snapshot
+            .degrade
+            .breakers()
+            .map(|b| (DegradeRule::clone(&b.rule), b.state()))
+            .collect()
     }
 
     /// Current statistics of a resource, if it has been entered.
     pub fn resource_stats(&self, resource: &str) -> Option<NodeStats> {
         let now = self.inner.shared.clock.now_ms();
-        self.inner.registry.get(resource).map(|n| n.stat.snapshot(now))
+        self.inner
+            .registry
+            .get(resource)
+            .map(|n| n.stat.snapshot(now))
     }
 
     /// Current statistics of a resource for one origin.
@@ -328,7 +449,17 @@ impl Sentinel {
         let mut issues = Vec::new();
         let flow = set
             .flow
-            .map(|rules| keep_valid(rules, FlowRule::validate, &mut issues));
+            .map(|r| keep_valid(r, FlowRule::validate, &mut issues));
+        let degrade = set
+            .degrade
+            .map(|r| keep_valid(r, DegradeRule::validate, &mut issues));
+        let system = set
+            .system
+            .map(|r| keep_valid(r, SystemRule::validate, &mut issues));
+        let authority = set
+            .authority
+            .map(|r| keep_valid(r, AuthorityRule::validate, &mut issues))
+            .map(|r| one_authority_rule_per_resource(r, &mut issues));
         if validation == Validation::Strict && !issues.is_empty() {
             return Err(RuleError::Invalid {
                 payload: source.to_owned(),
@@ -342,11 +473,32 @@ impl Sentinel {
         let key: Arc<str> = Arc::from(source);
         let mut mine = sources.get(&key).cloned().unwrap_or_default();
         let mut changed = Vec::new();
-        if let Some(flow) = flow {
-            mine.flow = (!flow.is_empty()).then(|| Arc::new(flow));
-            changed.push(RuleFamily::Flow);
+        fn replace<T>(
+            slot: &mut Option<Arc<Vec<Arc<T>>>>,
+            new: Option<Vec<Arc<T>>>,
+            family: RuleFamily,
+            changed: &mut Vec<RuleFamily>,
+        ) {
+            if let Some(rules) = new {
+                *slot = (!rules.is_empty()).then(|| Arc::new(rules));
+                changed.push(family);
+            }
         }
-        if mine.flow.is_none() {
+        replace(&mut mine.flow, flow, RuleFamily::Flow, &mut changed);
+        replace(
+            &mut mine.degrade,
+            degrade,
+            RuleFamily::Degrade,
+            &mut changed,
+        );
+        replace(&mut mine.system, system, RuleFamily::System, &mut changed);
+        replace(
+            &mut mine.authority,
+            authority,
+            RuleFamily::Authority,
+            &mut changed,
+        );
+        if mine.is_empty() {
             sources.remove(&key);
         } else {
             sources.insert(key, mine);
@@ -354,20 +506,57 @@ impl Sentinel {
 
         let flow_table = if changed.contains(&RuleFamily::Flow) {
             let union = union_of(sources.values().filter_map(|s| s.flow.as_deref()));
-            Arc::new(FlowTable::compile(union, &current.flow, &|name| self.node(name)))
+            Arc::new(FlowTable::compile(union, &current.flow, &|name| {
+                self.node(name)
+            }))
         } else {
             current.flow.clone()
+        };
+        let degrade_table = if changed.contains(&RuleFamily::Degrade) {
+            let union = union_of(sources.values().filter_map(|s| s.degrade.as_deref()));
+            Arc::new(DegradeTable::compile(union, &current.degrade))
+        } else {
+            current.degrade.clone()
+        };
+        let system_table = if changed.contains(&RuleFamily::System) {
+            let union = union_of(sources.values().filter_map(|s| s.system.as_deref()));
+            Arc::new(SystemTable::compile(union))
+        } else {
+            current.system.clone()
+        };
+        let authority_table = if changed.contains(&RuleFamily::Authority) {
+            let union = union_of(sources.values().filter_map(|s| s.authority.as_deref()));
+            let mut ignored = Vec::new();
+            let table = one_authority_rule_per_resource(union, &mut ignored);
+            for issue in ignored {
+                tracing::warn!(%issue, "two sources bring an authority rule for one resource; keeping the first");
+            }
+            Arc::new(table)
+        } else {
+            current.authority.clone()
         };
 
         let mut resources: FastMap<Arc<str>, ResourceRules> = FastMap::default();
         for (name, rules) in &flow_table.by_resource {
             resources.entry(name.clone()).or_default().flow = Some(rules.clone());
         }
+        for (name, breakers) in &degrade_table.by_resource {
+            resources.entry(name.clone()).or_default().breakers = Some(breakers.clone());
+        }
+        for rule in authority_table.iter() {
+            resources
+                .entry(Arc::from(rule.resource.as_str()))
+                .or_default()
+                .authority = Some(rule.clone());
+        }
 
         let next = RuleSnapshot {
             version: current.version + 1,
             sources,
             flow: flow_table,
+            degrade: degrade_table,
+            system: system_table,
+            authority: authority_table,
             resources,
         };
         let counts: Vec<(RuleFamily, usize)> = changed
@@ -391,11 +580,36 @@ impl Sentinel {
     }
 }
 
+/// Keeps the first authority rule of each resource; later ones become issues.
+fn one_authority_rule_per_resource(
+    rules: Vec<Arc<AuthorityRule>>,
+    issues: &mut Vec<RuleIssue>,
+) -> Vec<Arc<AuthorityRule>> {
+    let mut seen = HashSet::new();
+    let mut kept = Vec::with_capacity(rules.len());
+    for (index, rule) in rules.into_iter().enumerate() {
+        if seen.insert(rule.resource.clone()) {
+            kept.push(rule);
+        } else {
+            issues.push(RuleIssue::new(
+                RuleFamily::Authority,
+                index,
+                Some(&rule.resource),
+                "resource",
+                "a resource may have only one authority rule",
+            ));
+        }
+    }
+    kept
+}
+
 impl RuleSnapshot {
     fn count(&self, family: RuleFamily) -> usize {
         match family {
             RuleFamily::Flow => self.flow.rules.len(),
-            RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => 0,
+            RuleFamily::Degrade => self.degrade.rules.len(),
+            RuleFamily::System => self.system.rules.len(),
+            RuleFamily::Authority => self.authority.len(),
         }
     }
 }
@@ -434,33 +648,92 @@ fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
     out
 }
 
-/// Loads and reads flow rules. Obtained from [`Sentinel::flow_rules`].
-#[derive(Debug, Clone, Copy)]
-pub struct FlowRuleManager<'a> {
-    sentinel: &'a Sentinel,
+mod sealed {
+    use super::{RuleSet, Sentinel};
+
+    pub trait Sealed: Sized {
+        fn into_set(rules: Vec<Self>) -> RuleSet;
+        fn active(sentinel: &Sentinel) -> Vec<Self>;
+    }
 }
 
-impl FlowRuleManager<'_> {
-    /// Validates, compiles and publishes `rules` as the API source's flow rules, replacing
-    /// what it loaded before. An empty list clears them. Strict unless the engine was built
-    /// lenient.
-    pub fn load_rules(&self, rules: Vec<FlowRule>) -> Result<LoadReport, RuleError> {
+/// A rule type with a manager: [`FlowRule`], [`DegradeRule`], [`SystemRule`] and
+/// [`AuthorityRule`].
+pub trait FamilyRule: sealed::Sealed + Clone + Sized {
+    /// The family.
+    const FAMILY: RuleFamily;
+}
+
+macro_rules! family_rule {
+    ($ty:ty, $family:expr, $with:ident, |$snap:ident| $active:expr) => {
+        impl sealed::Sealed for $ty {
+            fn into_set(rules: Vec<Self>) -> RuleSet {
+                RuleSet::new().$with(rules)
+            }
+            fn active(sentinel: &Sentinel) -> Vec<Self> {
+                let $snap = sentinel.inner.shared.rules.load();
+                $active.iter().map(|r| <$ty>::clone(r)).collect()
+            }
+        }
+        impl FamilyRule for $ty {
+            const FAMILY: RuleFamily = $family;
+        }
+    };
+}
+
+family_rule!(FlowRule, RuleFamily::Flow, with_flow, |s| s.flow.rules);
+family_rule!(DegradeRule, RuleFamily::Degrade, with_degrade, |s| s
+    .degrade
+    .rules);
+family_rule!(SystemRule, RuleFamily::System, with_system, |s| s
+    .system
+    .rules);
+family_rule!(AuthorityRule, RuleFamily::Authority, with_authority, |s| s
+    .authority);
+
+/// Loads and reads the rules of one family. Obtained from [`Sentinel::flow_rules`],
+/// [`Sentinel::degrade_rules`], [`Sentinel::system_rules`] or [`Sentinel::authority_rules`].
+///
+/// Rules loaded here form the `api` source. Data sources add their own sources; the active
+/// rules of a family are the union of all sources.
+pub struct RuleManager<'a, R> {
+    sentinel: &'a Sentinel,
+    _family: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R> fmt::Debug for RuleManager<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuleManager").finish_non_exhaustive()
+    }
+}
+
+impl<'a, R: FamilyRule> RuleManager<'a, R> {
+    fn new(sentinel: &'a Sentinel) -> Self {
+        Self {
+            sentinel,
+            _family: std::marker::PhantomData,
+        }
+    }
+
+    /// Validates, compiles and publishes `rules` as the API source's rules of this family,
+    /// replacing what it loaded before. An empty list clears them. Strict unless the engine
+    /// was built lenient: one invalid rule rejects the list and the active rules stay.
+    pub fn load_rules(&self, rules: Vec<R>) -> Result<LoadReport, RuleError> {
         self.sentinel.apply_rules(
             API_SOURCE,
-            RuleSet::new().with_flow(rules),
+            R::into_set(rules),
             self.sentinel.inner.validation,
         )
     }
 
     /// Like [`load_rules`](Self::load_rules), but skips invalid rules and reports them.
-    pub fn load_rules_lenient(&self, rules: Vec<FlowRule>) -> Result<LoadReport, RuleError> {
+    pub fn load_rules_lenient(&self, rules: Vec<R>) -> Result<LoadReport, RuleError> {
         self.sentinel
-            .apply_rules(API_SOURCE, RuleSet::new().with_flow(rules), Validation::Lenient)
+            .apply_rules(API_SOURCE, R::into_set(rules), Validation::Lenient)
     }
 
-    /// Every active flow rule, from all sources.
-    pub fn rules(&self) -> Vec<FlowRule> {
-        let snapshot = self.sentinel.inner.shared.rules.load();
-        snapshot.flow.rules.iter().map(|r| FlowRule::clone(r)).collect()
+    /// Every active rule of this family, from all sources.
+    pub fn rules(&self) -> Vec<R> {
+        R::active(self.sentinel)
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::block::BlockError;
+use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{CheckContext, Sentinel};
 use crate::stat::{ResourceNode, StatNode};
 
@@ -146,33 +147,78 @@ impl<'a> EntryBuilder<'a> {
 
         let snapshot = shared.rules.load();
         let mut wait = Duration::ZERO;
-        if let Some(rules) = snapshot.resources.get(&*node.name) {
-            let cx = CheckContext {
-                now_ms: now,
-                clock: &*shared.clock,
-                node: &node,
-                origin: self.origin,
-                origin_node: origin_node.as_deref(),
-                context: self.context,
-                context_node: context_node.as_deref(),
-                batch: self.batch,
-            };
-            if let Some(flow) = &rules.flow {
-                match flow.check(&cx) {
-                    Ok(queued) => wait += queued,
-                    Err(rule) => {
-                        let error = BlockError::Flow {
+        let mut breakers = None;
+        let rules = snapshot.resources.get(&*node.name);
+        let blocked = 'checks: {
+            // Sentinel's slot order: authority, system, flow, circuit breaker.
+            if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                let origin = self.origin.unwrap_or("");
+                if !rule.passes(origin) {
+                    break 'checks Some(BlockError::Authority {
+                        resource: node.name.clone(),
+                        rule: rule.clone(),
+                        origin: origin.to_owned(),
+                    });
+                }
+            }
+            if inbound {
+                if let Some(thresholds) = &snapshot.system.thresholds {
+                    if let Err(b) = thresholds
+                        .check(&shared.inbound, now, self.batch, || shared.system_status())
+                    {
+                        break 'checks Some(BlockError::System {
                             resource: node.name.clone(),
-                            rule: rule.clone(),
-                        };
-                        drop(snapshot);
-                        record_block(&node, origin_node.as_deref(), context_node.as_deref(), inbound, now, batch);
-                        return Err(error);
+                            metric: b.metric,
+                            threshold: b.threshold,
+                            value: b.value,
+                        });
                     }
                 }
             }
-        }
+            let Some(rules) = rules else {
+                break 'checks None;
+            };
+            if let Some(flow) = &rules.flow {
+                let cx = CheckContext {
+                    now_ms: now,
+                    clock: &*shared.clock,
+                    node: &node,
+                    origin: self.origin,
+                    origin_node: origin_node.as_deref(),
+                    context: self.context,
+                    context_node: context_node.as_deref(),
+                    batch: self.batch,
+                };
+                match flow.check(&cx) {
+                    Ok(queued) => wait += queued,
+                    Err(rule) => {
+                        break 'checks Some(BlockError::Flow {
+                            resource: node.name.clone(),
+                            rule: rule.clone(),
+                        })
+                    }
+                }
+            }
+            if let Some(list) = &rules.breakers {
+                if let Some(error) = check_breakers(list, now, &node) {
+                    break 'checks Some(error);
+                }
+                breakers = Some(list.clone());
+            }
+            None
+        };
         drop(snapshot);
+        if let Some(error) = blocked {
+            record_block(
+                &node,
+                origin_node.as_deref(),
+                context_node.as_deref(),
+                inbound,
+                now,
+                batch,
+            );
+            return Err(error);
+        }
 
         node.stat.on_pass(now, batch);
         if let Some(n) = &origin_node {
@@ -184,11 +230,14 @@ impl<'a> EntryBuilder<'a> {
         if inbound {
             shared.inbound.on_pass(now, batch);
         }
+        #[cfg(feature = "metrics")]
+        node.metrics.pass.increment(batch);
         Ok((
             Entry {
                 node: Some(node),
                 origin_node,
                 context_node,
+                breakers,
                 start_ms: now,
                 batch,
                 inbound,
@@ -197,6 +246,35 @@ impl<'a> EntryBuilder<'a> {
             wait,
         ))
     }
+}
+
+/// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
+/// call as their half-open probe go back to OPEN: the probe never ran.
+fn check_breakers(
+    list: &[Arc<CircuitBreaker>],
+    now: u64,
+    node: &ResourceNode,
+) -> Option<BlockError> {
+    let events = &node.shared.events;
+    let mut probes: u64 = 0;
+    for (i, breaker) in list.iter().enumerate() {
+        match breaker.try_pass(now, events) {
+            Admission::Pass => {}
+            Admission::Probe => probes |= 1u64.checked_shl(i as u32).unwrap_or(0),
+            Admission::Block => {
+                for (j, earlier) in list.iter().enumerate().take(i) {
+                    if probes & 1u64.checked_shl(j as u32).unwrap_or(0) != 0 {
+                        earlier.abort_probe(now, events);
+                    }
+                }
+                return Some(BlockError::CircuitBreaker {
+                    resource: node.name.clone(),
+                    rule: breaker.rule.clone(),
+                });
+            }
+        }
+    }
+    None
 }
 
 fn record_block(
@@ -217,6 +295,8 @@ fn record_block(
     if inbound {
         node.shared.inbound.on_block(now, batch);
     }
+    #[cfg(feature = "metrics")]
+    node.metrics.block.increment(batch);
 }
 
 /// A call that passed every check. Dropping it exits: it records the response time,
@@ -226,6 +306,7 @@ pub struct Entry {
     node: Option<Arc<ResourceNode>>,
     origin_node: Option<Arc<StatNode>>,
     context_node: Option<Arc<StatNode>>,
+    breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
     start_ms: u64,
     batch: u64,
     inbound: bool,
@@ -248,6 +329,7 @@ impl Entry {
             node: None,
             origin_node: None,
             context_node: None,
+            breakers: None,
             start_ms: 0,
             batch: 0,
             inbound: false,
@@ -293,6 +375,15 @@ impl Drop for Entry {
         }
         if self.inbound {
             shared.inbound.on_complete(now, rt, self.batch, self.error);
+        }
+        if let Some(breakers) = &self.breakers {
+            for breaker in breakers.iter() {
+                breaker.on_complete(now, rt, self.error, &shared.events);
+            }
+        }
+        #[cfg(feature = "metrics")]
+        if self.error {
+            node.metrics.error.increment(self.batch);
         }
     }
 }

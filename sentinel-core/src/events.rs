@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::circuit_breaker::{BreakerState, DegradeRule};
 use crate::rules::{RuleError, RuleFamily};
 
 /// Something the engine reports.
@@ -14,7 +15,7 @@ use crate::rules::{RuleError, RuleFamily};
 pub enum SentinelEvent {
     /// A rule source's rules were applied.
     RulesApplied {
-        /// The source (`api` for direct `load_rules` calls, or a data source's description).
+        /// The source (`api` for direct `load_rules` calls, or a data source's name).
         source: String,
         /// The families the update replaced, with the number of active rules of each
         /// (over all sources) afterwards.
@@ -29,12 +30,26 @@ pub enum SentinelEvent {
         /// Why.
         error: RuleError,
     },
+    /// A circuit breaker changed state.
+    BreakerStateChanged {
+        /// The resource.
+        resource: String,
+        /// The breaker's rule.
+        rule: DegradeRule,
+        /// The previous state.
+        from: BreakerState,
+        /// The new state.
+        to: BreakerState,
+        /// The slow ratio, error ratio or error count that tripped the breaker, when a
+        /// threshold did (CLOSED -> OPEN); 1.0 when a failed probe reopened it.
+        value: Option<f64>,
+    },
 }
 
 /// Receives [`SentinelEvent`]s. Any `Fn(&SentinelEvent) + Send + Sync` is a listener.
 ///
 /// Listeners run on the thread that caused the event (a loader, or a caller whose request
-/// tripped a breaker), so they should be quick.
+/// moved a breaker), so they should be quick.
 pub trait EventListener: Send + Sync + 'static {
     /// Called once per event.
     fn on_event(&self, event: &SentinelEvent);
@@ -83,6 +98,15 @@ impl EventBus {
             }
             SentinelEvent::RulesRejected { source, error } => {
                 tracing::warn!(source = %source, error = %error, "sentinel rules rejected; previous rules kept")
+            }
+            SentinelEvent::BreakerStateChanged {
+                resource,
+                from,
+                to,
+                value,
+                ..
+            } => {
+                tracing::info!(resource = %resource, from = %from, to = %to, value = ?value, "circuit breaker state changed")
             }
         }
         for listener in self.listeners.load().iter() {

@@ -16,7 +16,9 @@
 //! }
 //! ```
 
+pub mod authority;
 mod block;
+pub mod circuit_breaker;
 mod clock;
 mod codes;
 pub mod datasource;
@@ -26,11 +28,12 @@ mod events;
 pub mod flow;
 mod rules;
 mod stat;
+pub mod system;
 mod wire;
 
 pub use block::BlockError;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{FlowRuleManager, RuleSet, Sentinel, SentinelBuilder, API_SOURCE};
+pub use engine::{FamilyRule, RuleManager, RuleSet, Sentinel, SentinelBuilder, API_SOURCE};
 pub use entry::{Entry, EntryBuilder, EntryType, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
 pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};

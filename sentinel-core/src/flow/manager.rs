@@ -124,7 +124,11 @@ impl ResourceFlowRules {
 
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
     #[inline]
-    fn select_node<'a>(&'a self, c: &'a CompiledFlowRule, cx: &'a CheckContext<'_>) -> Option<&'a StatNode> {
+    fn select_node<'a>(
+        &'a self,
+        c: &'a CompiledFlowRule,
+        cx: &'a CheckContext<'_>,
+    ) -> Option<&'a StatNode> {
         let rule = &c.rule;
         let origin = cx.origin.unwrap_or("");
         let app = rule.limit_app.as_str();
@@ -134,7 +138,8 @@ impl ResourceFlowRules {
             && origin != LIMIT_APP_DEFAULT
             && origin != LIMIT_APP_OTHER
             && (app == origin
-                || (app == LIMIT_APP_OTHER && !self.specific_origins.iter().any(|o| &**o == origin)))
+                || (app == LIMIT_APP_OTHER
+                    && !self.specific_origins.iter().any(|o| &**o == origin)))
         {
             cx.origin_node?
         } else {

@@ -223,14 +223,22 @@ impl FlowRule {
             issue("resource", "must not be blank".into());
         }
         if !(self.count >= 0.0 && self.count.is_finite()) {
-            issue("count", format!("must be a finite number >= 0, got {}", self.count));
+            issue(
+                "count",
+                format!("must be a finite number >= 0, got {}", self.count),
+            );
         }
         if self.limit_app.trim().is_empty() {
             issue("limitApp", "must not be blank".into());
         }
         if self.grade == FlowGrade::Qps {
             let needs_ref = matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain);
-            if needs_ref && self.ref_resource.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            if needs_ref
+                && self
+                    .ref_resource
+                    .as_deref()
+                    .is_none_or(|r| r.trim().is_empty())
+            {
                 issue(
                     "refResource",
                     format!("required by strategy {}", self.strategy.code()),
@@ -248,10 +256,16 @@ impl FlowRule {
                 issue("warmUpPeriodSec", "must be > 0 for warm-up".into());
             }
             if queue && self.max_queueing_time_ms == 0 {
-                issue("maxQueueingTimeMs", "must be > 0 for the rate limiter".into());
+                issue(
+                    "maxQueueingTimeMs",
+                    "must be > 0 for the rate limiter".into(),
+                );
             }
         } else if matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain)
-            && self.ref_resource.as_deref().is_none_or(|r| r.trim().is_empty())
+            && self
+                .ref_resource
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
         {
             issue(
                 "refResource",
@@ -277,7 +291,10 @@ impl FlowRule {
                         );
                     }
                     if c.strategy != 0 {
-                        issue("clusterConfig.strategy", "only 0 (normal) is supported".into());
+                        issue(
+                            "clusterConfig.strategy",
+                            "only 0 (normal) is supported".into(),
+                        );
                     }
                 }
             }
@@ -357,8 +374,26 @@ impl FlowRuleWire {
                 "regular-expression resources are not supported",
             ));
         }
-        let grade = code_field!(issues, fam, index, res, "grade", wire::int(self.grade), FlowGrade, FlowGrade::Qps);
-        let strategy = code_field!(issues, fam, index, res, "strategy", wire::int(self.strategy), FlowStrategy, FlowStrategy::Direct);
+        let grade = code_field!(
+            issues,
+            fam,
+            index,
+            res,
+            "grade",
+            wire::int(self.grade),
+            FlowGrade,
+            FlowGrade::Qps
+        );
+        let strategy = code_field!(
+            issues,
+            fam,
+            index,
+            res,
+            "strategy",
+            wire::int(self.strategy),
+            FlowStrategy,
+            FlowStrategy::Direct
+        );
         let behavior = code_field!(
             issues,
             fam,
@@ -369,8 +404,24 @@ impl FlowRuleWire {
             ControlBehavior,
             ControlBehavior::Reject
         );
-        let warm_up_period_sec = u32_field(&mut issues, fam, index, res, "warmUpPeriodSec", wire::int(self.warm_up_period_sec), 10);
-        let max_queueing_time_ms = u32_field(&mut issues, fam, index, res, "maxQueueingTimeMs", wire::int(self.max_queueing_time_ms), 500);
+        let warm_up_period_sec = u32_field(
+            &mut issues,
+            fam,
+            index,
+            res,
+            "warmUpPeriodSec",
+            wire::int(self.warm_up_period_sec),
+            10,
+        );
+        let max_queueing_time_ms = u32_field(
+            &mut issues,
+            fam,
+            index,
+            res,
+            "maxQueueingTimeMs",
+            wire::int(self.max_queueing_time_ms),
+            500,
+        );
         let limit_app = match self.limit_app {
             Some(app) if !app.trim().is_empty() => app,
             _ => LIMIT_APP_DEFAULT.to_owned(),
@@ -388,7 +439,8 @@ impl FlowRuleWire {
                     .map_or(d.window_interval_ms, |v| v as i32),
             }
         });
-        let (Some(grade), Some(strategy), Some(control_behavior)) = (grade, strategy, behavior) else {
+        let (Some(grade), Some(strategy), Some(control_behavior)) = (grade, strategy, behavior)
+        else {
             return Err(issues);
         };
         let rule = FlowRule {
@@ -416,14 +468,16 @@ impl FlowRuleWire {
 impl<'de> Deserialize<'de> for FlowRule {
     /// Reads Sentinel JSON with its defaults; an invalid rule is a deserialisation error.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        FlowRuleWire::deserialize(d)?.into_rule(0).map_err(|issues| {
-            serde::de::Error::custom(
-                issues
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })
+        FlowRuleWire::deserialize(d)?
+            .into_rule(0)
+            .map_err(|issues| {
+                serde::de::Error::custom(
+                    issues
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })
     }
 }

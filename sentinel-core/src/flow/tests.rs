@@ -22,7 +22,9 @@ fn burst(s: &Sentinel, resource: &str, n: usize) -> usize {
 fn reject_rule_admits_exactly_count_per_window() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 10.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)])
+        .unwrap();
     assert_eq!(burst(&s, "r", 25), 10);
     let err = s.entry("r").enter().unwrap_err();
     assert!(matches!(&err, BlockError::Flow { rule, .. } if rule.count == 10.0));
@@ -44,7 +46,9 @@ fn reject_rule_admits_exactly_count_per_window() {
 fn batch_counts_permits() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 10.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)])
+        .unwrap();
     assert!(s.entry("r").batch(6).enter().is_ok());
     assert!(s.entry("r").batch(5).enter().is_err());
     assert!(s.entry("r").batch(4).enter().is_ok());
@@ -54,7 +58,9 @@ fn batch_counts_permits() {
 fn thread_grade_limits_concurrency() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::thread("r", 2.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::thread("r", 2.0)])
+        .unwrap();
     let a = s.entry("r").enter().unwrap();
     let _b = s.entry("r").enter().unwrap();
     assert!(s.entry("r").enter().is_err());
@@ -66,7 +72,9 @@ fn thread_grade_limits_concurrency() {
 fn zero_count_blocks_everything() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 0.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 0.0)])
+        .unwrap();
     assert_eq!(burst(&s, "r", 3), 0);
 }
 
@@ -121,7 +129,13 @@ fn rate_limiter_uses_nanoseconds_above_1000_qps() {
 }
 
 /// Runs `seconds` of load: each second, `offered` calls spread over the second.
-fn run_load(s: &Sentinel, clock: &FakeClock, resource: &str, seconds: usize, offered: usize) -> Vec<usize> {
+fn run_load(
+    s: &Sentinel,
+    clock: &FakeClock,
+    resource: &str,
+    seconds: usize,
+    offered: usize,
+) -> Vec<usize> {
     let step = 1000 / offered as u64;
     (0..seconds)
         .map(|_| {
@@ -150,7 +164,11 @@ fn warm_up_starts_near_a_third_and_reaches_count() {
         .unwrap();
     let passed = run_load(&s, &clock, "r", 16, 200);
     // Cold: about count / 3 in the first second.
-    assert!((28..=32).contains(&passed[0]), "first second passed {}", passed[0]);
+    assert!(
+        (28..=32).contains(&passed[0]),
+        "first second passed {}",
+        passed[0]
+    );
     // Rising monotonically (allowing for window edges) ...
     assert!(passed[5] > passed[0] && passed[9] > passed[5], "{passed:?}");
     // ... and at count once the warm-up period has been sustained.
@@ -165,7 +183,9 @@ fn warm_up_cools_down_again_when_idle() {
     let clock = FakeClock::at_ms(100_000);
     let s = engine(&clock);
     s.flow_rules()
-        .load_rules(vec![FlowRule::qps("r", 30.0).control_behavior(ControlBehavior::WarmUp)])
+        .load_rules(vec![
+            FlowRule::qps("r", 30.0).control_behavior(ControlBehavior::WarmUp)
+        ])
         .unwrap();
     let hot = run_load(&s, &clock, "r", 14, 60);
     assert_eq!(*hot.last().unwrap(), 30);
@@ -203,7 +223,10 @@ fn relate_strategy_reads_the_related_resource() {
     assert_eq!(burst(&s, "write", 10), 10);
     assert_eq!(burst(&s, "read", 3), 3);
     assert!(s.entry("write").enter().is_err());
-    assert!(s.entry("read").enter().is_ok(), "read itself is not limited");
+    assert!(
+        s.entry("read").enter().is_ok(),
+        "read itself is not limited"
+    );
 }
 
 #[test]
@@ -239,7 +262,11 @@ fn limit_app_specific_and_other_match_the_right_origins() {
             .count()
     };
     assert_eq!(count("app-a"), 1, "specific rule");
-    assert_eq!(count("app-b"), 2, "`other` applies to unnamed origins, per origin");
+    assert_eq!(
+        count("app-b"),
+        2,
+        "`other` applies to unnamed origins, per origin"
+    );
     assert_eq!(count("app-c"), 2);
     assert_eq!(burst(&s, "r", 10), 10, "no origin: neither rule applies");
     assert_eq!(s.origin_stats("r", "app-a").unwrap().pass_qps, 1.0);
@@ -249,7 +276,9 @@ fn limit_app_specific_and_other_match_the_right_origins() {
 fn limit_app_default_counts_all_origins_together() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 3.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 3.0)])
+        .unwrap();
     assert!(s.entry("r").origin("a").enter().is_ok());
     assert!(s.entry("r").origin("b").enter().is_ok());
     assert!(s.entry("r").enter().is_ok());
@@ -262,7 +291,9 @@ fn reload_of_an_unchanged_rule_keeps_warm_up_state() {
     let s = engine(&clock);
     let warm = FlowRule::qps("w", 90.0).control_behavior(ControlBehavior::WarmUp);
     let other = FlowRule::qps("o", 30.0).control_behavior(ControlBehavior::WarmUp);
-    s.flow_rules().load_rules(vec![warm.clone(), other.clone()]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![warm.clone(), other.clone()])
+        .unwrap();
     let hot = run_load(&s, &clock, "w", 14, 200);
     assert_eq!(*hot.last().unwrap(), 90);
     // Reload the same rule (plus a changed other rule): still warm.
@@ -281,9 +312,13 @@ fn reload_of_an_unchanged_rule_keeps_warm_up_state() {
 fn statistics_survive_reloads_and_empty_list_clears() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 5.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 5.0)])
+        .unwrap();
     assert_eq!(burst(&s, "r", 3), 3);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 4.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
     // Three passes are still counted against the new limit.
     assert_eq!(burst(&s, "r", 3), 1);
     s.flow_rules().load_rules(vec![]).unwrap();
@@ -295,7 +330,9 @@ fn statistics_survive_reloads_and_empty_list_clears() {
 fn strict_load_rejects_the_whole_list_and_keeps_the_old_rules() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 1.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0)])
+        .unwrap();
     let mut bad = FlowRule::qps("", 1.0);
     bad.count = -1.0;
     let err = s
@@ -330,7 +367,9 @@ fn duplicates_collapse() {
 fn qps_limit_holds_across_threads() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 100.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 100.0)])
+        .unwrap();
     let threads = 4;
     let passed: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
@@ -350,7 +389,9 @@ fn qps_limit_holds_across_threads() {
 fn handle_and_name_share_statistics() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 4.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
     let handle = s.resource("r");
     assert_eq!((0..3).filter(|_| handle.entry().enter().is_ok()).count(), 3);
     assert_eq!(burst(&s, "r", 3), 1);
@@ -361,11 +402,16 @@ fn resource_cap_passes_extra_resources_without_statistics() {
     let s = Sentinel::builder()
         .limits(crate::Limits::default().max_resources(2))
         .build();
-    s.flow_rules().load_rules(vec![FlowRule::qps("c", 0.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("c", 0.0)])
+        .unwrap();
     // The rule's own resource is not registered until used; fill the cap first.
     assert!(s.entry("a").enter().is_ok());
     assert!(s.entry("b").enter().is_ok());
-    let entry = s.entry("c").enter().expect("past the cap: passes unchecked");
+    let entry = s
+        .entry("c")
+        .enter()
+        .expect("past the cap: passes unchecked");
     assert_eq!(entry.resource(), None);
     assert_eq!(s.resources(), vec!["a".to_owned(), "b".to_owned()]);
 }
@@ -401,7 +447,9 @@ proptest! {
 fn shared_engine_clones_share_rules() {
     let s = Sentinel::new();
     let clone = s.clone();
-    s.flow_rules().load_rules(vec![FlowRule::qps("r", 1.0)]).unwrap();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0)])
+        .unwrap();
     assert_eq!(clone.flow_rules().rules().len(), 1);
     let _ = Arc::new(clone);
 }

@@ -76,11 +76,6 @@ impl StatNode {
     }
 
     #[inline]
-    pub(crate) fn add_error(&self, now: u64, n: u64) {
-        self.add(now, Event::Error, n);
-    }
-
-    #[inline]
     pub(crate) fn concurrency(&self) -> i64 {
         self.concurrency.load(Ordering::Relaxed)
     }

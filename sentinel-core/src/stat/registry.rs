@@ -91,7 +91,11 @@ impl<V> CappedMap<V> {
     }
 
     /// Gets or inserts. `None` past the cap.
-    pub(crate) fn get_or_insert_with(&self, name: &str, make: impl FnOnce(Arc<str>) -> V) -> Option<Arc<V>> {
+    pub(crate) fn get_or_insert_with(
+        &self,
+        name: &str,
+        make: impl FnOnce(Arc<str>) -> V,
+    ) -> Option<Arc<V>> {
         if let Some(found) = self.get(name) {
             return Some(found);
         }
@@ -137,6 +141,30 @@ pub(crate) struct ResourceNode {
     pub(crate) origins: CappedMap<StatNode>,
     pub(crate) contexts: CappedMap<StatNode>,
     pub(crate) shared: Arc<Shared>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: NodeMetrics,
+}
+
+/// Per-resource counters in the `metrics` facade, registered once per resource so the hot
+/// path only increments. Install the recorder before the first entry of a resource.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+pub(crate) struct NodeMetrics {
+    pub(crate) pass: metrics::Counter,
+    pub(crate) block: metrics::Counter,
+    pub(crate) error: metrics::Counter,
+}
+
+#[cfg(feature = "metrics")]
+impl NodeMetrics {
+    fn new(resource: &str) -> Self {
+        let label = resource.to_owned();
+        Self {
+            pass: metrics::counter!("sentinel_pass_total", "resource" => label.clone()),
+            block: metrics::counter!("sentinel_block_total", "resource" => label.clone()),
+            error: metrics::counter!("sentinel_error_total", "resource" => label),
+        }
+    }
 }
 
 impl ResourceNode {
@@ -147,7 +175,8 @@ impl ResourceNode {
 
     #[inline]
     pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
-        self.contexts.get_or_insert_with(context, |_| StatNode::new())
+        self.contexts
+            .get_or_insert_with(context, |_| StatNode::new())
     }
 }
 
@@ -171,15 +200,22 @@ impl Registry {
         self.resources.get(name)
     }
 
-    pub(crate) fn get_or_create(&self, name: &str, shared: &Arc<Shared>) -> Option<Arc<ResourceNode>> {
+    pub(crate) fn get_or_create(
+        &self,
+        name: &str,
+        shared: &Arc<Shared>,
+    ) -> Option<Arc<ResourceNode>> {
         let limits = self.limits;
-        self.resources.get_or_insert_with(name, |name| ResourceNode {
-            name,
-            stat: StatNode::new(),
-            origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
-            contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
-            shared: shared.clone(),
-        })
+        self.resources
+            .get_or_insert_with(name, |name| ResourceNode {
+                #[cfg(feature = "metrics")]
+                metrics: NodeMetrics::new(&name),
+                name,
+                stat: StatNode::new(),
+                origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
+                contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
+                shared: shared.clone(),
+            })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -192,4 +228,3 @@ impl Registry {
         all
     }
 }
-

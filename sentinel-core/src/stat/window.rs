@@ -24,12 +24,11 @@ pub(crate) enum Event {
     Success = 2,
     Error = 3,
     Rt = 4,
-    OccupiedPass = 5,
 }
 
-const EVENTS: usize = 6;
+const EVENTS: usize = 5;
 
-/// One bucket: start time, six counters and the minimum RT, exactly one cache line.
+/// One bucket: start time, five counters and the minimum RT, on its own cache line.
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct Bucket {
@@ -62,7 +61,7 @@ impl Bucket {
         self.min_rt.fetch_min(rt, Ordering::Relaxed);
     }
 
-    fn reset(&self) {
+    pub(crate) fn reset(&self) {
         for counter in &self.counters {
             counter.store(0, Ordering::Relaxed);
         }

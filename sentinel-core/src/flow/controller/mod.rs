@@ -45,22 +45,32 @@ impl Controller {
         }
         match rule.control_behavior {
             ControlBehavior::Reject => Controller::Reject(Reject::new(rule.count, FlowGrade::Qps)),
-            ControlBehavior::WarmUp => {
-                Controller::WarmUp(WarmUp::new(rule.count, rule.warm_up_period_sec, warm_up::COLD_FACTOR))
-            }
+            ControlBehavior::WarmUp => Controller::WarmUp(WarmUp::new(
+                rule.count,
+                rule.warm_up_period_sec,
+                warm_up::COLD_FACTOR,
+            )),
             ControlBehavior::RateLimiter => {
                 Controller::RateLimiter(RateLimiter::new(rule.count, rule.max_queueing_time_ms))
             }
-            ControlBehavior::WarmUpRateLimiter => Controller::WarmUpRateLimiter(WarmUpRateLimiter::new(
-                rule.count,
-                rule.warm_up_period_sec,
-                rule.max_queueing_time_ms,
-            )),
+            ControlBehavior::WarmUpRateLimiter => {
+                Controller::WarmUpRateLimiter(WarmUpRateLimiter::new(
+                    rule.count,
+                    rule.warm_up_period_sec,
+                    rule.max_queueing_time_ms,
+                ))
+            }
         }
     }
 
     #[inline]
-    pub(crate) fn check(&self, node: &StatNode, acquire: u32, now_ms: u64, clock: &dyn Clock) -> Decision {
+    pub(crate) fn check(
+        &self,
+        node: &StatNode,
+        acquire: u32,
+        now_ms: u64,
+        clock: &dyn Clock,
+    ) -> Decision {
         match self {
             Controller::Reject(c) => c.check(node, acquire, now_ms),
             Controller::WarmUp(c) => c.check(node, acquire, now_ms),

@@ -27,7 +27,8 @@ impl WarmUpState {
         let cold_factor = cold_factor.max(2);
         let period = f64::from(warm_up_period_sec);
         let warning_token = (period * count) as i64 / i64::from(cold_factor - 1);
-        let max_token = warning_token + (2.0 * period * count / (1.0 + f64::from(cold_factor))) as i64;
+        let max_token =
+            warning_token + (2.0 * period * count / (1.0 + f64::from(cold_factor))) as i64;
         let slope = (f64::from(cold_factor) - 1.0) / count / (max_token - warning_token) as f64;
         Self {
             count,
@@ -69,14 +70,17 @@ impl WarmUpState {
 
     fn cool_down_tokens(&self, current: u64, last: u64, old_value: i64, previous_qps: f64) -> i64 {
         let refill = ((current - last) as f64 * self.count / 1000.0) as i64;
-        let mut new_value = old_value;
-        if old_value < self.warning_token {
-            new_value = old_value.saturating_add(refill);
-        } else if old_value > self.warning_token
-            && previous_qps < ((self.count as i64) / i64::from(self.cold_factor)) as f64
-        {
-            new_value = old_value.saturating_add(refill);
-        }
+        // Below the warning line the bucket always refills; above it, only while traffic is
+        // under the cold rate (count / coldFactor).
+        let cold_traffic =
+            previous_qps < ((self.count as i64) / i64::from(self.cold_factor)) as f64;
+        let refills =
+            old_value < self.warning_token || (old_value > self.warning_token && cold_traffic);
+        let new_value = if refills {
+            old_value.saturating_add(refill)
+        } else {
+            old_value
+        };
         new_value.min(self.max_token)
     }
 
@@ -111,7 +115,8 @@ impl WarmUp {
             return Decision::Block;
         }
         let pass_qps = node.pass_qps(now_ms);
-        self.state.sync_token(now_ms, node.previous_pass_qps(now_ms));
+        self.state
+            .sync_token(now_ms, node.previous_pass_qps(now_ms));
         if pass_qps + acquire as f64 <= self.state.allowed_qps() {
             Decision::Pass
         } else {

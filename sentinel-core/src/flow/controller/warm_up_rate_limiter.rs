@@ -26,7 +26,8 @@ impl WarmUpRateLimiter {
         if self.state.count <= 0.0 {
             return Decision::Block;
         }
-        self.state.sync_token(now_ms, node.previous_pass_qps(now_ms));
+        self.state
+            .sync_token(now_ms, node.previous_pass_qps(now_ms));
         let qps = self.state.allowed_qps();
         let cost = (f64::from(acquire) / qps * 1000.0).round() as i64;
         self.schedule.schedule_ms(now_ms, cost)

@@ -1,0 +1,178 @@
+//! One circuit breaker: a state machine over a sliding statistic window.
+//!
+//! CLOSED -> OPEN when, within the stat interval, at least `minRequestAmount` calls completed
+//! and the slow ratio, error ratio or error count is over the threshold (Sentinel 1.8's
+//! comparison: a slow ratio equal to a threshold of 1.0 trips).
+//! OPEN -> HALF_OPEN on the first request after the retry timeout; that request is the one
+//! probe, chosen by a compare-and-swap, and every concurrent caller is blocked.
+//! HALF_OPEN -> CLOSED when the probe completes fast and without error; -> OPEN otherwise, or
+//! when a later check blocks the probe.
+//!
+//! A probe that never completes (an entry leaked with `mem::forget`) would leave the breaker
+//! HALF_OPEN forever in Sentinel. Here, once a further `timeWindow` has passed in HALF_OPEN,
+//! the next request becomes a new probe.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::rule::{DegradeGrade, DegradeRule};
+use super::state::BreakerState;
+use crate::events::{EventBus, SentinelEvent};
+use crate::stat::{Event, Window};
+
+/// What `try_pass` decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Closed: pass.
+    Pass,
+    /// This call is the half-open probe.
+    Probe,
+    /// Blocked.
+    Block,
+}
+
+/// A circuit breaker compiled from one [`DegradeRule`].
+#[derive(Debug)]
+pub(crate) struct CircuitBreaker {
+    pub(crate) rule: Arc<DegradeRule>,
+    resource: Arc<str>,
+    state: AtomicU8,
+    next_retry_ms: AtomicU64,
+    half_open_since_ms: AtomicU64,
+    recovery_ms: u64,
+    /// `Pass` counts completed calls, `Error` counts slow or failed ones.
+    window: Window,
+}
+
+impl CircuitBreaker {
+    pub(crate) fn new(rule: Arc<DegradeRule>) -> Self {
+        Self {
+            resource: Arc::from(rule.resource.as_str()),
+            recovery_ms: u64::from(rule.time_window) * 1000,
+            window: Window::new(1, u64::from(rule.stat_interval_ms.max(1))),
+            rule,
+            state: AtomicU8::new(BreakerState::Closed as u8),
+            next_retry_ms: AtomicU64::new(0),
+            half_open_since_ms: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn state(&self) -> BreakerState {
+        BreakerState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    fn transition(&self, from: BreakerState, to: BreakerState) -> bool {
+        self.state
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn emit(&self, events: &EventBus, from: BreakerState, to: BreakerState, value: Option<f64>) {
+        events.emit(SentinelEvent::BreakerStateChanged {
+            resource: self.resource.to_string(),
+            rule: DegradeRule::clone(&self.rule),
+            from,
+            to,
+            value,
+        });
+    }
+
+    /// Decides whether a call may pass.
+    #[inline]
+    pub(crate) fn try_pass(&self, now: u64, events: &EventBus) -> Admission {
+        match self.state() {
+            BreakerState::Closed => Admission::Pass,
+            BreakerState::Open => {
+                if now >= self.next_retry_ms.load(Ordering::Acquire) {
+                    self.half_open_since_ms.store(now, Ordering::Release);
+                    if self.transition(BreakerState::Open, BreakerState::HalfOpen) {
+                        self.emit(events, BreakerState::Open, BreakerState::HalfOpen, None);
+                        return Admission::Probe;
+                    }
+                }
+                Admission::Block
+            }
+            BreakerState::HalfOpen => {
+                // A probe that has not completed within a further retry timeout is presumed
+                // lost: exactly one caller (the CAS winner) becomes the next probe.
+                let since = self.half_open_since_ms.load(Ordering::Acquire);
+                if now >= since.saturating_add(self.recovery_ms)
+                    && self
+                        .half_open_since_ms
+                        .compare_exchange(since, now, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                {
+                    Admission::Probe
+                } else {
+                    Admission::Block
+                }
+            }
+        }
+    }
+
+    /// A probe this breaker admitted was blocked by a later check: back to OPEN.
+    pub(crate) fn abort_probe(&self, now: u64, events: &EventBus) {
+        self.next_retry_ms
+            .store(now + self.recovery_ms, Ordering::Release);
+        if self.transition(BreakerState::HalfOpen, BreakerState::Open) {
+            self.emit(events, BreakerState::HalfOpen, BreakerState::Open, None);
+        }
+    }
+
+    fn open_from(&self, from: BreakerState, now: u64, value: f64, events: &EventBus) {
+        self.next_retry_ms
+            .store(now + self.recovery_ms, Ordering::Release);
+        if self.transition(from, BreakerState::Open) {
+            self.emit(events, from, BreakerState::Open, Some(value));
+        }
+    }
+
+    /// A call that passed this breaker completed.
+    pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &EventBus) {
+        let bad = match self.rule.grade {
+            DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.rule.count,
+            DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => error,
+        };
+        let bucket = self.window.current(now);
+        bucket.add(Event::Pass, 1);
+        if bad {
+            bucket.add(Event::Error, 1);
+        }
+        match self.state() {
+            BreakerState::Open => {}
+            BreakerState::HalfOpen => {
+                if bad {
+                    self.open_from(BreakerState::HalfOpen, now, 1.0, events);
+                } else if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
+                    self.window.current(now).reset();
+                    self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
+                }
+            }
+            BreakerState::Closed => {
+                let total = self.window.sum(now, Event::Pass);
+                if total < u64::from(self.rule.min_request_amount) {
+                    return;
+                }
+                let bad_count = self.window.sum(now, Event::Error) as f64;
+                let (value, trips) = match self.rule.grade {
+                    DegradeGrade::SlowRequestRatio => {
+                        let ratio = bad_count / total as f64;
+                        let threshold = self.rule.slow_ratio_threshold;
+                        (
+                            ratio,
+                            ratio > threshold || (ratio == threshold && threshold == 1.0),
+                        )
+                    }
+                    DegradeGrade::ErrorRatio => {
+                        let ratio = bad_count / total as f64;
+                        (ratio, ratio > self.rule.count)
+                    }
+                    DegradeGrade::ErrorCount => (bad_count, bad_count > self.rule.count),
+                };
+                if trips {
+                    self.open_from(BreakerState::Closed, now, value, events);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The compiled degrade table.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::breaker::CircuitBreaker;
+use super::rule::DegradeRule;
+
+/// Every active degrade rule, compiled into breakers.
+#[derive(Debug, Default)]
+pub(crate) struct DegradeTable {
+    pub(crate) rules: Vec<Arc<DegradeRule>>,
+    pub(crate) by_resource: HashMap<Arc<str>, Arc<[Arc<CircuitBreaker>]>>,
+    breakers: HashMap<Arc<DegradeRule>, Arc<CircuitBreaker>>,
+}
+
+impl DegradeTable {
+    /// Compiles rules. A rule equal to one in `previous` keeps its breaker, and so its state
+    /// and statistics (Sentinel's `getExistingSameCbOrNew`).
+    pub(crate) fn compile(rules: Vec<Arc<DegradeRule>>, previous: &DegradeTable) -> Self {
+        let mut breakers = HashMap::with_capacity(rules.len());
+        let mut grouped: HashMap<Arc<str>, Vec<Arc<CircuitBreaker>>> = HashMap::new();
+        for rule in &rules {
+            let breaker = previous
+                .breakers
+                .get(rule)
+                .cloned()
+                .unwrap_or_else(|| Arc::new(CircuitBreaker::new(rule.clone())));
+            breakers.insert(rule.clone(), breaker.clone());
+            grouped
+                .entry(Arc::from(rule.resource.as_str()))
+                .or_default()
+                .push(breaker);
+        }
+        Self {
+            rules,
+            by_resource: grouped
+                .into_iter()
+                .map(|(k, v)| (k, Arc::from(v)))
+                .collect(),
+            breakers,
+        }
+    }
+
+    pub(crate) fn breakers(&self) -> impl Iterator<Item = &Arc<CircuitBreaker>> {
+        self.rules.iter().filter_map(|r| self.breakers.get(r))
+    }
+}

@@ -1,0 +1,35 @@
+//! Circuit-breaker states.
+
+use std::fmt;
+
+/// The state of a circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum BreakerState {
+    /// Calls pass; the breaker counts them.
+    Closed = 0,
+    /// Calls are blocked until the retry timeout (`timeWindow`) passes.
+    Open = 1,
+    /// One probe call is in flight; every other call is blocked until it completes.
+    HalfOpen = 2,
+}
+
+impl BreakerState {
+    pub(crate) fn from_u8(v: u8) -> Self {
+        match v {
+            0 => BreakerState::Closed,
+            1 => BreakerState::Open,
+            _ => BreakerState::HalfOpen,
+        }
+    }
+}
+
+impl fmt::Display for BreakerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BreakerState::Closed => "CLOSED",
+            BreakerState::Open => "OPEN",
+            BreakerState::HalfOpen => "HALF_OPEN",
+        })
+    }
+}

@@ -1,0 +1,154 @@
+//! The merged system thresholds and the system check.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::rule::SystemRule;
+use super::status::SystemStatus;
+use crate::stat::StatNode;
+
+/// Which system threshold blocked a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SystemMetric {
+    /// Inbound QPS (`qps`).
+    Qps,
+    /// Inbound concurrency (`maxThread`).
+    Concurrency,
+    /// Average RT of inbound calls (`avgRt`).
+    AvgRt,
+    /// Load average, with the BBR check (`highestSystemLoad`).
+    Load,
+    /// CPU usage (`highestCpuUsage`).
+    CpuUsage,
+}
+
+impl fmt::Display for SystemMetric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SystemMetric::Qps => "qps",
+            SystemMetric::Concurrency => "maxThread",
+            SystemMetric::AvgRt => "avgRt",
+            SystemMetric::Load => "highestSystemLoad",
+            SystemMetric::CpuUsage => "highestCpuUsage",
+        })
+    }
+}
+
+/// A system check that failed: the metric, its threshold and the value seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SystemBlock {
+    pub(crate) metric: SystemMetric,
+    pub(crate) threshold: f64,
+    pub(crate) value: f64,
+}
+
+/// Thresholds merged by minimum over every rule; `None` is off.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct Thresholds {
+    load: Option<f64>,
+    cpu: Option<f64>,
+    qps: Option<f64>,
+    avg_rt: Option<f64>,
+    max_thread: Option<f64>,
+}
+
+impl Thresholds {
+    pub(crate) fn needs_status(&self) -> bool {
+        self.load.is_some() || self.cpu.is_some()
+    }
+}
+
+/// The active system rules.
+#[derive(Debug, Default)]
+pub(crate) struct SystemTable {
+    pub(crate) rules: Vec<Arc<SystemRule>>,
+    /// `None` when no threshold is set: the check is off.
+    pub(crate) thresholds: Option<Thresholds>,
+}
+
+fn merge(into: &mut Option<f64>, v: f64) {
+    if v >= 0.0 {
+        *into = Some(into.map_or(v, |cur| cur.min(v)));
+    }
+}
+
+impl SystemTable {
+    /// Merges rules by minimum. Unlike Sentinel, a last rule with every field off does not
+    /// switch the whole check off: every set threshold counts.
+    pub(crate) fn compile(rules: Vec<Arc<SystemRule>>) -> Self {
+        let mut t = Thresholds::default();
+        for rule in &rules {
+            merge(&mut t.load, rule.highest_system_load);
+            merge(&mut t.cpu, rule.highest_cpu_usage);
+            merge(&mut t.qps, rule.qps);
+            merge(&mut t.avg_rt, rule.avg_rt as f64);
+            merge(&mut t.max_thread, rule.max_thread as f64);
+        }
+        let on = t != Thresholds::default();
+        Self {
+            rules,
+            thresholds: on.then_some(t),
+        }
+    }
+}
+
+impl Thresholds {
+    /// Sentinel's `SystemRuleManager.checkSystem`, for an inbound call.
+    pub(crate) fn check(
+        &self,
+        inbound: &StatNode,
+        now: u64,
+        batch: u32,
+        status: impl Fn() -> Arc<dyn SystemStatus>,
+    ) -> Result<(), SystemBlock> {
+        let block = |metric, threshold, value| {
+            Err(SystemBlock {
+                metric,
+                threshold,
+                value,
+            })
+        };
+        if let Some(qps) = self.qps {
+            let current = inbound.pass_qps(now);
+            if current + f64::from(batch) > qps {
+                return block(SystemMetric::Qps, qps, current);
+            }
+        }
+        let concurrency = inbound.concurrency() as f64;
+        if let Some(max) = self.max_thread {
+            if concurrency > max {
+                return block(SystemMetric::Concurrency, max, concurrency);
+            }
+        }
+        if let Some(max) = self.avg_rt {
+            let rt = inbound.avg_rt(now);
+            if rt > max {
+                return block(SystemMetric::AvgRt, max, rt);
+            }
+        }
+        if self.needs_status() {
+            let status = status();
+            if let Some(max) = self.load {
+                let load = status.load_average();
+                if load > max && !bbr_allows(inbound, now, concurrency) {
+                    return block(SystemMetric::Load, max, load);
+                }
+            }
+            if let Some(max) = self.cpu {
+                let cpu = status.cpu_usage();
+                if cpu > max {
+                    return block(SystemMetric::CpuUsage, max, cpu);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The BBR check: under high load, admit while concurrency stays within the estimated
+/// capacity `maxSuccessQps * minRt / 1000`.
+fn bbr_allows(inbound: &StatNode, now: u64, concurrency: f64) -> bool {
+    let capacity = inbound.max_success_qps(now) * inbound.min_rt(now).unwrap_or(0) as f64 / 1000.0;
+    !(concurrency > 1.0 && concurrency > capacity)
+}

@@ -1,0 +1,212 @@
+//! Where system rules read load and CPU usage.
+
+use std::fmt;
+use std::fs;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// The source of the machine's load average and CPU usage for system rules.
+///
+/// The default, [`ProcSystemStatus`], samples `/proc` once a second in a background thread.
+/// Tests inject their own.
+pub trait SystemStatus: Send + Sync + fmt::Debug + 'static {
+    /// The one-minute load average.
+    fn load_average(&self) -> f64;
+    /// CPU usage in [0, 1].
+    fn cpu_usage(&self) -> f64;
+}
+
+/// A system status whose values a test sets.
+#[derive(Debug, Default, Clone)]
+pub struct ManualSystemStatus {
+    load: Arc<AtomicU64>,
+    cpu: Arc<AtomicU64>,
+}
+
+impl ManualSystemStatus {
+    /// Load 0, CPU 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the load average.
+    pub fn set_load(&self, load: f64) {
+        self.load.store(load.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Sets the CPU usage.
+    pub fn set_cpu_usage(&self, usage: f64) {
+        self.cpu.store(usage.to_bits(), Ordering::Relaxed);
+    }
+}
+
+impl SystemStatus for ManualSystemStatus {
+    fn load_average(&self) -> f64 {
+        f64::from_bits(self.load.load(Ordering::Relaxed))
+    }
+
+    fn cpu_usage(&self) -> f64 {
+        f64::from_bits(self.cpu.load(Ordering::Relaxed))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Sampled {
+    load: AtomicU64,
+    cpu: AtomicU64,
+}
+
+/// Samples `/proc/loadavg`, `/proc/stat` and `/proc/self/stat` once a second.
+///
+/// CPU usage is the larger of the machine's usage and this process's usage. The process's
+/// usage is relative to its CPU quota when cgroup v2 `cpu.max` sets one (containers), and to
+/// the number of CPUs otherwise. On systems without `/proc`, both values stay 0, so load and
+/// CPU thresholds never trigger. The sampling thread stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct ProcSystemStatus {
+    sampled: Arc<Sampled>,
+}
+
+impl fmt::Debug for ProcSystemStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcSystemStatus")
+            .field("load", &self.load_average())
+            .field("cpu", &self.cpu_usage())
+            .finish()
+    }
+}
+
+impl ProcSystemStatus {
+    /// Takes a first sample and starts the sampling thread.
+    pub fn start() -> Self {
+        let sampled = Arc::new(Sampled::default());
+        let mut sampler = Sampler::new();
+        sampler.sample_into(&sampled);
+        let weak: Weak<Sampled> = Arc::downgrade(&sampled);
+        let spawned = std::thread::Builder::new()
+            .name("sentinel-system-status".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let Some(target) = weak.upgrade() else {
+                    return;
+                };
+                sampler.sample_into(&target);
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the system status sampler; load and CPU stay at their first sample");
+        }
+        Self { sampled }
+    }
+}
+
+impl SystemStatus for ProcSystemStatus {
+    fn load_average(&self) -> f64 {
+        f64::from_bits(self.sampled.load.load(Ordering::Relaxed))
+    }
+
+    fn cpu_usage(&self) -> f64 {
+        f64::from_bits(self.sampled.cpu.load(Ordering::Relaxed))
+    }
+}
+
+struct Sampler {
+    last_system: Option<(u64, u64)>,
+    last_process: Option<(f64, Instant)>,
+    cpus: f64,
+    ticks_per_sec: f64,
+}
+
+impl Sampler {
+    fn new() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+        Self {
+            last_system: None,
+            last_process: None,
+            cpus: cgroup_cpu_limit().map_or(cpus, |limit| limit.min(cpus)),
+            // USER_HZ is 100 on every mainstream Linux build.
+            ticks_per_sec: 100.0,
+        }
+    }
+
+    fn sample_into(&mut self, target: &Sampled) {
+        if let Some(load) = read_load() {
+            target.load.store(load.to_bits(), Ordering::Relaxed);
+        }
+        let system = self.system_usage().unwrap_or(0.0);
+        let process = self.process_usage().unwrap_or(0.0);
+        let usage = system.max(process).clamp(0.0, 1.0);
+        target.cpu.store(usage.to_bits(), Ordering::Relaxed);
+    }
+
+    fn system_usage(&mut self) -> Option<f64> {
+        let stat = fs::read_to_string("/proc/stat").ok()?;
+        let line = stat.lines().next()?;
+        let fields: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        if fields.len() < 4 {
+            return None;
+        }
+        let idle = fields[3] + fields.get(4).copied().unwrap_or(0);
+        let total: u64 = fields.iter().take(8).sum();
+        let previous = self.last_system.replace((total, idle));
+        let (last_total, last_idle) = previous?;
+        let dt = total.saturating_sub(last_total);
+        if dt == 0 {
+            return None;
+        }
+        Some(1.0 - idle.saturating_sub(last_idle) as f64 / dt as f64)
+    }
+
+    fn process_usage(&mut self) -> Option<f64> {
+        let stat = fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime: f64 = fields.get(11)?.parse().ok()?;
+        let stime: f64 = fields.get(12)?.parse().ok()?;
+        let cpu_secs = (utime + stime) / self.ticks_per_sec;
+        let now = Instant::now();
+        let (last_secs, last_at) = self.last_process.replace((cpu_secs, now))?;
+        let wall = now.duration_since(last_at).as_secs_f64();
+        if wall <= 0.0 {
+            return None;
+        }
+        Some((cpu_secs - last_secs) / wall / self.cpus)
+    }
+}
+
+fn read_load() -> Option<f64> {
+    fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// CPUs allowed by a cgroup v2 quota (`/sys/fs/cgroup/cpu.max`: `quota period`).
+fn cgroup_cpu_limit() -> Option<f64> {
+    let max = fs::read_to_string("/sys/fs/cgroup/cpu.max").ok()?;
+    let mut parts = max.split_whitespace();
+    let quota: f64 = parts.next()?.parse().ok()?;
+    let period: f64 = parts.next()?.parse().ok()?;
+    (period > 0.0).then(|| quota / period)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_sampler_reads_plausible_values() {
+        let status = ProcSystemStatus::start();
+        let load = status.load_average();
+        assert!(load >= 0.0 && load.is_finite());
+        let cpu = status.cpu_usage();
+        assert!((0.0..=1.0).contains(&cpu));
+    }
+}

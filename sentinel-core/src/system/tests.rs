@@ -1,0 +1,142 @@
+//! System rule tests with an injected status.
+
+use super::*;
+use crate::{BlockError, Entry, FakeClock, Sentinel};
+
+fn engine(clock: &FakeClock, status: &ManualSystemStatus) -> Sentinel {
+    Sentinel::builder()
+        .clock(clock.clone())
+        .system_status(status.clone())
+        .build()
+}
+
+fn metric(result: Result<Entry, BlockError>) -> Option<SystemMetric> {
+    match result {
+        Err(BlockError::System { metric, .. }) => Some(metric),
+        _ => None,
+    }
+}
+
+#[test]
+fn qps_threshold_applies_to_inbound_only() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock, &ManualSystemStatus::new());
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().qps(3.0)])
+        .unwrap();
+    for _ in 0..3 {
+        assert!(s.entry("a").inbound().enter().is_ok());
+    }
+    assert_eq!(
+        metric(s.entry("b").inbound().enter()),
+        Some(SystemMetric::Qps)
+    );
+    assert!(s.entry("c").enter().is_ok(), "outbound is not checked");
+}
+
+#[test]
+fn max_thread_threshold() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock, &ManualSystemStatus::new());
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().max_thread(2)])
+        .unwrap();
+    let _a = s.entry("a").inbound().enter().unwrap();
+    let _b = s.entry("a").inbound().enter().unwrap();
+    // Sentinel blocks when concurrency is already over the threshold.
+    let _c = s.entry("a").inbound().enter().unwrap();
+    assert_eq!(
+        metric(s.entry("a").inbound().enter()),
+        Some(SystemMetric::Concurrency)
+    );
+}
+
+#[test]
+fn avg_rt_threshold() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock, &ManualSystemStatus::new());
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().avg_rt(50)])
+        .unwrap();
+    let e = s.entry("a").inbound().enter().unwrap();
+    clock.advance_ms(80);
+    drop(e);
+    assert_eq!(
+        metric(s.entry("a").inbound().enter()),
+        Some(SystemMetric::AvgRt)
+    );
+}
+
+#[test]
+fn cpu_threshold() {
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let s = engine(&clock, &status);
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().highest_cpu_usage(0.8)])
+        .unwrap();
+    status.set_cpu_usage(0.5);
+    assert!(s.entry("a").inbound().enter().is_ok());
+    status.set_cpu_usage(0.9);
+    assert_eq!(
+        metric(s.entry("a").inbound().enter()),
+        Some(SystemMetric::CpuUsage)
+    );
+}
+
+#[test]
+fn load_blocks_only_past_the_bbr_capacity() {
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let s = engine(&clock, &status);
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().highest_system_load(4.0)])
+        .unwrap();
+    // History: 10 calls of 100 ms completed in one 500 ms bucket: maxSuccessQps 20/s,
+    // minRt 100 ms, so the estimated capacity is 20 * 100 / 1000 = 2 concurrent calls.
+    let entries: Vec<_> = (0..10)
+        .map(|_| s.entry("a").inbound().enter().unwrap())
+        .collect();
+    clock.advance_ms(100);
+    drop(entries);
+    status.set_load(8.0);
+    // Under high load, calls pass while concurrency is within capacity.
+    let _a = s.entry("a").inbound().enter().unwrap();
+    let _b = s.entry("a").inbound().enter().unwrap();
+    let _c = s.entry("a").inbound().enter().unwrap();
+    assert_eq!(
+        metric(s.entry("a").inbound().enter()),
+        Some(SystemMetric::Load)
+    );
+    // Low load: no check.
+    status.set_load(1.0);
+    assert!(s.entry("a").inbound().enter().is_ok());
+}
+
+#[test]
+fn rules_merge_by_minimum_and_empty_turns_off() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock, &ManualSystemStatus::new());
+    s.system_rules()
+        .load_rules(vec![
+            SystemRule::new().qps(5.0),
+            SystemRule::new().qps(2.0),
+            SystemRule::new(),
+        ])
+        .unwrap();
+    assert!(s.entry("a").inbound().enter().is_ok());
+    assert!(s.entry("a").inbound().enter().is_ok());
+    assert!(s.entry("a").inbound().enter().is_err());
+    s.system_rules().load_rules(vec![]).unwrap();
+    assert!(s.entry("a").inbound().enter().is_ok());
+}
+
+#[test]
+fn cpu_usage_outside_unit_range_is_invalid() {
+    let s = Sentinel::new();
+    let err = s
+        .system_rules()
+        .load_rules(vec![SystemRule::new().highest_cpu_usage(80.0)])
+        .unwrap_err();
+    assert_eq!(err.issues()[0].field, "highestCpuUsage");
+}
