@@ -84,7 +84,11 @@ impl TlsConfig {
     }
 
     /// Presents this client certificate and private key (both PEM) to the server.
-    pub fn client_identity_pem(mut self, cert: impl Into<Vec<u8>>, key: impl Into<Vec<u8>>) -> Self {
+    pub fn client_identity_pem(
+        mut self,
+        cert: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
         self.identity = Some((cert.into(), key.into()));
         self
     }
@@ -141,10 +145,7 @@ impl fmt::Debug for EtcdConfig {
         let mut d = f.debug_struct("EtcdConfig");
         d.field("endpoints", &self.endpoints)
             .field("user", &self.credentials.as_ref().map(|c| c.user.as_str()))
-            .field(
-                "password",
-                &self.credentials.as_ref().map(|_| "<redacted>"),
-            )
+            .field("password", &self.credentials.as_ref().map(|_| "<redacted>"))
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("keep_alive", &self.keep_alive)
@@ -188,7 +189,8 @@ impl EtcdConfig {
 
     /// Largest gRPC message the client accepts: the payload cap plus room for keys.
     pub(crate) fn max_message_bytes(&self) -> usize {
-        self.max_payload_bytes.saturating_add(MESSAGE_OVERHEAD_BYTES)
+        self.max_payload_bytes
+            .saturating_add(MESSAGE_OVERHEAD_BYTES)
     }
 
     /// Opens a client. With credentials this authenticates, so it talks to the server; without
@@ -388,12 +390,16 @@ fn check_endpoint(endpoint: &str, tls: bool) -> Result<(), ConfigError> {
     }
     let rest = if let Some(rest) = endpoint.strip_prefix("https://") {
         if !cfg!(feature = "tls") {
-            return Err(invalid("https:// needs the `tls` feature of datasource-etcd"));
+            return Err(invalid(
+                "https:// needs the `tls` feature of datasource-etcd",
+            ));
         }
         rest
     } else if let Some(rest) = endpoint.strip_prefix("http://") {
         if tls {
-            return Err(invalid("TLS is configured, so the endpoint must be https://"));
+            return Err(invalid(
+                "TLS is configured, so the endpoint must be https://",
+            ));
         }
         rest
     } else if endpoint.contains("://") {

@@ -52,10 +52,16 @@ fn map_status(op: &str, status: tonic::Status) -> (SourceError, Recovery) {
         return (SourceError::Auth { message: text }, Recovery::Reconnect);
     }
     if msg.contains("invalid auth token") || code == Code::Unauthenticated {
-        return (SourceError::Auth { message: text }, Recovery::Reauthenticate);
+        return (
+            SourceError::Auth { message: text },
+            Recovery::Reauthenticate,
+        );
     }
     if msg.contains("revision of auth store is old") {
-        return (SourceError::Auth { message: text }, Recovery::Reauthenticate);
+        return (
+            SourceError::Auth { message: text },
+            Recovery::Reauthenticate,
+        );
     }
     if code == Code::PermissionDenied || msg.contains("permission denied") {
         return (

@@ -51,8 +51,8 @@ mod writer;
 #[cfg(feature = "tls")]
 pub use config::TlsConfig;
 pub use config::{
-    ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_REQUEST_TIMEOUT,
+    ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
 };
 pub use source::EtcdSource;
 pub use writer::EtcdRuleWriter;

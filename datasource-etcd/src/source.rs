@@ -52,8 +52,11 @@ impl fmt::Display for Target {
 ///   - The payload revision is the revision of the last event.
 ///   - A watch that etcd cancels because its start revision was compacted yields
 ///     [`WatchEvent::Resync`]: the driver reads again and the next watch starts after that read.
-///     A watch cancelled for another reason (for example the token expired or permissions
-///     changed) is an error, so the driver backs off before it reads again.
+///     etcd checks the token and the permissions when it creates a watch, and reports a refusal
+///     as a cancellation ("invalid auth token" for an expired token, "permission denied"). Such
+///     a watch is re-opened once after authenticating again; refused again, it is
+///     [`SourceError::Auth`] or [`SourceError::PermissionDenied`]. A watch cancelled for any
+///     other reason is an error, so the driver backs off before it reads again.
 ///   - A broken stream is [`SourceError::Connection`]; the watch and the client are dropped and
 ///     the next `read` connects again.
 /// - Authentication: with credentials, the client re-authenticates and retries once when etcd
@@ -236,10 +239,16 @@ impl EtcdSource {
             self.watch = None;
             let reason = resp.cancel_reason().to_owned();
             tracing::warn!(source = %self.describe(), %reason, "etcd cancelled the watch");
+            // etcd checks the token and the permissions when it creates a watch, and reports a
+            // refusal as a cancellation: "permission denied", or "invalid auth token" for an
+            // expired one. Either way authenticate again before the next attempt.
+            if reason.contains("invalid auth token") {
+                self.reauthenticate = true;
+                return Err(SourceError::Auth {
+                    message: format!("watch {}: {reason}", self.target.name()),
+                });
+            }
             if reason.contains("permission denied") {
-                // etcd checks the token and the permissions when a watch is created. An expired
-                // token looks the same as a missing permission, so authenticate again before
-                // the next read; that read reports which one it was.
                 self.reauthenticate = true;
                 return Err(SourceError::PermissionDenied {
                     message: format!("watch {}: {reason}", self.target.name()),
@@ -292,7 +301,11 @@ impl EtcdSource {
 #[async_trait]
 impl ReadableDataSource for EtcdSource {
     fn describe(&self) -> String {
-        format!("etcd {} at {}", self.target, self.config.describe_endpoints())
+        format!(
+            "etcd {} at {}",
+            self.target,
+            self.config.describe_endpoints()
+        )
     }
 
     async fn read(&mut self) -> Result<RawPayload, SourceError> {
@@ -315,12 +328,13 @@ impl ReadableDataSource for EtcdSource {
                 return Err(timed_out(&format!("get {}", self.target.name()), timeout));
             }
         };
-        let revision = resp.header().map(|h| h.revision()).ok_or_else(|| {
-            SourceError::Backend {
+        let revision = resp
+            .header()
+            .map(|h| h.revision())
+            .ok_or_else(|| SourceError::Backend {
                 message: format!("get {}: response without a header", self.target.name()),
                 source: None,
-            }
-        })?;
+            })?;
         let mut entries = BTreeMap::new();
         for kv in resp.kvs() {
             if let Target::Key(k) = &self.target {
@@ -346,6 +360,9 @@ impl ReadableDataSource for EtcdSource {
     }
 
     async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        // etcd refuses to create a watch with an expired token by cancelling it as "permission
+        // denied". Authenticate again and re-open once before reporting it.
+        let mut reauthenticated = false;
         loop {
             if self.closed {
                 return Err(SourceError::Closed);
@@ -357,11 +374,16 @@ impl ReadableDataSource for EtcdSource {
                 continue;
             };
             match stream.message().await {
-                Ok(Some(resp)) => {
-                    if let Some(event) = self.apply(&resp)? {
-                        return Ok(event);
+                Ok(Some(resp)) => match self.apply(&resp) {
+                    Ok(Some(event)) => return Ok(event),
+                    Ok(None) => {}
+                    Err(SourceError::PermissionDenied { .. } | SourceError::Auth { .. })
+                        if !reauthenticated && self.config.credentials.is_some() =>
+                    {
+                        reauthenticated = true;
                     }
-                }
+                    Err(e) => return Err(e),
+                },
                 Ok(None) => {
                     self.watch = None;
                     self.client = None;
