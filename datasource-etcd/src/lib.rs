@@ -41,7 +41,7 @@
 //! - Waiting on an open watch has no timeout. HTTP/2 keep-alive pings (10 s by default) detect a
 //!   dead connection; every other request is bounded by the request timeout.
 //!
-//! Features: `tls` connects to `https://` endpoints through rustls (see [`TlsConfig`]).
+//! Features: `tls` connects to `https://` endpoints through rustls and adds `TlsConfig`.
 
 mod config;
 mod error;

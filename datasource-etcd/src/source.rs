@@ -368,6 +368,10 @@ impl ReadableDataSource for EtcdSource {
                 return Err(SourceError::Closed);
             }
             if self.watch.is_none() {
+                if self.revision == 0 {
+                    // No read yet, so no position to watch from: ask the driver to read.
+                    return Ok(WatchEvent::Resync);
+                }
                 self.open_watch().await?;
             }
             let Some(stream) = self.watch.as_mut() else {

@@ -218,6 +218,8 @@ async fn unreachable_server_is_a_connection_error() {
     // Nothing listens on port 9 of loopback.
     let cfg = config("http://127.0.0.1:9");
     let mut source = EtcdSource::key(cfg, "/sentinel-test/unreachable");
+    // Without a read there is no revision to watch from: the driver is asked to read.
+    assert!(matches!(watch(&mut source).await, Ok(WatchEvent::Resync)));
     match read(&mut source).await {
         Err(SourceError::Connection { .. }) => {}
         other => panic!("expected a connection error, got {other:?}"),
