@@ -8,14 +8,17 @@
 #   scripts/services.sh env            # prints `export SENTINEL_...=...` lines; eval "$(...)"
 #
 # Services:
-#   etcd         plain etcd (client http://127.0.0.1:23790, peer 23800) and the auth-enabled
-#                etcd used by the credential tests (etcd-auth below). `start etcd` starts both.
-#   etcd-main    only the plain etcd.
+#   etcd         all the etcd instances the tests share: etcd-main, etcd-auth and etcd-tls.
+#   etcd-main    plain etcd, client http://127.0.0.1:23790, peer 23800.
 #   etcd-auth    etcd with auth enabled, client 23791, peer 23801, simple tokens that expire
 #                after 2 s of inactivity (--auth-token-ttl 2). Users set up on a fresh start:
 #                  root:rootpw   (root role)
 #                  app:apppw     (role rules-rw: readwrite on the prefix /rules/)
-#   etcd-fault   a third etcd (client 23792, peer 23802) that fault tests stop and restart
+#   etcd-tls     etcd serving TLS only: client https://127.0.0.1:23793, peer 23803, with a
+#                throwaway CA made by openssl on start: .services/etcd-tls/certs/ca.pem
+#                (the server certificate is for 127.0.0.1 and localhost). Used by the tests
+#                built with the `tls` feature.
+#   etcd-fault   an etcd (client 23792, peer 23802) that fault tests stop and restart
 #                themselves, so they never disturb the instances other tests share.
 #
 # Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}.
@@ -46,9 +49,11 @@ ETCD_AUTH_CLIENT_PORT=23791
 ETCD_AUTH_PEER_PORT=23801
 ETCD_FAULT_CLIENT_PORT=23792
 ETCD_FAULT_PEER_PORT=23802
+ETCD_TLS_CLIENT_PORT=23793
+ETCD_TLS_PEER_PORT=23803
 
 # Every instance this script knows, for `status`.
-INSTANCES=(etcd-main etcd-auth etcd-fault)
+INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault)
 
 APT_UPDATED=0
 
@@ -189,28 +194,30 @@ etcd_ports() {
   etcd-main) printf '%s %s' "$ETCD_MAIN_CLIENT_PORT" "$ETCD_MAIN_PEER_PORT" ;;
   etcd-auth) printf '%s %s' "$ETCD_AUTH_CLIENT_PORT" "$ETCD_AUTH_PEER_PORT" ;;
   etcd-fault) printf '%s %s' "$ETCD_FAULT_CLIENT_PORT" "$ETCD_FAULT_PEER_PORT" ;;
+  etcd-tls) printf '%s %s' "$ETCD_TLS_CLIENT_PORT" "$ETCD_TLS_PEER_PORT" ;;
   *) die "unknown etcd instance $1" ;;
   esac
 }
 
+# etcd_healthy <url> [ca file]
 etcd_healthy() {
-  local url="$1"
+  local url="$1" ca="${2:-}"
   if command -v curl >/dev/null 2>&1; then
-    curl -sf --max-time 1 "$url/health" | grep -q '"health":"true"'
+    curl -sf --max-time 1 ${ca:+--cacert "$ca"} "$url/health" | grep -q '"health":"true"'
   else
-    etcdctl --endpoints="$url" --command-timeout=1s endpoint health
+    etcdctl --endpoints="$url" ${ca:+--cacert="$ca"} --command-timeout=1s endpoint health
   fi
 }
 
-# start_etcd_instance <instance> <keep_data 0|1> [extra etcd flags...]
+# start_etcd_instance <instance> <keep_data 0|1> <scheme> <ca file or ""> [extra etcd flags...]
 start_etcd_instance() {
-  local name="$1" keep_data="$2"
-  shift 2
+  local name="$1" keep_data="$2" scheme="$3" ca="$4"
+  shift 4
   local client peer url
   read -r client peer <<<"$(etcd_ports "$name")"
-  url="http://127.0.0.1:$client"
+  url="$scheme://127.0.0.1:$client"
 
-  if live_pid "$name" etcd >/dev/null && etcd_healthy "$url"; then
+  if live_pid "$name" etcd >/dev/null && etcd_healthy "$url" "$ca"; then
     log "$name already running at $url"
     return 0
   fi
@@ -232,20 +239,20 @@ start_etcd_instance() {
     --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
     --initial-cluster "$name=http://127.0.0.1:$peer" \
     --logger zap --log-level warn "$@"
-  wait_ready "$name" etcd etcd_healthy "$url"
+  wait_ready "$name" etcd etcd_healthy "$url" "$ca"
 }
 
-start_etcd_main() { start_etcd_instance etcd-main "$1"; }
+start_etcd_main() { start_etcd_instance etcd-main "$1" http ""; }
 stop_etcd_main() { stop_instance etcd-main etcd "$1"; }
 
-start_etcd_fault() { start_etcd_instance etcd-fault "$1"; }
+start_etcd_fault() { start_etcd_instance etcd-fault "$1" http ""; }
 stop_etcd_fault() { stop_instance etcd-fault etcd "$1"; }
 
 start_etcd_auth() {
   local keep_data="$1" url marker
   url="http://127.0.0.1:$ETCD_AUTH_CLIENT_PORT"
   marker="$(data_dir etcd-auth)/.auth-configured"
-  start_etcd_instance etcd-auth "$keep_data" --auth-token simple --auth-token-ttl 2
+  start_etcd_instance etcd-auth "$keep_data" http "" --auth-token simple --auth-token-ttl 2
   if [ -f "$marker" ]; then
     return 0
   fi
@@ -268,6 +275,39 @@ start_etcd_auth() {
 }
 stop_etcd_auth() { stop_instance etcd-auth etcd "$1"; }
 
+# A throwaway CA and a server certificate for 127.0.0.1/localhost, made once per instance dir.
+make_tls_certs() {
+  local dir="$1"
+  # Reuse them while they are far from their 30-day expiry.
+  if [ -f "$dir/ca.pem" ] && [ -f "$dir/server.pem" ] &&
+    [ -z "$(find "$dir/server.pem" -mtime +20 2>/dev/null)" ]; then
+    return 0
+  fi
+  rm -rf "$dir"
+  command -v openssl >/dev/null 2>&1 || apt_install openssl
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=sentinel-test-ca" \
+      -keyout ca-key.pem -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout server-key.pem -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
+      -extfile server.ext -out server.pem
+  ) >>"$(log_file etcd-tls)" 2>&1 || die "making the etcd-tls certificates failed; see $(log_file etcd-tls)"
+}
+
+start_etcd_tls() {
+  local certs
+  mkdir -p "$(instance_dir etcd-tls)"
+  certs="$(instance_dir etcd-tls)/certs"
+  make_tls_certs "$certs"
+  start_etcd_instance etcd-tls "$1" https "$certs/ca.pem" \
+    --cert-file "$certs/server.pem" --key-file "$certs/server-key.pem"
+}
+stop_etcd_tls() { stop_instance etcd-tls etcd "$1"; }
+
 # ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
@@ -276,6 +316,8 @@ cmd_env() {
   printf 'export SENTINEL_ETCD_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_MAIN_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_AUTH_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_AUTH_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_FAULT_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_FAULT_CLIENT_PORT"
+  printf 'export SENTINEL_ETCD_TLS_ENDPOINTS=https://127.0.0.1:%s\n' "$ETCD_TLS_CLIENT_PORT"
+  printf 'export SENTINEL_ETCD_TLS_CA=%s\n' "$(instance_dir etcd-tls)/certs/ca.pem"
 }
 
 cmd_status() {
@@ -291,7 +333,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -318,11 +360,13 @@ main() {
     etcd)
       "${cmd}_etcd_main" "$keep_data"
       "${cmd}_etcd_auth" "$keep_data"
+      "${cmd}_etcd_tls" "$keep_data"
       ;;
     etcd-main) "${cmd}_etcd_main" "$keep_data" ;;
     etcd-auth) "${cmd}_etcd_auth" "$keep_data" ;;
     etcd-fault) "${cmd}_etcd_fault" "$keep_data" ;;
-    *) die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-fault)" ;;
+    etcd-tls) "${cmd}_etcd_tls" "$keep_data" ;;
+    *) die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault)" ;;
     esac
     ;;
   *) usage ;;

@@ -130,3 +130,19 @@ pub fn values(payload: &RawPayload) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The etcd that serves TLS only (`scripts/services.sh start etcd-tls`).
+pub fn tls_endpoints() -> String {
+    env_or("SENTINEL_ETCD_TLS_ENDPOINTS", "https://127.0.0.1:23793")
+}
+
+/// The CA certificate (PEM) of the TLS etcd, made by the script.
+pub fn tls_ca_pem() -> Vec<u8> {
+    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../.services/etcd-tls/certs/ca.pem")
+        .display()
+        .to_string();
+    let path = env_or("SENTINEL_ETCD_TLS_CA", &default);
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("cannot read the etcd-tls CA {path} ({e}); {START_HINT}"))
+}
