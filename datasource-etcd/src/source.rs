@@ -291,7 +291,12 @@ impl EtcdSource {
         if !touched {
             return Ok(None);
         }
-        self.check_size(&entries)?;
+        if let Err(e) = self.check_size(&entries) {
+            // The local copy can no longer follow the stream: drop the watch, so the driver's
+            // next read starts over (and reports the size until the value shrinks).
+            self.watch = None;
+            return Err(e);
+        }
         self.entries = entries;
         self.revision = revision;
         Ok(Some(WatchEvent::Changed(self.payload())))

@@ -204,12 +204,23 @@ async fn payload_over_the_cap_is_rejected() {
         .max_payload_bytes(1024)
         .build()
         .expect("config");
-    let mut source = EtcdSource::key(small, key);
+    let mut source = EtcdSource::key(small, key.clone());
     match read(&mut source).await {
         Err(SourceError::TooLarge { size, limit }) => {
             assert_eq!((size, limit), (2048, 1024));
         }
         other => panic!("expected TooLarge, got {other:?}"),
+    }
+
+    // Shrunk: readable again. Grown on the watch: reported there too.
+    w.put_bytes(&key, vec![b'x'; 10]).await.expect("put small");
+    read(&mut source).await.expect("read small");
+    w.put_bytes(&key, vec![b'x'; 4096])
+        .await
+        .expect("put large");
+    match watch(&mut source).await {
+        Err(SourceError::TooLarge { size, .. }) => assert_eq!(size, 4096),
+        other => panic!("expected TooLarge from the watch, got {other:?}"),
     }
 }
 
