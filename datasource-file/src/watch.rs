@@ -124,10 +124,7 @@ impl Filter {
                 ) {
                     return Relevance::DirGone;
                 }
-            } else if path
-                .file_name()
-                .is_some_and(|name| self.concerns(name))
-            {
+            } else if path.file_name().is_some_and(|name| self.concerns(name)) {
                 relevance = Relevance::File;
             }
         }
