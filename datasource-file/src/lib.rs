@@ -56,8 +56,9 @@
 //!   inotify watch limit is reached), the source checks the file once a second and tries the
 //!   watch again each time.
 //!
-//! Edits to the target of a symlink that lives in another directory are not seen unless the
-//! link itself changes: point the source at the real file, or use polling.
+//! Only events for the file's own name (and ConfigMap entries) count. If the path is a
+//! symlink to a file with another name or in another directory, edits to that target are not
+//! seen unless the link itself changes: point the source at the real file, or use polling.
 //!
 //! # Threads and tasks
 //!
@@ -309,8 +310,11 @@ impl ReadableDataSource for FileSource {
         if let Some(watch) = self.watch.as_mut() {
             watch.drain();
         }
-        self.pending = false;
+        // The drained events are covered by this read, but only once it completes: if it
+        // fails or is cancelled, the next watch looks at the file without waiting.
+        self.pending = true;
         let snap = self.snapshot().await?;
+        self.pending = false;
         Ok(self.report(snap))
     }
 

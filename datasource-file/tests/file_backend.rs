@@ -435,3 +435,21 @@ async fn closed_source_refuses_calls() {
     assert!(matches!(source.watch().await, Err(SourceError::Closed)));
     assert!(matches!(source.read().await, Err(SourceError::Closed)));
 }
+
+#[tokio::test]
+async fn cancelled_watch_does_not_lose_a_change() {
+    let (_dir, path) = temp_rules();
+    fs::write(&path, b"[1]").expect("write");
+    let mut source = FileSource::builder(&path)
+        .debounce(Duration::from_millis(200))
+        .build()
+        .expect("valid settings");
+    source.read().await.expect("read");
+
+    fs::write(&path, b"[2]").expect("write");
+    // Cancelled during the quiet period, after the event was taken from the channel.
+    assert!(timeout(Duration::from_millis(50), source.watch())
+        .await
+        .is_err());
+    assert_eq!(value(&next_change(&mut source).await), b"[2]");
+}
