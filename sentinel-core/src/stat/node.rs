@@ -17,12 +17,21 @@ pub(crate) const MINUTE_BUCKETS: usize = 60;
 pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 
 /// Sliding-window counters plus the current concurrency.
+///
+/// Calls are counted once, in the second-level window, which retains four 500 ms buckets
+/// (two seconds) so the previous whole second stays readable. When a bucket is reused for a
+/// new round, the thread that resets it first adds the finished round into the minute-level
+/// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. This keeps
+/// the hot path to one counter update per event.
 #[derive(Debug)]
 pub(crate) struct StatNode {
     concurrency: CachePadded<AtomicI64>,
     second: Window,
     minute: Window,
 }
+
+/// Buckets the second-level window retains: the current second and the previous one.
+const SECOND_RETAINED: usize = 2 * SECOND_BUCKETS;
 
 impl Default for StatNode {
     fn default() -> Self {
@@ -34,15 +43,27 @@ impl StatNode {
     pub(crate) fn new() -> Self {
         Self {
             concurrency: CachePadded::new(AtomicI64::new(0)),
-            second: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
+            second: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
         }
     }
 
+    /// The live second-level bucket for `now`, rolling a finished round into the minute
+    /// window.
+    #[inline]
+    fn bucket(&self, now: u64) -> &super::window::Bucket {
+        self.second.current_with(now, |start, finished| {
+            if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
+                if let Some(minute) = self.minute.bucket_at(start) {
+                    minute.absorb(finished);
+                }
+            }
+        })
+    }
+
     #[inline]
     fn add(&self, now: u64, event: Event, n: u64) {
-        self.second.current(now).add(event, n);
-        self.minute.current(now).add(event, n);
+        self.bucket(now).add(event, n);
     }
 
     /// A call passed every check: count it and raise the concurrency.
@@ -60,17 +81,12 @@ impl StatNode {
     /// A passed call completed: record success and RT, lower the concurrency.
     #[inline]
     pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
-        let second = self.second.current(now);
-        let minute = self.minute.current(now);
-        second.add(Event::Success, n);
-        second.add(Event::Rt, rt);
-        second.record_rt(rt);
-        minute.add(Event::Success, n);
-        minute.add(Event::Rt, rt);
-        minute.record_rt(rt);
+        let bucket = self.bucket(now);
+        bucket.add(Event::Success, n);
+        bucket.add(Event::Rt, rt);
+        bucket.record_rt(rt);
         if error {
-            second.add(Event::Error, n);
-            minute.add(Event::Error, n);
+            bucket.add(Event::Error, n);
         }
         self.concurrency.fetch_sub(1, Ordering::Relaxed);
     }
@@ -102,13 +118,14 @@ impl StatNode {
         self.per_second(now, Event::Error)
     }
 
-    /// Passes in the previous whole second, from the minute window (Sentinel's
-    /// `previousPassQps`, used by warm-up).
+    /// Passes in the previous whole second (Sentinel's `previousPassQps`, used by warm-up).
     #[inline]
     pub(crate) fn previous_pass_qps(&self, now: u64) -> f64 {
-        let bucket = self.minute.bucket_ms();
-        let previous = now.saturating_sub(bucket);
-        self.minute.bucket_value_at(previous, Event::Pass) as f64 * 1000.0 / bucket as f64
+        let this_second = now - now % 1000;
+        let Some(previous) = this_second.checked_sub(1000) else {
+            return 0.0;
+        };
+        self.second.sum_range(previous, this_second, Event::Pass) as f64
     }
 
     /// Average RT of the calls completed in the second window, in ms.
@@ -130,13 +147,16 @@ impl StatNode {
         self.second.max_bucket(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
     }
 
-    /// Totals over the minute window.
+    /// Totals over the last minute: rolled-up rounds plus the live buckets.
     pub(crate) fn minute_totals(&self, now: u64) -> (u64, u64, u64, u64) {
+        let from = now.saturating_sub(MINUTE_INTERVAL_MS - 1);
+        let total =
+            |event| self.minute.sum(now, event) + self.second.sum_range(from, now + 1, event);
         (
-            self.minute.sum(now, Event::Pass),
-            self.minute.sum(now, Event::Block),
-            self.minute.sum(now, Event::Success),
-            self.minute.sum(now, Event::Error),
+            total(Event::Pass),
+            total(Event::Block),
+            total(Event::Success),
+            total(Event::Error),
         )
     }
 
@@ -210,5 +230,25 @@ mod tests {
         assert_eq!(node.pass_qps(11_050), 0.0);
         let snap = node.snapshot(11_050);
         assert_eq!(snap.pass_minute, 3);
+    }
+
+    #[test]
+    fn minute_totals_roll_up_finished_rounds() {
+        let node = StatNode::new();
+        let mut now = 100_000;
+        for _ in 0..40 {
+            node.on_pass(now, 1);
+            node.on_block(now, 2);
+            now += 500;
+        }
+        // 40 rounds of 500 ms: 20 s of history, most of it rolled up.
+        let (pass, block, _, _) = node.minute_totals(now - 1);
+        assert_eq!((pass, block), (40, 80));
+        // A minute later the early rounds have slid out; the last 30 s remain.
+        now += 40_000;
+        node.on_pass(now, 1);
+        let (pass, _, _, _) = node.minute_totals(now);
+        // Rounds from 101 s to 119.5 s (38) plus the new pass.
+        assert_eq!(pass, 39);
     }
 }

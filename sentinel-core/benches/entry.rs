@@ -1,0 +1,81 @@
+//! The entry hot path: entry + exit on one resource, 1 and 2 threads, with and without rules.
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use sentinel_core::circuit_breaker::DegradeRule;
+use sentinel_core::flow::FlowRule;
+use sentinel_core::Sentinel;
+
+/// An engine with the given rules on resource "r".
+fn engine(flow: bool, breaker: bool) -> Sentinel {
+    let sentinel = Sentinel::new();
+    if flow {
+        sentinel
+            .flow_rules()
+            .load_rules(vec![FlowRule::qps("r", 1e12)])
+            .expect("valid rule");
+    }
+    if breaker {
+        sentinel
+            .degrade_rules()
+            .load_rules(vec![DegradeRule::error_ratio("r", 0.99, 10)])
+            .expect("valid rule");
+    }
+    sentinel
+}
+
+/// Runs `iters` entries on each of `threads` threads at once; returns the wall time, which
+/// is the per-thread time per entry times `iters`.
+fn run_threads(sentinel: &Sentinel, threads: usize, iters: u64, by_handle: bool) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let handle = sentinel.resource("r");
+                barrier.wait();
+                for _ in 0..iters {
+                    let entry = if by_handle {
+                        handle.entry().enter()
+                    } else {
+                        sentinel.entry("r").enter()
+                    };
+                    drop(std::hint::black_box(entry));
+                }
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        barrier.wait();
+        start.elapsed()
+    })
+}
+
+fn entry_exit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("entry_exit");
+    group.throughput(Throughput::Elements(1));
+    let cases = [
+        ("no_rule", false, false),
+        ("qps_rule", true, false),
+        ("qps_rule_and_breaker", true, true),
+    ];
+    for (name, flow, breaker) in cases {
+        let sentinel = engine(flow, breaker);
+        let handle = sentinel.resource("r");
+        group.bench_function(BenchmarkId::new(name, "1_thread_handle"), |b| {
+            b.iter(|| drop(std::hint::black_box(handle.entry().enter())))
+        });
+        group.bench_function(BenchmarkId::new(name, "1_thread_by_name"), |b| {
+            b.iter(|| drop(std::hint::black_box(sentinel.entry("r").enter())))
+        });
+        group.bench_function(BenchmarkId::new(name, "2_threads_handle"), |b| {
+            b.iter_custom(|iters| run_threads(&sentinel, 2, iters, true))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, entry_exit);
+criterion_main!(benches);
