@@ -1,4 +1,5 @@
 //! Costs of the primitives the hot path is built from, on this machine.
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

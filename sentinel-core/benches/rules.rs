@@ -1,4 +1,5 @@
 //! Validate + compile + swap of flow rule sets.
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use sentinel_core::flow::{ControlBehavior, FlowRule};

@@ -1,6 +1,6 @@
 //! The `Sentinel` handle: resource registry, rule tables and clock.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -12,11 +12,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::entry::{EntryBuilder, ResourceHandle};
 use crate::events::{EventBus, EventListener, SentinelEvent};
 use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
+use crate::hash::{FastMap, FastSet};
 use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::stat::{Limits, NodeStats, Registry, ResourceNode, StatNode};
 use crate::system::{ProcSystemStatus, SystemRule, SystemStatus, SystemTable};
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The source name of rules loaded through the managers' `load_rules`.
 pub const API_SOURCE: &str = "api";
@@ -585,7 +585,7 @@ fn one_authority_rule_per_resource(
     rules: Vec<Arc<AuthorityRule>>,
     issues: &mut Vec<RuleIssue>,
 ) -> Vec<Arc<AuthorityRule>> {
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     let mut kept = Vec::with_capacity(rules.len());
     for (index, rule) in rules.into_iter().enumerate() {
         if seen.insert(rule.resource.clone()) {
@@ -636,7 +636,7 @@ fn keep_valid<T>(
 fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
     parts: impl Iterator<Item = &'a Vec<Arc<T>>>,
 ) -> Vec<Arc<T>> {
-    let mut seen: HashSet<&T> = HashSet::new();
+    let mut seen: FastSet<&T> = FastSet::default();
     let mut out = Vec::new();
     for part in parts {
         for rule in part {

@@ -26,6 +26,7 @@ mod engine;
 mod entry;
 mod events;
 pub mod flow;
+mod hash;
 mod rules;
 mod stat;
 pub mod system;

@@ -1,25 +1,25 @@
 //! The compiled degrade table.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::breaker::CircuitBreaker;
 use super::rule::DegradeRule;
+use crate::hash::FastMap;
 
 /// Every active degrade rule, compiled into breakers.
 #[derive(Debug, Default)]
 pub(crate) struct DegradeTable {
     pub(crate) rules: Vec<Arc<DegradeRule>>,
-    pub(crate) by_resource: HashMap<Arc<str>, Arc<[Arc<CircuitBreaker>]>>,
-    breakers: HashMap<Arc<DegradeRule>, Arc<CircuitBreaker>>,
+    pub(crate) by_resource: FastMap<Arc<str>, Arc<[Arc<CircuitBreaker>]>>,
+    breakers: FastMap<Arc<DegradeRule>, Arc<CircuitBreaker>>,
 }
 
 impl DegradeTable {
     /// Compiles rules. A rule equal to one in `previous` keeps its breaker, and so its state
     /// and statistics (Sentinel's `getExistingSameCbOrNew`).
     pub(crate) fn compile(rules: Vec<Arc<DegradeRule>>, previous: &DegradeTable) -> Self {
-        let mut breakers = HashMap::with_capacity(rules.len());
-        let mut grouped: HashMap<Arc<str>, Vec<Arc<CircuitBreaker>>> = HashMap::new();
+        let mut breakers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        let mut grouped: FastMap<Arc<str>, Vec<Arc<CircuitBreaker>>> = FastMap::default();
         for rule in &rules {
             let breaker = previous
                 .breakers

@@ -1,12 +1,12 @@
 //! The compiled flow table and the flow check.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::controller::{Controller, Decision};
 use super::rule::{FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER};
 use crate::engine::CheckContext;
+use crate::hash::FastMap;
 use crate::stat::{ResourceNode, StatNode};
 
 /// One compiled rule: the rule, its controller, and the related resource's node.
@@ -29,8 +29,8 @@ pub(crate) struct ResourceFlowRules {
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
-    pub(crate) by_resource: HashMap<Arc<str>, Arc<ResourceFlowRules>>,
-    controllers: HashMap<Arc<FlowRule>, Arc<Controller>>,
+    pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
+    controllers: FastMap<Arc<FlowRule>, Arc<Controller>>,
 }
 
 fn order(rule: &FlowRule) -> u8 {
@@ -52,8 +52,8 @@ impl FlowTable {
         previous: &FlowTable,
         node_for: &dyn Fn(&str) -> Option<Arc<ResourceNode>>,
     ) -> Self {
-        let mut controllers = HashMap::with_capacity(rules.len());
-        let mut grouped: HashMap<Arc<str>, Vec<CompiledFlowRule>> = HashMap::new();
+        let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
         for rule in &rules {
             let controller = previous
                 .controllers

@@ -4,7 +4,6 @@
 //! the map under a writer mutex; names are few and inserted once, so the copy is cheap next to
 //! the contention a concurrent map would add on every lookup.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -12,8 +11,8 @@ use arc_swap::ArcSwap;
 
 use super::StatNode;
 use crate::engine::Shared;
+use crate::hash::FastMap;
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Caps on the number of distinct names the statistics keep, so that hostile or unbounded
 /// names cannot exhaust memory.
