@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it, on a fresh machine or a developer's:
+#   1. installs (apt) and starts the real servers the integration tests need,
+#   2. runs the quality gates (fmt, clippy, docs) and every test, doctests included,
+#   3. stops the servers it started.
+# Usage: scripts/test.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+cleanup() {
+  step "stopping test servers"
+  scripts/services.sh stop etcd || true
+  scripts/services.sh stop etcd-fault || true
+}
+trap cleanup EXIT
+
+step "starting test servers (installs etcd and protoc on a fresh machine)"
+scripts/services.sh start etcd
+eval "$(scripts/services.sh env)"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p datasource-etcd --all-targets --features tls -- -D warnings
+
+step "cargo test"
+cargo test --workspace --no-fail-fast
+cargo test -p datasource-etcd --features tls --no-fail-fast
+
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+step "all checks passed"
