@@ -16,7 +16,7 @@ fn embedded(name: &str, open: char, close: char) -> Vec<u8> {
     let text = String::from_utf8(payload(name)).expect("utf-8");
     let start = text.find(open).expect("start");
     let end = text.rfind(close).expect("end");
-    text[start..=end].as_bytes().to_vec()
+    text.as_bytes()[start..=end].to_vec()
 }
 
 fn flow(result: Result<RuleSet, RuleError>) -> Vec<FlowRule> {
@@ -31,7 +31,10 @@ fn sentinel_demo_file() {
     let rules = flow(FlowJson::new().convert(&payload(
         "flow__alibaba-Sentinel__sentinel-demo-dynamic-file-rule.json",
     )));
-    assert_eq!(rules, vec![FlowRule::qps("abc", 20.0), FlowRule::qps("abc1", 20.0)]);
+    assert_eq!(
+        rules,
+        vec![FlowRule::qps("abc", 20.0), FlowRule::qps("abc1", 20.0)]
+    );
 }
 
 #[test]
@@ -76,10 +79,16 @@ fn invalid_content_names_rule_field_and_missing_resource() {
         panic!("expected Invalid, got {err:?}");
     };
     assert!(issues.iter().all(|i| i.index == 0), "{issues:?}");
-    assert!(issues.iter().any(|i| i.field == "controlBehavior"), "{issues:?}");
+    assert!(
+        issues.iter().any(|i| i.field == "controlBehavior"),
+        "{issues:?}"
+    );
     assert!(issues.iter().any(|i| i.field == "resource"), "{issues:?}");
     let message = err.map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("rule #0") && message.contains("controlBehavior"), "{message}");
+    assert!(
+        message.contains("rule #0") && message.contains("controlBehavior"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -92,7 +101,10 @@ fn invalid_syntax_is_a_format_error_with_a_position() {
     let Some(RuleError::Format { message, .. }) = &err else {
         panic!("expected Format, got {err:?}");
     };
-    assert!(message.contains("line 9") && message.contains("column"), "{message}");
+    assert!(
+        message.contains("line 9") && message.contains("column"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -106,14 +118,27 @@ fn golang_helper_file() {
     assert_eq!(rules[1].ref_resource.as_deref(), Some("refDefault"));
     assert_eq!(rules[1].control_behavior, ControlBehavior::RateLimiter);
     assert_eq!(rules[1].max_queueing_time_ms, 2000);
-    assert_eq!(rules[2].ref_resource, None, "refResource only with the associated strategy");
+    assert_eq!(
+        rules[2].ref_resource, None,
+        "refResource only with the associated strategy"
+    );
 }
 
 #[test]
 fn golang_flow_in_a_dapr_component() {
-    let json = embedded("flow-go__dapr-docs__middleware-sentinel-md__dapr-component.yaml", '[', ']');
+    let json = embedded(
+        "flow-go__dapr-docs__middleware-sentinel-md__dapr-component.yaml",
+        '[',
+        ']',
+    );
     let rules = flow(GoFlowJson::new().convert(&json));
-    assert_eq!(rules, vec![FlowRule::qps("POST:/v1.0/invoke/nodeapp/method/neworder", 10.0)]);
+    assert_eq!(
+        rules,
+        vec![FlowRule::qps(
+            "POST:/v1.0/invoke/nodeapp/method/neworder",
+            10.0
+        )]
+    );
 }
 
 #[test]

@@ -190,15 +190,20 @@ impl Converter<[u8], RuleSet> for FlowJson {
         source: &[u8],
         validation: Validation,
     ) -> Result<Converted<RuleSet>, RuleError> {
+        if let Some(rules) = fast_path(source, FlowRuleWire::into_rule) {
+            return Ok(Converted::new(RuleSet::new().with_flow(rules)));
+        }
         let document = parse_document(source, JAVA_FORMAT)?;
         if !matches!(document, Value::Null | Value::Array(_) | Value::Object(_)) {
-            return Err(rule_list(document, RuleFamily::Flow, JAVA_FORMAT).err().unwrap_or_else(
-                || format_error(JAVA_FORMAT, "expected a list of flow rules".to_owned()),
-            ));
+            return Err(rule_list(document, RuleFamily::Flow, JAVA_FORMAT)
+                .err()
+                .unwrap_or_else(|| {
+                    format_error(JAVA_FORMAT, "expected a list of flow rules".to_owned())
+                }));
         }
         let mut skipped = Vec::new();
-        let set = family_rules(RuleFamily::Flow, document, validation, &mut skipped)
-            .map_err(|issues| invalid(issues))?;
+        let set =
+            family_rules(RuleFamily::Flow, document, validation, &mut skipped).map_err(invalid)?;
         Ok(Converted {
             value: set,
             skipped,
@@ -367,8 +372,8 @@ impl Converter<[u8], RuleSet> for GoFlowJson {
             prepare: lowercase_keys,
             field_name: go_flow_field_name,
         };
-        let (rules, skipped) = parse_family(items, &shape, into_go_flow_rule, validation)
-            .map_err(invalid)?;
+        let (rules, skipped) =
+            parse_family(items, &shape, into_go_flow_rule, validation).map_err(invalid)?;
         Ok(Converted {
             value: RuleSet::new().with_flow(rules),
             skipped,
@@ -393,19 +398,26 @@ fn family_rules(
 ) -> Result<RuleSet, Vec<RuleIssue>> {
     match family {
         RuleFamily::Flow => {
-            let items = rule_list(value, family, JAVA_FORMAT).map_err(|e| vec![shape_issue(family, e)])?;
-            let (rules, mut skip) =
-                parse_family(items, &WireShape::java(family), FlowRuleWire::into_rule, validation)?;
+            let items =
+                rule_list(value, family, JAVA_FORMAT).map_err(|e| vec![shape_issue(family, e)])?;
+            let (rules, mut skip) = parse_family(
+                items,
+                &WireShape::java(family),
+                FlowRuleWire::into_rule,
+                validation,
+            )?;
             skipped.append(&mut skip);
             Ok(RuleSet::new().with_flow(rules))
         }
-        RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => Err(vec![RuleIssue::new(
-            family,
-            0,
-            None,
-            family.as_str(),
-            format!("{family} rules are not supported by this build yet"),
-        )]),
+        RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => {
+            Err(vec![RuleIssue::new(
+                family,
+                0,
+                None,
+                family.as_str(),
+                format!("{family} rules are not supported by this build yet"),
+            )])
+        }
     }
 }
 
@@ -436,6 +448,28 @@ impl WireShape {
             field_name: str::to_owned,
         }
     }
+}
+
+/// The common case, a JSON list of valid rules, decoded straight from the bytes. `None` on
+/// anything else (another shape, a syntax or type error, an invalid or nested rule): the
+/// general path then reads the payload and reports every problem.
+fn fast_path<W, R>(
+    bytes: &[u8],
+    into_rule: impl Fn(W, usize) -> Result<R, Vec<RuleIssue>>,
+) -> Option<Vec<R>>
+where
+    W: DeserializeOwned,
+{
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    if bytes[start] != b'[' {
+        return None;
+    }
+    let wires: Vec<W> = serde_json::from_slice(bytes).ok()?;
+    wires
+        .into_iter()
+        .enumerate()
+        .map(|(index, wire)| into_rule(wire, index).ok())
+        .collect()
 }
 
 /// Reads the payload as JSON (falling back to JSON5 for fastjson's single-quoted strings).
@@ -622,8 +656,7 @@ fn remove_path(value: &mut Value, path: &serde_path_to_error::Path) -> bool {
 fn unwrap_entity(item: Value) -> Value {
     match item {
         Value::Object(mut map)
-            if !map.contains_key("resource")
-                && map.get("rule").is_some_and(Value::is_object) =>
+            if !map.contains_key("resource") && map.get("rule").is_some_and(Value::is_object) =>
         {
             map.remove("rule").unwrap_or(Value::Object(Map::new()))
         }
@@ -909,7 +942,9 @@ mod tests {
         let out = FlowJson::new()
             .convert_with(payload, Validation::Lenient)
             .ok();
-        let Some(out) = out else { panic!("lenient failed") };
+        let Some(out) = out else {
+            panic!("lenient failed")
+        };
         assert_eq!(flow(out.value), vec![FlowRule::qps("a", 1.0)]);
         let indexes: Vec<usize> = out.skipped.iter().map(|i| i.index).collect();
         assert!(indexes.contains(&1) && indexes.contains(&2), "{indexes:?}");
@@ -940,8 +975,14 @@ mod tests {
             Some(vec![]),
             "an empty document clears"
         );
-        assert_eq!(c.convert(br#"{"flow":null}"#).unwrap_or_default().flow, Some(vec![]));
-        assert!(matches!(c.convert(br#"{"flows":[]}"#), Err(RuleError::Format { .. })));
+        assert_eq!(
+            c.convert(br#"{"flow":null}"#).unwrap_or_default().flow,
+            Some(vec![])
+        );
+        assert!(matches!(
+            c.convert(br#"{"flows":[]}"#),
+            Err(RuleError::Format { .. })
+        ));
         assert!(matches!(c.convert(b"[]"), Err(RuleError::Format { .. })));
         let err = c.convert(br#"{"flow":[],"degrade":[]}"#).err();
         assert_eq!(
@@ -950,7 +991,10 @@ mod tests {
             "{err:?}"
         );
         let err = c.convert(br#"{"flow":[{"count":1}]}"#).err();
-        assert_eq!(err.as_ref().map(|e| e.issues()[0].field.as_str()), Some("resource"));
+        assert_eq!(
+            err.as_ref().map(|e| e.issues()[0].field.as_str()),
+            Some("resource")
+        );
         let err = c.convert(br#"{"flow":7}"#).err();
         assert_eq!(err.as_ref().map(|e| e.issues().len()), Some(1), "{err:?}");
     }
@@ -985,13 +1029,31 @@ mod tests {
             ]
         );
         for (payload, field) in [
-            (&br#"{"resource":"a","tokenCalculateStrategy":2}"#[..], "tokenCalculateStrategy"),
-            (br#"{"resource":"a","statIntervalInMs":500}"#, "statIntervalInMs"),
-            (br#"{"resource":"a","relationStrategy":2}"#, "relationStrategy"),
+            (
+                &br#"{"resource":"a","tokenCalculateStrategy":2}"#[..],
+                "tokenCalculateStrategy",
+            ),
+            (
+                br#"{"resource":"a","statIntervalInMs":500}"#,
+                "statIntervalInMs",
+            ),
+            (
+                br#"{"resource":"a","relationStrategy":2}"#,
+                "relationStrategy",
+            ),
             (br#"{"resource":"a","relationStrategy":1}"#, "refResource"),
-            (br#"{"resource":"a","tokenCalculateStrategy":1}"#, "warmUpPeriodSec"),
-            (br#"{"resource":"a","warmUpColdFactor":1}"#, "warmUpColdFactor"),
-            (br#"{"resource":"a","maxQueueingTimeMs":-1}"#, "maxQueueingTimeMs"),
+            (
+                br#"{"resource":"a","tokenCalculateStrategy":1}"#,
+                "warmUpPeriodSec",
+            ),
+            (
+                br#"{"resource":"a","warmUpColdFactor":1}"#,
+                "warmUpColdFactor",
+            ),
+            (
+                br#"{"resource":"a","maxQueueingTimeMs":-1}"#,
+                "maxQueueingTimeMs",
+            ),
             (br#"{"resource":"a","threshold":"lots"}"#, "threshold"),
             (br#"{"threshold":1}"#, "resource"),
         ] {
@@ -1013,7 +1075,10 @@ mod tests {
             )]))
         });
         let out = c.convert_with(b"x", Validation::Lenient).ok();
-        assert_eq!(out.map(|o| flow(o.value)), Some(vec![FlowRule::qps("x", 1.0)]));
+        assert_eq!(
+            out.map(|o| flow(o.value)),
+            Some(vec![FlowRule::qps("x", 1.0)])
+        );
         let boxed: Box<dyn Converter<[u8], RuleSet>> = Box::new(FlowJson::new());
         assert!(boxed.convert(b"[]").is_ok());
     }

@@ -382,7 +382,12 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 }
 
 impl Driver {
-    async fn run(mut self, mut stop: watch::Receiver<bool>, mut backoff: Backoff, mut need_read: bool) {
+    async fn run(
+        mut self,
+        mut stop: watch::Receiver<bool>,
+        mut backoff: Backoff,
+        mut need_read: bool,
+    ) {
         loop {
             if need_read {
                 let delay = backoff.next_delay();
@@ -601,7 +606,12 @@ impl Driver {
         }
     }
 
-    fn rejected(&self, error: RuleError, payload: &RawPayload, hash_hex: String) -> DataSourceError {
+    fn rejected(
+        &self,
+        error: RuleError,
+        payload: &RawPayload,
+        hash_hex: String,
+    ) -> DataSourceError {
         self.status.send_modify(|s| {
             s.rejected_count += 1;
             s.last_error = Some(error.to_string());
@@ -619,7 +629,9 @@ impl Driver {
             Ok(bytes) => snapshot::write_atomic(path, bytes).await,
             Err(error) => Err(std::io::Error::other(error)),
         };
-        let error = result.err().map(|e| format!("writing {}: {e}", path.display()));
+        let error = result
+            .err()
+            .map(|e| format!("writing {}: {e}", path.display()));
         if let Some(error) = &error {
             tracing::warn!(source = %self.name, %error, "snapshot not written");
         }
@@ -649,13 +661,12 @@ impl Driver {
                 return;
             }
         };
-        let applied = snapshot::decode(&bytes, self.validation)
-            .and_then(|set| {
-                let families: Vec<RuleFamily> = set.families();
-                self.sentinel
-                    .apply_rules(&self.name, set, self.validation)
-                    .map(|report| (families, report))
-            });
+        let applied = snapshot::decode(&bytes, self.validation).and_then(|set| {
+            let families: Vec<RuleFamily> = set.families();
+            self.sentinel
+                .apply_rules(&self.name, set, self.validation)
+                .map(|report| (families, report))
+        });
         match applied {
             Ok((families, report)) => {
                 tracing::info!(source = %self.name, path = %path.display(), "rules applied from the local snapshot");
@@ -692,10 +703,12 @@ fn content_hash(payload: &RawPayload) -> [u8; 32] {
 
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]
@@ -709,7 +722,10 @@ mod tests {
         let steps = [100u64, 200, 400, 800, 1000, 1000, 1000, 1000];
         for (delay, step) in delays.iter().zip(steps) {
             let step = Duration::from_millis(step);
-            assert!(*delay <= step && *delay >= step / 2, "{delay:?} vs {step:?}");
+            assert!(
+                *delay <= step && *delay >= step / 2,
+                "{delay:?} vs {step:?}"
+            );
         }
         b.reset();
         assert!(b.next_delay() <= Duration::from_millis(100));
@@ -732,7 +748,10 @@ mod tests {
             revision: None,
         };
         assert_ne!(content_hash(&a), content_hash(&b));
-        assert_ne!(content_hash(&RawPayload::absent()), content_hash(&RawPayload::single("", "")));
+        assert_ne!(
+            content_hash(&RawPayload::absent()),
+            content_hash(&RawPayload::single("", ""))
+        );
         assert_eq!(hex(&[0, 255, 16]), "00ff10");
     }
 }

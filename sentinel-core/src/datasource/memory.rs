@@ -162,10 +162,13 @@ impl MemorySource {
         if state.down {
             return Err(unreachable_error());
         }
-        let selected = state.entries.iter().filter(|(key, _)| match &self.selector {
-            Selector::Key(k) => *key == k,
-            Selector::Prefix(p) => key.starts_with(p.as_str()),
-        });
+        let selected = state
+            .entries
+            .iter()
+            .filter(|(key, _)| match &self.selector {
+                Selector::Key(k) => *key == k,
+                Selector::Prefix(p) => key.starts_with(p.as_str()),
+            });
         let mut entries = Vec::new();
         let mut fingerprint = Vec::new();
         for (key, (value, revision)) in selected {
@@ -215,7 +218,10 @@ impl ReadableDataSource for MemorySource {
             if self.store.lock().down {
                 return Err(unreachable_error());
             }
-            self.changes.changed().await.map_err(|_| SourceError::Closed)?;
+            self.changes
+                .changed()
+                .await
+                .map_err(|_| SourceError::Closed)?;
             let (payload, fingerprint) = self.snapshot()?;
             if self.seen.as_ref() != Some(&fingerprint) {
                 self.seen = Some(fingerprint);

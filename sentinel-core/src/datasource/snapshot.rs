@@ -47,12 +47,19 @@ fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> io::Result<()> {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "snapshot path has no file name"))?;
+    let file_name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "snapshot path has no file name",
+        )
+    })?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(file_name);
-    tmp_name.push(format!(".{}.{:08x}.tmp", std::process::id(), rand::random::<u32>()));
+    tmp_name.push(format!(
+        ".{}.{:08x}.tmp",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
     let tmp = dir.join(tmp_name);
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
@@ -88,10 +95,14 @@ mod tests {
         let set = RuleSet::new().with_flow(vec![FlowRule::qps("a", 3.0).relate("b")]);
         let bytes = encode(&set).expect("encodes");
         write_atomic(&path, bytes).await.expect("written");
-        write_atomic(&path, encode(&set).expect("encodes")).await.expect("rewritten");
+        write_atomic(&path, encode(&set).expect("encodes"))
+            .await
+            .expect("rewritten");
         let read_back = read(&path).await.expect("read").expect("present");
         assert_eq!(decode(&read_back, Validation::Strict).ok(), Some(set));
-        let leftovers = std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0);
+        let leftovers = std::fs::read_dir(dir.path())
+            .map(|d| d.count())
+            .unwrap_or(0);
         assert_eq!(leftovers, 1, "no temporary files left behind");
         assert!(read(&dir.path().join("none")).await.expect("ok").is_none());
     }

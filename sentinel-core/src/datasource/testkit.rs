@@ -227,7 +227,10 @@ impl Fixture {
         let deadline = tokio::time::Instant::now() + self.timeout;
         while !condition() {
             if tokio::time::Instant::now() >= deadline {
-                return Err(self.fail(format!("timed out after {:?} waiting for {what}", self.timeout)));
+                return Err(self.fail(format!(
+                    "timed out after {:?} waiting for {what}",
+                    self.timeout
+                )));
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -270,7 +273,10 @@ pub async fn check_initial_load<H: ConformanceHarness>(
     harness.write(&flow_payload(1)).await;
     let source = fx.start(harness, |b| b).await?;
     fx.ensure(fx.seq() == Some(1), || {
-        format!("rules not applied when start returned: sequence {:?}", fx.seq())
+        format!(
+            "rules not applied when start returned: sequence {:?}",
+            fx.seq()
+        )
     })?;
     let status = source.status();
     fx.ensure(status.connected && status.applied_count == 1, || {
@@ -288,14 +294,18 @@ pub async fn check_initial_load<H: ConformanceHarness>(
 
     if harness.stop_server().await.is_ok() {
         let fx = Fixture::new("initial_load", harness.timeout());
-        let result = fx.start(harness, |b| b.start_mode(StartMode::FailFast)).await;
+        let result = fx
+            .start(harness, |b| b.start_mode(StartMode::FailFast))
+            .await;
         let _ = harness.start_server().await;
         match result {
             Ok(source) => {
                 source.close().await;
                 return Err(fx.fail("FailFast started with the server down"));
             }
-            Err(_) => fx.ensure(fx.seq().is_none(), || "rules applied by a failed start".into())?,
+            Err(_) => fx.ensure(fx.seq().is_none(), || {
+                "rules applied by a failed start".into()
+            })?,
         }
     }
     Ok(CheckOutcome::Passed)
@@ -333,25 +343,38 @@ pub async fn check_bad_payload<H: ConformanceHarness>(
     harness.write(&flow_payload(1)).await;
     let source = fx.start(harness, |b| b).await?;
 
-    harness.write(br#"[{"resource": "conformance", "count": }]"#).await;
+    harness
+        .write(br#"[{"resource": "conformance", "count": }]"#)
+        .await;
     let status = fx
         .wait_status(&source, "syntax error rejected", |s| s.rejected_count >= 1)
         .await?;
     let error = status.last_error.unwrap_or_default();
-    fx.ensure(error.contains("line"), || format!("error does not name a position: {error}"))?;
-    fx.ensure(fx.seq() == Some(1), || format!("rules changed to {:?}", fx.seq()))?;
+    fx.ensure(error.contains("line"), || {
+        format!("error does not name a position: {error}")
+    })?;
+    fx.ensure(fx.seq() == Some(1), || {
+        format!("rules changed to {:?}", fx.seq())
+    })?;
 
-    harness.write(br#"[{"controlBehavior": "test", "count": 1}]"#).await;
+    harness
+        .write(br#"[{"controlBehavior": "test", "count": 1}]"#)
+        .await;
     let status = fx
         .wait_status(&source, "invalid rule rejected", |s| s.rejected_count >= 2)
         .await?;
     let error = status.last_error.unwrap_or_default();
-    fx.ensure(error.contains("controlBehavior") && error.contains("resource"), || {
-        format!("error does not name the fields: {error}")
+    fx.ensure(
+        error.contains("controlBehavior") && error.contains("resource"),
+        || format!("error does not name the fields: {error}"),
+    )?;
+    fx.ensure(fx.seq() == Some(1), || {
+        format!("rules changed to {:?}", fx.seq())
     })?;
-    fx.ensure(fx.seq() == Some(1), || format!("rules changed to {:?}", fx.seq()))?;
     let rejected = fx.seen(|s| s.rejected);
-    fx.ensure(rejected == 2, || format!("{rejected} rejection events, expected 2"))?;
+    fx.ensure(rejected == 2, || {
+        format!("{rejected} rejection events, expected 2")
+    })?;
 
     harness.write(&flow_payload(2)).await;
     fx.wait_seq(Some(2)).await?;
@@ -411,7 +434,9 @@ pub async fn check_delete<H: ConformanceHarness>(
     harness.delete().await;
     fx.wait_status(&source, "deletion kept", |s| s.kept_count >= 1)
         .await?;
-    fx.ensure(fx.seq() == Some(3), || format!("Keep lost the rules: {:?}", fx.seq()))?;
+    fx.ensure(fx.seq() == Some(3), || {
+        format!("Keep lost the rules: {:?}", fx.seq())
+    })?;
     harness.write(&flow_payload(4)).await;
     fx.wait_seq(Some(4)).await?;
     source.close().await;
@@ -431,15 +456,23 @@ pub async fn check_disconnect<H: ConformanceHarness>(
         return Ok(CheckOutcome::Skipped);
     }
     let waited = fx
-        .wait_status(&source, "disconnected", |s| !s.connected && s.last_error.is_some())
+        .wait_status(&source, "disconnected", |s| {
+            !s.connected && s.last_error.is_some()
+        })
         .await;
     let restarted = harness.start_server().await;
     waited?;
-    fx.ensure(restarted.is_ok(), || "the server could not be restarted".into())?;
-    fx.ensure(fx.seq() == Some(1), || "rules lost while disconnected".into())?;
+    fx.ensure(restarted.is_ok(), || {
+        "the server could not be restarted".into()
+    })?;
+    fx.ensure(fx.seq() == Some(1), || {
+        "rules lost while disconnected".into()
+    })?;
     harness.write(&flow_payload(2)).await;
     fx.wait_seq(Some(2)).await?;
-    let status = fx.wait_status(&source, "connected", |s| s.connected).await?;
+    let status = fx
+        .wait_status(&source, "connected", |s| s.connected)
+        .await?;
     fx.ensure(status.disconnects >= 1, || format!("status: {status:?}"))?;
     source.close().await;
     Ok(CheckOutcome::Passed)
@@ -470,7 +503,9 @@ pub async fn check_status<H: ConformanceHarness>(
     let s = fx
         .wait_status(&source, "rejection counted", |s| s.rejected_count == 1)
         .await?;
-    fx.ensure(s.last_error.is_some() && s.applied_count == 1, || format!("status: {s:?}"))?;
+    fx.ensure(s.last_error.is_some() && s.applied_count == 1, || {
+        format!("status: {s:?}")
+    })?;
     source.close().await;
     Ok(CheckOutcome::Passed)
 }
@@ -489,7 +524,9 @@ pub async fn check_close<H: ConformanceHarness>(
     })?;
     harness.write(&flow_payload(2)).await;
     tokio::time::sleep(harness.timeout().min(Duration::from_millis(300))).await;
-    fx.ensure(fx.seq() == Some(1), || format!("applied after close: {:?}", fx.seq()))?;
+    fx.ensure(fx.seq() == Some(1), || {
+        format!("applied after close: {:?}", fx.seq())
+    })?;
     let applies = fx.seen(|s| s.applied.len());
     fx.ensure(applies == 1, || format!("{applies} applies, expected 1"))?;
     Ok(CheckOutcome::Passed)
@@ -513,7 +550,9 @@ pub async fn check_snapshot<H: ConformanceHarness>(
     harness.write(&flow_payload(1)).await;
     let p = path.clone();
     let source = fx.start(harness, move |b| b.snapshot_file(p)).await?;
-    fx.ensure(read_snapshot() == Some(1), || "no snapshot after the initial load".into())?;
+    fx.ensure(read_snapshot() == Some(1), || {
+        "no snapshot after the initial load".into()
+    })?;
     harness.write(&flow_payload(2)).await;
     fx.wait("snapshot of sequence 2", || read_snapshot() == Some(2))
         .await?;
@@ -525,7 +564,9 @@ pub async fn check_snapshot<H: ConformanceHarness>(
     let fx = Fixture::new("snapshot", harness.timeout());
     let p = path.clone();
     let started = fx
-        .start(harness, move |b| b.snapshot_file(p).start_mode(StartMode::Snapshot))
+        .start(harness, move |b| {
+            b.snapshot_file(p).start_mode(StartMode::Snapshot)
+        })
         .await;
     let source = match started {
         Ok(source) => source,
@@ -540,7 +581,9 @@ pub async fn check_snapshot<H: ConformanceHarness>(
     fx.ensure(from_snapshot, || {
         format!("snapshot start: sequence {:?}, status {status:?}", fx.seq())
     })?;
-    fx.ensure(restarted.is_ok(), || "the server could not be restarted".into())?;
+    fx.ensure(restarted.is_ok(), || {
+        "the server could not be restarted".into()
+    })?;
     harness.write(&flow_payload(3)).await;
     fx.wait_seq(Some(3)).await?;
     let status = fx
@@ -564,13 +607,19 @@ pub async fn check_size_cap<H: ConformanceHarness>(
     let big: Vec<String> = (0..40)
         .map(|i| format!(r#"{{"resource":"conformance-{i}","count":1}}"#))
         .collect();
-    harness.write(format!("[{}]", big.join(",")).as_bytes()).await;
+    harness
+        .write(format!("[{}]", big.join(",")).as_bytes())
+        .await;
     let status = fx
-        .wait_status(&source, "oversized payload rejected", |s| s.rejected_count >= 1)
+        .wait_status(&source, "oversized payload rejected", |s| {
+            s.rejected_count >= 1
+        })
         .await?;
     let error = status.last_error.unwrap_or_default();
     fx.ensure(error.contains("cap"), || format!("unclear error: {error}"))?;
-    fx.ensure(fx.seq() == Some(1), || format!("rules changed to {:?}", fx.seq()))?;
+    fx.ensure(fx.seq() == Some(1), || {
+        format!("rules changed to {:?}", fx.seq())
+    })?;
     harness.write(&flow_payload(2)).await;
     fx.wait_seq(Some(2)).await?;
     source.close().await;

@@ -13,7 +13,11 @@ fn flow_count(sentinel: &Sentinel) -> usize {
     sentinel.flow_rules().rules().len()
 }
 
-async fn wait_status(source: &DataSource, what: &str, f: impl Fn(&SourceStatus) -> bool) -> SourceStatus {
+async fn wait_status(
+    source: &DataSource,
+    what: &str,
+    f: impl Fn(&SourceStatus) -> bool,
+) -> SourceStatus {
     let mut rx = source.status_watch();
     let found = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| f(s)))
         .await
@@ -29,7 +33,13 @@ async fn memory_source_conforms() {
     let report = testkit::run_conformance(&harness).await;
     let report = report.unwrap_or_else(|failure| panic!("{failure}"));
     assert_eq!(report.checks.len(), 10);
-    assert!(report.checks.iter().all(|(_, o)| *o == CheckOutcome::Passed), "{report:?}");
+    assert!(
+        report
+            .checks
+            .iter()
+            .all(|(_, o)| *o == CheckOutcome::Passed),
+        "{report:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,7 +61,11 @@ async fn prefix_entries_are_merged_and_applied_once() {
         .start(&sentinel)
         .await
         .expect("starts");
-    assert_eq!(sentinel.rules_version(), before + 1, "one apply for two keys");
+    assert_eq!(
+        sentinel.rules_version(),
+        before + 1,
+        "one apply for two keys"
+    );
     assert_eq!(flow_count(&sentinel), 2);
 
     // A bad entry rejects the whole prefix and names its key.
@@ -69,7 +83,10 @@ async fn prefix_entries_are_merged_and_applied_once() {
 #[tokio::test]
 async fn combined_document_is_one_apply_and_owns_its_families() {
     let store = MemoryStore::new();
-    store.put("all", r#"{"flow":[{"resource":"a","count":1},{"resource":"b","count":2}]}"#);
+    store.put(
+        "all",
+        r#"{"flow":[{"resource":"a","count":1},{"resource":"b","count":2}]}"#,
+    );
     let sentinel = Sentinel::new();
     let applies = Arc::new(AtomicUsize::new(0));
     let counter = applies.clone();
@@ -86,21 +103,31 @@ async fn combined_document_is_one_apply_and_owns_its_families() {
         .start(&sentinel)
         .await
         .expect("starts");
-    assert_eq!(applies.load(Ordering::SeqCst), 2, "one apply for the document");
+    assert_eq!(
+        applies.load(Ordering::SeqCst),
+        2,
+        "one apply for the document"
+    );
     assert_eq!(flow_count(&sentinel), 3, "unioned with the api source");
     assert_eq!(source.status().families, vec![RuleFamily::Flow]);
 
     // The family disappears from the document: this source's part of it is cleared.
     store.put("all", "{}");
     wait_status(&source, "apply", |s| s.applied_count == 2).await;
-    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::qps("api", 9.0)]);
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::qps("api", 9.0)]
+    );
     source.close().await;
 }
 
 #[tokio::test]
 async fn lenient_reports_skipped_rules() {
     let store = MemoryStore::new();
-    store.put("k", r#"[{"resource":"a","count":1},{"controlBehavior":"x"},{"resource":"c","count":-1}]"#);
+    store.put(
+        "k",
+        r#"[{"resource":"a","count":1},{"controlBehavior":"x"},{"resource":"c","count":-1}]"#,
+    );
     let sentinel = Sentinel::new();
     let source = DataSource::builder(store.source("k"), FlowJson::new())
         .validation(Validation::Lenient)
@@ -109,8 +136,16 @@ async fn lenient_reports_skipped_rules() {
         .expect("starts");
     assert_eq!(flow_count(&sentinel), 1);
     let skipped = source.status().skipped;
-    assert!(skipped.iter().any(|i| i.index == 1 && i.field == "controlBehavior"), "{skipped:?}");
-    assert!(skipped.iter().any(|i| i.index == 2 && i.field == "count"), "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .any(|i| i.index == 1 && i.field == "controlBehavior"),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.iter().any(|i| i.index == 2 && i.field == "count"),
+        "{skipped:?}"
+    );
     source.close().await;
 }
 
@@ -123,14 +158,20 @@ async fn fail_fast_and_bad_first_payload() {
         .start(&sentinel)
         .await
         .err();
-    assert!(matches!(err, Some(DataSourceError::Rejected { .. })), "{err:?}");
+    assert!(
+        matches!(err, Some(DataSourceError::Rejected { .. })),
+        "{err:?}"
+    );
 
     store.set_down(true);
     let err = DataSource::builder(store.source("k"), FlowJson::new())
         .start(&sentinel)
         .await
         .err();
-    assert!(matches!(err, Some(DataSourceError::Source { .. })), "{err:?}");
+    assert!(
+        matches!(err, Some(DataSourceError::Source { .. })),
+        "{err:?}"
+    );
 
     // Snapshot mode with no snapshot starts empty and catches up.
     let source = DataSource::builder(store.source("k"), FlowJson::new())
@@ -171,7 +212,10 @@ async fn snapshot_start_when_first_payload_is_rejected() {
         .expect("starts from the snapshot");
     assert_eq!(applied_seq(&sentinel), Some(1));
     let status = source.status();
-    assert!(status.from_snapshot && status.connected && status.rejected_count == 1, "{status:?}");
+    assert!(
+        status.from_snapshot && status.connected && status.rejected_count == 1,
+        "{status:?}"
+    );
     source.close().await;
 }
 
@@ -201,11 +245,17 @@ async fn reconnects_with_capped_exponential_backoff() {
     let steps = [400u64, 800, 800, 800, 800, 800];
     for (gap, step) in gaps.iter().zip(steps) {
         let step = Duration::from_millis(step);
-        assert!(*gap >= step / 2 && *gap <= step + Duration::from_millis(1), "{gaps:?}");
+        assert!(
+            *gap >= step / 2 && *gap <= step + Duration::from_millis(1),
+            "{gaps:?}"
+        );
     }
     store.put("k", flow_payload(2));
     store.set_down(false);
-    wait_status(&source, "reconnect", |s| s.connected && s.applied_count == 2).await;
+    wait_status(&source, "reconnect", |s| {
+        s.connected && s.applied_count == 2
+    })
+    .await;
     assert_eq!(source.status().disconnects, 1);
     source.close().await;
 }
