@@ -1,0 +1,72 @@
+//! What a data source reports about itself.
+
+use std::time::SystemTime;
+
+use crate::rules::{RuleFamily, RuleIssue};
+
+/// The state of one data source, from [`DataSource::status`](super::DataSource::status).
+///
+/// Every field is a plain value: a status is a snapshot, cheap to clone and compare.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SourceStatus {
+    /// The source's name: its key in the engine's union of sources and in errors.
+    pub name: String,
+    /// True while the backend answers (after a successful read, until an error).
+    pub connected: bool,
+    /// True once the source is closed (or dropped); nothing is applied after that.
+    pub closed: bool,
+    /// The backend revision of the last payload processed (etcd revision, Nacos MD5...).
+    pub last_revision: Option<String>,
+    /// Hex SHA-256 of the last payload processed, over every entry's key and value.
+    pub last_hash: Option<String>,
+    /// When rules from this source were last applied.
+    pub last_applied_at: Option<SystemTime>,
+    /// The engine's rule-table version after this source's last apply.
+    pub rules_version: Option<u64>,
+    /// Why the last read, watch or payload failed; `None` after a successful apply.
+    pub last_error: Option<String>,
+    /// Payloads applied (the initial load included).
+    pub applied_count: u64,
+    /// Payloads rejected (syntax, type, validation errors, or over the size cap).
+    pub rejected_count: u64,
+    /// Payloads identical to the last one processed, and so not applied again.
+    pub unchanged_count: u64,
+    /// Deletions (or empty payloads) left alone under [`DeletePolicy::Keep`](super::DeletePolicy::Keep).
+    pub kept_count: u64,
+    /// Times the connection was lost.
+    pub disconnects: u64,
+    /// Rules skipped by the last apply in lenient mode, with why.
+    pub skipped: Vec<RuleIssue>,
+    /// The families this source owns: every family it has applied. A later payload
+    /// replaces all of them (a family it no longer carries is cleared for this source).
+    pub families: Vec<RuleFamily>,
+    /// True when the rules in force came from the local snapshot, not the server.
+    pub from_snapshot: bool,
+    /// Why the last snapshot write or read failed, if it did.
+    pub snapshot_error: Option<String>,
+}
+
+impl SourceStatus {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            connected: false,
+            closed: false,
+            last_revision: None,
+            last_hash: None,
+            last_applied_at: None,
+            rules_version: None,
+            last_error: None,
+            applied_count: 0,
+            rejected_count: 0,
+            unchanged_count: 0,
+            kept_count: 0,
+            disconnects: 0,
+            skipped: Vec::new(),
+            families: Vec::new(),
+            from_snapshot: false,
+            snapshot_error: None,
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Driver tests over the in-memory backend.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::testkit::{self, applied_seq, flow_payload, CheckOutcome, MemoryHarness};
+use super::*;
+use crate::flow::FlowRule;
+use crate::{RuleFamily, Sentinel, SentinelEvent, Validation};
+
+fn flow_count(sentinel: &Sentinel) -> usize {
+    sentinel.flow_rules().rules().len()
+}
+
+async fn wait_status(
+    source: &DataSource,
+    what: &str,
+    f: impl Fn(&SourceStatus) -> bool,
+) -> SourceStatus {
+    let mut rx = source.status_watch();
+    let found = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| f(s)))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|s| s.clone());
+    found.unwrap_or_else(|| panic!("timed out waiting for {what}: {:?}", source.status()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_source_conforms() {
+    let harness = MemoryHarness::new();
+    let report = testkit::run_conformance(&harness).await;
+    let report = report.unwrap_or_else(|failure| panic!("{failure}"));
+    assert_eq!(report.checks.len(), 10);
+    assert!(
+        report
+            .checks
+            .iter()
+            .all(|(_, o)| *o == CheckOutcome::Passed),
+        "{report:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_writes_converge_in_order() {
+    let harness = MemoryHarness::new();
+    let outcome = testkit::check_ordered_updates(&harness, 500).await;
+    assert_eq!(outcome, Ok(CheckOutcome::Passed));
+}
+
+#[tokio::test]
+async fn prefix_entries_are_merged_and_applied_once() {
+    let store = MemoryStore::new();
+    store.put("rules/a", r#"[{"resource":"a","count":1}]"#);
+    store.put("rules/b", r#"{"resource":"b","count":2}"#);
+    store.put("other", r#"[{"resource":"x","count":3}]"#);
+    let sentinel = Sentinel::new();
+    let before = sentinel.rules_version();
+    let source = DataSource::builder(store.prefix_source("rules/"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(
+        sentinel.rules_version(),
+        before + 1,
+        "one apply for two keys"
+    );
+    assert_eq!(flow_count(&sentinel), 2);
+
+    // A bad entry rejects the whole prefix and names its key.
+    store.put("rules/b", "[{");
+    let status = wait_status(&source, "rejection", |s| s.rejected_count == 1).await;
+    assert!(status.last_error.unwrap_or_default().contains("rules/b"));
+    assert_eq!(flow_count(&sentinel), 2);
+
+    store.delete("rules/b");
+    wait_status(&source, "apply", |s| s.applied_count == 2).await;
+    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::qps("a", 1.0)]);
+    source.close().await;
+}
+
+#[tokio::test]
+async fn combined_document_is_one_apply_and_owns_its_families() {
+    let store = MemoryStore::new();
+    store.put(
+        "all",
+        r#"{"flow":[{"resource":"a","count":1},{"resource":"b","count":2}]}"#,
+    );
+    let sentinel = Sentinel::new();
+    let applies = Arc::new(AtomicUsize::new(0));
+    let counter = applies.clone();
+    sentinel.add_listener(move |e: &SentinelEvent| {
+        if matches!(e, SentinelEvent::RulesApplied { .. }) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("api", 9.0)])
+        .expect("loads");
+    let source = DataSource::builder(store.source("all"), CombinedJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(
+        applies.load(Ordering::SeqCst),
+        2,
+        "one apply for the document"
+    );
+    assert_eq!(flow_count(&sentinel), 3, "unioned with the api source");
+    assert_eq!(source.status().families, vec![RuleFamily::Flow]);
+
+    // The family disappears from the document: this source's part of it is cleared.
+    store.put("all", "{}");
+    wait_status(&source, "apply", |s| s.applied_count == 2).await;
+    assert_eq!(
+        sentinel.flow_rules().rules(),
+        vec![FlowRule::qps("api", 9.0)]
+    );
+    source.close().await;
+}
+
+#[tokio::test]
+async fn lenient_reports_skipped_rules() {
+    let store = MemoryStore::new();
+    store.put(
+        "k",
+        r#"[{"resource":"a","count":1},{"controlBehavior":"x"},{"resource":"c","count":-1}]"#,
+    );
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .validation(Validation::Lenient)
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(flow_count(&sentinel), 1);
+    let skipped = source.status().skipped;
+    assert!(
+        skipped
+            .iter()
+            .any(|i| i.index == 1 && i.field == "controlBehavior"),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.iter().any(|i| i.index == 2 && i.field == "count"),
+        "{skipped:?}"
+    );
+    source.close().await;
+}
+
+#[tokio::test]
+async fn fail_fast_and_bad_first_payload() {
+    let store = MemoryStore::new();
+    store.put("k", "not json");
+    let sentinel = Sentinel::new();
+    let err = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .err();
+    assert!(
+        matches!(err, Some(DataSourceError::Rejected { .. })),
+        "{err:?}"
+    );
+
+    store.set_down(true);
+    let err = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .err();
+    assert!(
+        matches!(err, Some(DataSourceError::Source { .. })),
+        "{err:?}"
+    );
+
+    // Snapshot mode with no snapshot starts empty and catches up.
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .start_mode(StartMode::Snapshot)
+        .backoff(Duration::from_millis(5), Duration::from_millis(20))
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert!(!source.status().connected);
+    store.put("k", flow_payload(7));
+    store.set_down(false);
+    wait_status(&source, "apply", |s| s.applied_count == 1 && s.connected).await;
+    assert_eq!(applied_seq(&sentinel), Some(7));
+    source.close().await;
+}
+
+#[tokio::test]
+async fn snapshot_start_when_first_payload_is_rejected() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("snap.json");
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let first = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .snapshot_file(&path)
+        .start(&first)
+        .await
+        .expect("starts");
+    source.close().await;
+
+    store.put("k", "[{");
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .snapshot_file(&path)
+        .start_mode(StartMode::Snapshot)
+        .start(&sentinel)
+        .await
+        .expect("starts from the snapshot");
+    assert_eq!(applied_seq(&sentinel), Some(1));
+    let status = source.status();
+    assert!(
+        status.from_snapshot && status.connected && status.rejected_count == 1,
+        "{status:?}"
+    );
+    source.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconnects_with_capped_exponential_backoff() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .backoff(Duration::from_millis(100), Duration::from_millis(800))
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let reads_at_start = store.read_count();
+    store.set_down(true);
+    wait_status(&source, "disconnect", |s| !s.connected).await;
+    // Paused time auto-advances while the driver sleeps.
+    while store.read_count() < reads_at_start + 8 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let times = store.read_times();
+    let gaps: Vec<Duration> = times[times.len() - 7..]
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .collect();
+    // Reads 2..=8 after the disconnect: their delays were 400 ms, then the 800 ms cap.
+    let steps = [400u64, 800, 800, 800, 800, 800];
+    for (gap, step) in gaps.iter().zip(steps) {
+        let step = Duration::from_millis(step);
+        assert!(
+            *gap >= step / 2 && *gap <= step + Duration::from_millis(1),
+            "{gaps:?}"
+        );
+    }
+    store.put("k", flow_payload(2));
+    store.set_down(false);
+    wait_status(&source, "reconnect", |s| {
+        s.connected && s.applied_count == 2
+    })
+    .await;
+    assert_eq!(source.status().disconnects, 1);
+    source.close().await;
+}
+
+#[tokio::test]
+async fn dropping_the_handle_stops_the_task() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let rx = source.status_watch();
+    drop(source);
+    let mut rx2 = rx.clone();
+    let closed = tokio::time::timeout(Duration::from_secs(5), rx2.wait_for(|s| s.closed)).await;
+    assert!(closed.is_ok(), "task did not stop");
+    store.put("k", flow_payload(2));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(applied_seq(&sentinel), Some(1));
+}
+
+#[tokio::test]
+async fn keep_policy_and_identical_payloads() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .delete_policy(DeletePolicy::Keep)
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    store.put("k", "  \n");
+    wait_status(&source, "kept", |s| s.kept_count == 1).await;
+    store.put("k", flow_payload(1));
+    wait_status(&source, "re-applied", |s| s.applied_count == 2).await;
+    store.put("k", flow_payload(1));
+    wait_status(&source, "unchanged", |s| s.unchanged_count == 1).await;
+    assert_eq!(source.status().applied_count, 2);
+    assert_eq!(applied_seq(&sentinel), Some(1));
+    source.close().await;
+}

@@ -1,0 +1,218 @@
+//! The built-in converters against real payloads (`tests/data/rules/`, copied from
+//! `shared/rules/` with their original names), and fuzzed with arbitrary input.
+
+use proptest::prelude::*;
+use sentinel_core::datasource::{CombinedJson, Converter, FlowJson, GoFlowJson};
+use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
+use sentinel_core::{RuleError, RuleSet};
+
+fn payload(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The JSON text between the first `open` and the last `close` of a YAML file's text.
+fn embedded(name: &str, open: char, close: char) -> Vec<u8> {
+    let text = String::from_utf8(payload(name)).expect("utf-8");
+    let start = text.find(open).expect("start");
+    let end = text.rfind(close).expect("end");
+    text.as_bytes()[start..=end].to_vec()
+}
+
+fn flow(result: Result<RuleSet, RuleError>) -> Vec<FlowRule> {
+    match result {
+        Ok(set) => set.flow.expect("carries flow rules"),
+        Err(e) => panic!("not converted: {e}"),
+    }
+}
+
+#[test]
+fn sentinel_demo_file() {
+    let rules = flow(FlowJson::new().convert(&payload(
+        "flow__alibaba-Sentinel__sentinel-demo-dynamic-file-rule.json",
+    )));
+    assert_eq!(
+        rules,
+        vec![FlowRule::qps("abc", 20.0), FlowRule::qps("abc1", 20.0)]
+    );
+}
+
+#[test]
+fn spring_cloud_alibaba_example_with_zero_count() {
+    let rules = flow(FlowJson::new().convert(&payload(
+        "flow__alibaba-spring-cloud-alibaba__sentinel-core-example-flowrule.json",
+    )));
+    assert_eq!(rules.len(), 3);
+    assert_eq!(rules[2], FlowRule::qps("http://www.taobao.com", 0.0));
+}
+
+#[test]
+fn dashboard_pushed_entity() {
+    let rules = flow(FlowJson::new().convert(&payload(
+        "flow-dashboard-pushed__alibaba-Sentinel-issue-1147__nacos.json",
+    )));
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].resource, "/hello");
+    assert_eq!(rules[0].count, 1.0);
+    assert!(!rules[0].cluster_mode);
+}
+
+#[test]
+fn single_quoted_json_from_eureka_metadata() {
+    let json = embedded(
+        "flow__alibaba-Sentinel__datasource-eureka-test-application.yml__single-quoted-json-in-metadata.yml",
+        '[',
+        ']',
+    );
+    let rules = flow(FlowJson::new().convert(&json));
+    assert_eq!(rules, vec![FlowRule::qps("resource-demo-name", 20.0)]);
+}
+
+#[test]
+fn invalid_content_names_rule_field_and_missing_resource() {
+    let err = FlowJson::new()
+        .convert(&payload(
+            "flow-INVALID-content__alibaba-spring-cloud-alibaba__sentinel-datasource-test-flowrule-errorcontent.json",
+        ))
+        .err();
+    let Some(RuleError::Invalid { issues, .. }) = &err else {
+        panic!("expected Invalid, got {err:?}");
+    };
+    assert!(issues.iter().all(|i| i.index == 0), "{issues:?}");
+    assert!(
+        issues.iter().any(|i| i.field == "controlBehavior"),
+        "{issues:?}"
+    );
+    assert!(issues.iter().any(|i| i.field == "resource"), "{issues:?}");
+    let message = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("rule #0") && message.contains("controlBehavior"),
+        "{message}"
+    );
+}
+
+#[test]
+fn invalid_syntax_is_a_format_error_with_a_position() {
+    let err = FlowJson::new()
+        .convert(&payload(
+            "flow-INVALID-syntax__alibaba-spring-cloud-alibaba__sentinel-datasource-test-flowrule-errorformat.json",
+        ))
+        .err();
+    let Some(RuleError::Format { message, .. }) = &err else {
+        panic!("expected Format, got {err:?}");
+    };
+    assert!(
+        message.contains("line 9") && message.contains("column"),
+        "{message}"
+    );
+}
+
+#[test]
+fn golang_helper_file() {
+    let rules = flow(GoFlowJson::new().convert(&payload(
+        "flow-go__alibaba-sentinel-golang__tests-testdata-helper.json",
+    )));
+    assert_eq!(rules.len(), 3);
+    assert_eq!(rules[0], FlowRule::qps("abc", 100.0));
+    assert_eq!(rules[1].strategy, FlowStrategy::Relate);
+    assert_eq!(rules[1].ref_resource.as_deref(), Some("refDefault"));
+    assert_eq!(rules[1].control_behavior, ControlBehavior::RateLimiter);
+    assert_eq!(rules[1].max_queueing_time_ms, 2000);
+    assert_eq!(
+        rules[2].ref_resource, None,
+        "refResource only with the associated strategy"
+    );
+}
+
+#[test]
+fn golang_flow_in_a_dapr_component() {
+    let json = embedded(
+        "flow-go__dapr-docs__middleware-sentinel-md__dapr-component.yaml",
+        '[',
+        ']',
+    );
+    let rules = flow(GoFlowJson::new().convert(&json));
+    assert_eq!(
+        rules,
+        vec![FlowRule::qps(
+            "POST:/v1.0/invoke/nodeapp/method/neworder",
+            10.0
+        )]
+    );
+}
+
+#[test]
+fn a_java_file_wrapped_in_a_combined_document() {
+    let list = payload("flow__alibaba-Sentinel__sentinel-demo-dynamic-file-rule.json");
+    let mut doc = br#"{"flow": "#.to_vec();
+    doc.extend_from_slice(&list);
+    doc.push(b'}');
+    assert_eq!(flow(CombinedJson::new().convert(&doc)).len(), 2);
+}
+
+fn converters() -> Vec<Box<dyn Converter<[u8], RuleSet>>> {
+    vec![
+        Box::new(FlowJson::new()),
+        Box::new(FlowJson::lenient()),
+        Box::new(CombinedJson::new()),
+        Box::new(CombinedJson::lenient()),
+        Box::new(GoFlowJson::new()),
+        Box::new(GoFlowJson::lenient()),
+    ]
+}
+
+/// JSON-ish text: fragments of rule payloads glued together at random.
+fn jsonish() -> impl Strategy<Value = String> {
+    let atom = prop_oneof![
+        Just("[".to_owned()),
+        Just("]".to_owned()),
+        Just("{".to_owned()),
+        Just("}".to_owned()),
+        Just(",".to_owned()),
+        Just(":".to_owned()),
+        Just("'".to_owned()),
+        Just("\"".to_owned()),
+        Just("null".to_owned()),
+        Just("\"resource\"".to_owned()),
+        Just("\"count\"".to_owned()),
+        Just("\"flow\"".to_owned()),
+        Just("\"rule\"".to_owned()),
+        Just("\"controlBehavior\"".to_owned()),
+        Just("\"clusterConfig\"".to_owned()),
+        Just("\"threshold\"".to_owned()),
+        Just("'resource'".to_owned()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<f64>().prop_map(|n| n.to_string()),
+        "[a-z]{0,6}".prop_map(|s| format!("\"{s}\"")),
+    ];
+    proptest::collection::vec(atom, 0..64).prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        for c in converters() {
+            let _ = c.convert(&bytes);
+        }
+    }
+
+    #[test]
+    fn jsonish_text_never_panics(text in jsonish()) {
+        for c in converters() {
+            let _ = c.convert(text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn deep_nesting_never_overflows(depth in 1usize..5000, quote in any::<bool>()) {
+        let mut text = "[".repeat(depth);
+        if quote {
+            text.push('\'');
+        }
+        for c in converters() {
+            let _ = c.convert(text.as_bytes());
+        }
+    }
+}
