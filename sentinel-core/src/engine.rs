@@ -17,7 +17,6 @@ use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::stat::{Limits, NodeStats, Registry, ResourceNode, StatNode};
 use crate::system::{ProcSystemStatus, SystemRule, SystemStatus, SystemTable};
 
-
 /// The source name of rules loaded through the managers' `load_rules`.
 pub const API_SOURCE: &str = "api";
 

@@ -2,9 +2,15 @@
 //! `shared/rules/` with their original names), and fuzzed with arbitrary input.
 
 use proptest::prelude::*;
-use sentinel_core::datasource::{CombinedJson, Converter, FlowJson, GoFlowJson};
+use sentinel_core::authority::AuthorityRule;
+use sentinel_core::circuit_breaker::DegradeRule;
+use sentinel_core::datasource::{
+    AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
+    GoFlowJson, GoSystemJson, SystemJson,
+};
 use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
-use sentinel_core::{RuleError, RuleSet};
+use sentinel_core::system::SystemRule;
+use sentinel_core::{RuleError, RuleSet, Sentinel};
 
 fn payload(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -150,10 +156,164 @@ fn a_java_file_wrapped_in_a_combined_document() {
     assert_eq!(flow(CombinedJson::new().convert(&doc)).len(), 2);
 }
 
+fn converted(result: Result<RuleSet, RuleError>) -> RuleSet {
+    result.unwrap_or_else(|e| panic!("not converted: {e}"))
+}
+
+#[test]
+fn sentinel_demo_degrade_file_with_legacy_pass_count() {
+    let set = converted(DegradeJson::new().convert(&payload(
+        "degrade__alibaba-Sentinel__sentinel-demo-dynamic-file-rule__legacy-passCount.json",
+    )));
+    // Defaults fill what the file leaves out: minRequestAmount 5, slowRatioThreshold 1.0,
+    // statIntervalMs 1000.
+    assert_eq!(
+        set.degrade,
+        Some(vec![
+            DegradeRule::slow_ratio("abc0", 20.0, 1.0, 10),
+            DegradeRule::slow_ratio("abc1", 15.0, 1.0, 10),
+        ])
+    );
+}
+
+#[test]
+fn java_system_files() {
+    let demo = converted(SystemJson::new().convert(&payload(
+        "system__alibaba-Sentinel__sentinel-demo-dynamic-file-rule.json",
+    )));
+    assert_eq!(
+        demo.system,
+        Some(vec![SystemRule::new()
+            .avg_rt(10)
+            .highest_system_load(5.0)
+            .max_thread(10)
+            .qps(20.0)])
+    );
+    let starter = converted(SystemJson::new().convert(&payload(
+        "system__alibaba-spring-cloud-alibaba__starter-sentinel-test-system.json",
+    )));
+    assert_eq!(
+        starter.system,
+        Some(vec![SystemRule::new().qps(100.0).max_thread(10)])
+    );
+}
+
+#[test]
+fn spring_cloud_alibaba_authority_example() {
+    let set = converted(AuthorityJson::new().convert(&payload(
+        "authority__alibaba-spring-cloud-alibaba__sentinel-core-example-authority.json",
+    )));
+    assert_eq!(
+        set.authority,
+        Some(vec![
+            AuthorityRule::white_list("good", "abc"),
+            AuthorityRule::black_list("bad", "bcd"),
+            AuthorityRule::black_list("terrible", "aaa"),
+        ])
+    );
+    // And they load and act.
+    let sentinel = Sentinel::new();
+    sentinel
+        .authority_rules()
+        .load_rules(set.authority.unwrap_or_default())
+        .expect("valid");
+    assert!(sentinel.entry("good").origin("abc").enter().is_ok());
+    assert!(sentinel.entry("good").origin("x").enter().is_err());
+    assert!(sentinel.entry("bad").origin("bcd").enter().is_err());
+}
+
+#[test]
+fn dashboard_authority_entity_is_unwrapped() {
+    let payload = br#"[{"id":3,"app":"shop","ip":"10.0.0.1","port":8719,"gmtCreate":1,
+        "rule":{"resource":"GET:/admin","limitApp":"crawler","strategy":1}}]"#;
+    let set = converted(AuthorityJson::new().convert(payload));
+    assert_eq!(
+        set.authority,
+        Some(vec![AuthorityRule::black_list("GET:/admin", "crawler")])
+    );
+}
+
+#[test]
+fn invalid_degrade_and_authority_rules_name_index_and_field() {
+    let err = DegradeJson::new()
+        .convert(
+            br#"[{"resource":"a","count":1,"timeWindow":10},{"resource":"b","grade":1,"count":2}]"#,
+        )
+        .expect_err("invalid");
+    let fields: Vec<(usize, &str)> = err
+        .issues()
+        .iter()
+        .map(|i| (i.index, i.field.as_str()))
+        .collect();
+    assert_eq!(fields, vec![(1, "timeWindow"), (1, "count")]);
+    let err = AuthorityJson::new()
+        .convert(br#"[{"resource":"a","strategy":3}]"#)
+        .expect_err("invalid");
+    assert_eq!(err.issues()[0].field, "strategy");
+}
+
+#[test]
+fn golang_circuit_breaker_helper_file() {
+    let set = converted(GoCircuitBreakerJson::new().convert(&payload(
+        "circuitbreaker-go__alibaba-sentinel-golang__tests-testdata-helper.json",
+    )));
+    assert_eq!(
+        set.degrade,
+        Some(vec![
+            DegradeRule::slow_ratio("abc", 100.0, 0.1, 1).min_request_amount(10),
+            DegradeRule::error_ratio("abc", 0.2, 1)
+                .min_request_amount(20)
+                .stat_interval_ms(2000),
+            DegradeRule::error_count("abc", 30.0, 1)
+                .min_request_amount(30)
+                .stat_interval_ms(3000),
+        ])
+    );
+}
+
+#[test]
+fn golang_system_helper_files() {
+    let set = converted(GoSystemJson::new().convert(&payload(
+        "system-go__alibaba-sentinel-golang__tests-testdata-helper.json",
+    )));
+    assert_eq!(
+        set.system,
+        Some(vec![
+            SystemRule::new().highest_system_load(0.5),
+            SystemRule::new().avg_rt(1),
+            SystemRule::new().max_thread(1),
+            SystemRule::new().qps(0.8),
+        ])
+    );
+    // An unknown key (`adaptiveStrategy`) is ignored; a missing triggerCount is 0.
+    let set = converted(GoSystemJson::new().convert(&payload(
+        "system-go__alibaba-sentinel-golang__tests-testdata-extension__unknown-field-adaptiveStrategy.json",
+    )));
+    assert_eq!(set.system.map(|s| s.len()), Some(3));
+}
+
+#[test]
+fn combined_document_with_every_family() {
+    let doc = br#"{
+        "flow": [{"resource": "a", "count": 5}],
+        "degrade": [{"resource": "a", "grade": 2, "count": 3, "timeWindow": 5}],
+        "system": {"qps": 1000},
+        "authority": [{"rule": {"resource": "a", "limitApp": "web"}}]
+    }"#;
+    let set = converted(CombinedJson::new().convert(doc));
+    assert_eq!(set.len(), 4);
+    assert_eq!(set.system, Some(vec![SystemRule::new().qps(1000.0)]));
+}
+
 fn converters() -> Vec<Box<dyn Converter<[u8], RuleSet>>> {
     vec![
         Box::new(FlowJson::new()),
         Box::new(FlowJson::lenient()),
+        Box::new(DegradeJson::new()),
+        Box::new(SystemJson::lenient()),
+        Box::new(AuthorityJson::new()),
+        Box::new(GoCircuitBreakerJson::new()),
+        Box::new(GoSystemJson::lenient()),
         Box::new(CombinedJson::new()),
         Box::new(CombinedJson::lenient()),
         Box::new(GoFlowJson::new()),

@@ -1,12 +1,12 @@
 //! Converters: the bytes a config store holds, turned into typed rules.
 //!
 //! Built in:
-//! - [`FlowJson`]: Sentinel (Java) flow-rule JSON, exactly as Sentinel and its dashboard write
-//!   it;
+//! - [`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`]: Sentinel (Java) rule
+//!   JSON, exactly as Sentinel and its dashboard write it;
 //! - [`CombinedJson`]: one document carrying several families,
 //!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...]}`;
-//! - [`GoFlowJson`]: sentinel-golang's flow-rule JSON (`threshold`,
-//!   `tokenCalculateStrategy`...), mapped onto Sentinel's flow rule;
+//! - [`GoFlowJson`](super::GoFlowJson) and its siblings: sentinel-golang's JSON (`threshold`,
+//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules;
 //! - [`converter_fn`]: any closure, for a custom format.
 //!
 //! # Wire tolerance
@@ -30,15 +30,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::authority::AuthorityRuleWire;
+use crate::circuit_breaker::DegradeRuleWire;
 use crate::engine::RuleSet;
-use crate::flow::{
-    u32_field, ControlBehavior, FlowGrade, FlowRule, FlowRuleWire, FlowStrategy, LIMIT_APP_DEFAULT,
-};
+use crate::flow::FlowRuleWire;
 use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
-use crate::wire::{self, Bool, Float, Int};
+use crate::system::SystemRuleWire;
 
 /// The payload name a converter puts in its errors. The driver renames it after the key.
 const PAYLOAD: &str = "payload";
@@ -145,70 +144,122 @@ where
     }
 }
 
-/// Sentinel (Java) flow-rule JSON: a list of flow rules, as Sentinel's dashboard and the
-/// `FlowRule` bean write them.
-///
-/// ```
-/// use sentinel_core::datasource::{Converter, FlowJson};
-///
-/// let payload = br#"[{"resource": "GET:/order", "count": 20, "app": "shop", "id": 7}]"#;
-/// let set = FlowJson::new().convert(&payload[..]).unwrap();
-/// assert_eq!(set.flow.unwrap()[0].count, 20.0);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FlowJson {
+/// Declares a Sentinel (Java) JSON converter for one rule family.
+macro_rules! java_converter {
+    ($(#[$meta:meta])* $name:ident, $family:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name {
+            validation: Validation,
+        }
+
+        impl $name {
+            /// A strict converter: one invalid rule rejects the payload.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// A lenient converter: invalid rules are skipped and reported.
+            pub fn lenient() -> Self {
+                Self {
+                    validation: Validation::Lenient,
+                }
+            }
+
+            /// Sets the validation mode used by [`Converter::convert`].
+            pub fn validation(mut self, validation: Validation) -> Self {
+                self.validation = validation;
+                self
+            }
+        }
+
+        impl Converter<[u8], RuleSet> for $name {
+            fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
+                self.convert_with(source, self.validation).map(|c| c.value)
+            }
+
+            fn convert_with(
+                &self,
+                source: &[u8],
+                validation: Validation,
+            ) -> Result<Converted<RuleSet>, RuleError> {
+                convert_java($family, source, validation)
+            }
+        }
+    };
+}
+
+java_converter!(
+    /// Sentinel (Java) flow-rule JSON: a list of flow rules, as Sentinel's dashboard and the
+    /// `FlowRule` bean write them.
+    ///
+    /// ```
+    /// use sentinel_core::datasource::{Converter, FlowJson};
+    ///
+    /// let payload = br#"[{"resource": "GET:/order", "count": 20, "app": "shop", "id": 7}]"#;
+    /// let set = FlowJson::new().convert(&payload[..]).unwrap();
+    /// assert_eq!(set.flow.unwrap()[0].count, 20.0);
+    /// ```
+    FlowJson,
+    RuleFamily::Flow
+);
+
+java_converter!(
+    /// Sentinel (Java) degrade-rule JSON: a list of circuit-breaker rules. The legacy
+    /// `passCount` key is ignored.
+    DegradeJson,
+    RuleFamily::Degrade
+);
+
+java_converter!(
+    /// Sentinel (Java) system-rule JSON: a list of system rules (or one object).
+    SystemJson,
+    RuleFamily::System
+);
+
+java_converter!(
+    /// Sentinel (Java) authority-rule JSON, flat or as the dashboard's nested
+    /// `{"rule": {...}}` entity.
+    AuthorityJson,
+    RuleFamily::Authority
+);
+
+/// Converts one family's Sentinel JSON, with a fast path for a plain list of valid rules.
+fn convert_java(
+    family: RuleFamily,
+    source: &[u8],
     validation: Validation,
-}
-
-impl FlowJson {
-    /// A strict converter: one invalid rule rejects the payload.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A lenient converter: invalid rules are skipped and reported.
-    pub fn lenient() -> Self {
-        Self {
-            validation: Validation::Lenient,
+) -> Result<Converted<RuleSet>, RuleError> {
+    let fast = match family {
+        RuleFamily::Flow => {
+            fast_path(source, FlowRuleWire::into_rule).map(|r| RuleSet::new().with_flow(r))
         }
-    }
-
-    /// Sets the validation mode used by [`Converter::convert`].
-    pub fn validation(mut self, validation: Validation) -> Self {
-        self.validation = validation;
-        self
-    }
-}
-
-impl Converter<[u8], RuleSet> for FlowJson {
-    fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
-        self.convert_with(source, self.validation).map(|c| c.value)
-    }
-
-    fn convert_with(
-        &self,
-        source: &[u8],
-        validation: Validation,
-    ) -> Result<Converted<RuleSet>, RuleError> {
-        if let Some(rules) = fast_path(source, FlowRuleWire::into_rule) {
-            return Ok(Converted::new(RuleSet::new().with_flow(rules)));
+        RuleFamily::Degrade => {
+            fast_path(source, DegradeRuleWire::into_rule).map(|r| RuleSet::new().with_degrade(r))
         }
-        let document = parse_document(source, JAVA_FORMAT)?;
-        if !matches!(document, Value::Null | Value::Array(_) | Value::Object(_)) {
-            return Err(rule_list(document, RuleFamily::Flow, JAVA_FORMAT)
-                .err()
-                .unwrap_or_else(|| {
-                    format_error(JAVA_FORMAT, "expected a list of flow rules".to_owned())
-                }));
+        RuleFamily::System => {
+            fast_path(source, SystemRuleWire::into_rule).map(|r| RuleSet::new().with_system(r))
         }
-        let mut skipped = Vec::new();
-        let set =
-            family_rules(RuleFamily::Flow, document, validation, &mut skipped).map_err(invalid)?;
-        Ok(Converted {
-            value: set,
-            skipped,
-        })
+        RuleFamily::Authority => fast_path(source, AuthorityRuleWire::into_rule)
+            .map(|r| RuleSet::new().with_authority(r)),
+    };
+    if let Some(set) = fast {
+        return Ok(Converted::new(set));
     }
+    let document = parse_document(source, JAVA_FORMAT)?;
+    if !matches!(document, Value::Null | Value::Array(_) | Value::Object(_)) {
+        return Err(rule_list(document, family, JAVA_FORMAT)
+            .err()
+            .unwrap_or_else(|| {
+                format_error(JAVA_FORMAT, format!("expected a list of {family} rules"))
+            }));
+    }
+    let mut skipped = Vec::new();
+    let set = family_rules(family, document, validation, &mut skipped).map_err(invalid)?;
+    Ok(Converted {
+        value: set,
+        skipped,
+    })
 }
 
 /// The combined document: several rule families in one payload, applied together.
@@ -222,8 +273,7 @@ impl Converter<[u8], RuleSet> for FlowJson {
 /// clears it. An empty or `null` document clears every family this build supports. A key that
 /// names no family is a format error, so that a typo (`"flows"`) cannot silently clear rules.
 ///
-/// Families this build does not support yet are rejected with an issue naming them. A data
-/// source's snapshot file is written in this format.
+/// A data source's snapshot file is written in this format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CombinedJson {
     validation: Validation,
@@ -251,9 +301,7 @@ impl CombinedJson {
 
 /// The families the converters of this build can turn into rules.
 ///
-/// Extension point: a family is supported once [`RuleSet`] carries it and
-/// [`family_rules`] has an arm for it.
-pub(crate) const SUPPORTED_FAMILIES: &[RuleFamily] = &[RuleFamily::Flow];
+pub(crate) const SUPPORTED_FAMILIES: &[RuleFamily] = &RuleFamily::ALL;
 
 impl Converter<[u8], RuleSet> for CombinedJson {
     fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
@@ -309,116 +357,47 @@ impl Converter<[u8], RuleSet> for CombinedJson {
     }
 }
 
-/// sentinel-golang's flow-rule JSON, mapped onto Sentinel's [`FlowRule`].
-///
-/// Keys match case-insensitively, as Go's `encoding/json` matches them. The mapping:
-///
-/// | Go | Sentinel |
-/// |---|---|
-/// | `threshold` (per `statIntervalInMs`, which must be 0 or 1000) | `count` (QPS) |
-/// | `tokenCalculateStrategy` 0 direct, 1 warm-up | `controlBehavior` reject / warm-up |
-/// | `controlBehavior` 1 throttling | rate limiter (warm-up + rate limiter with warm-up) |
-/// | `relationStrategy` 0 current, 1 associated + `refResource` | `strategy` direct / relate |
-/// | `warmUpPeriodSec`, `maxQueueingTimeMs` | same names |
-///
-/// Decisions, where the two engines differ:
-/// - Go's throttling with `maxQueueingTimeMs: 0` admits a call only at its exact slot.
-///   Sentinel's rate limiter needs a positive queueing time, so 0 becomes 1 ms, the closest
-///   behaviour it has (a call waits at most 1 ms).
-/// - `tokenCalculateStrategy: 2` (MemoryAdaptive) has no Sentinel equivalent: an issue.
-/// - A `statIntervalInMs` other than 0 or 1000 would change what `threshold` means: an issue.
-/// - `warmUpColdFactor` must be absent, 0 or 3 (Sentinel's fixed cold factor): otherwise an
-///   issue.
-/// - `refResource` is kept only with the associated strategy, where it means something.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GoFlowJson {
-    validation: Validation,
-}
-
-impl GoFlowJson {
-    /// A strict converter: one invalid rule rejects the payload.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A lenient converter: invalid rules are skipped and reported.
-    pub fn lenient() -> Self {
-        Self {
-            validation: Validation::Lenient,
-        }
-    }
-
-    /// Sets the validation mode used by [`Converter::convert`].
-    pub fn validation(mut self, validation: Validation) -> Self {
-        self.validation = validation;
-        self
-    }
-}
-
-impl Converter<[u8], RuleSet> for GoFlowJson {
-    fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
-        self.convert_with(source, self.validation).map(|c| c.value)
-    }
-
-    fn convert_with(
-        &self,
-        source: &[u8],
-        validation: Validation,
-    ) -> Result<Converted<RuleSet>, RuleError> {
-        let document = parse_document(source, GO_FORMAT)?;
-        let items = rule_list(document, RuleFamily::Flow, GO_FORMAT)?;
-        let shape = WireShape {
-            family: RuleFamily::Flow,
-            prepare: lowercase_keys,
-            field_name: go_flow_field_name,
-        };
-        let (rules, skipped) =
-            parse_family(items, &shape, into_go_flow_rule, validation).map_err(invalid)?;
-        Ok(Converted {
-            value: RuleSet::new().with_flow(rules),
-            skipped,
-        })
-    }
-}
-
-const JAVA_FORMAT: &str = "Sentinel flow-rule JSON";
+const JAVA_FORMAT: &str = "Sentinel rule JSON";
 const COMBINED_FORMAT: &str = "a combined Sentinel rule document";
-const GO_FORMAT: &str = "sentinel-golang flow-rule JSON";
 
 /// Converts one family's part of a document (a list, one object, or `null`) into a set
 /// carrying that family.
 ///
-/// Extension point: a new family adds an arm that calls [`parse_family`] with its wire type's
-/// `into_rule`, and stores the result in its `RuleSet` field.
 fn family_rules(
     family: RuleFamily,
     value: Value,
     validation: Validation,
     skipped: &mut Vec<RuleIssue>,
 ) -> Result<RuleSet, Vec<RuleIssue>> {
-    match family {
+    let items = rule_list(value, family, JAVA_FORMAT).map_err(|e| vec![shape_issue(family, e)])?;
+    let shape = WireShape::java(family);
+    let set = match family {
         RuleFamily::Flow => {
-            let items =
-                rule_list(value, family, JAVA_FORMAT).map_err(|e| vec![shape_issue(family, e)])?;
-            let (rules, mut skip) = parse_family(
-                items,
-                &WireShape::java(family),
-                FlowRuleWire::into_rule,
-                validation,
-            )?;
+            let (rules, mut skip) =
+                parse_family(items, &shape, FlowRuleWire::into_rule, validation)?;
             skipped.append(&mut skip);
-            Ok(RuleSet::new().with_flow(rules))
+            RuleSet::new().with_flow(rules)
         }
-        RuleFamily::Degrade | RuleFamily::System | RuleFamily::Authority => {
-            Err(vec![RuleIssue::new(
-                family,
-                0,
-                None,
-                family.as_str(),
-                format!("{family} rules are not supported by this build yet"),
-            )])
+        RuleFamily::Degrade => {
+            let (rules, mut skip) =
+                parse_family(items, &shape, DegradeRuleWire::into_rule, validation)?;
+            skipped.append(&mut skip);
+            RuleSet::new().with_degrade(rules)
         }
-    }
+        RuleFamily::System => {
+            let (rules, mut skip) =
+                parse_family(items, &shape, SystemRuleWire::into_rule, validation)?;
+            skipped.append(&mut skip);
+            RuleSet::new().with_system(rules)
+        }
+        RuleFamily::Authority => {
+            let (rules, mut skip) =
+                parse_family(items, &shape, AuthorityRuleWire::into_rule, validation)?;
+            skipped.append(&mut skip);
+            RuleSet::new().with_authority(rules)
+        }
+    };
+    Ok(set)
 }
 
 /// Turns a shape error (`"flow": 3`) into an issue of its family.
@@ -431,12 +410,12 @@ fn shape_issue(family: RuleFamily, error: RuleError) -> RuleIssue {
 }
 
 /// How one family's rules are spelt on the wire.
-struct WireShape {
-    family: RuleFamily,
+pub(super) struct WireShape {
+    pub(super) family: RuleFamily,
     /// Rewrites a rule object before it is decoded (for example lower-cases its keys).
-    prepare: fn(Value) -> Value,
+    pub(super) prepare: fn(Value) -> Value,
     /// The field name to report for a decoded key path.
-    field_name: fn(&str) -> String,
+    pub(super) field_name: fn(&str) -> String,
 }
 
 impl WireShape {
@@ -474,7 +453,7 @@ where
 
 /// Reads the payload as JSON (falling back to JSON5 for fastjson's single-quoted strings).
 /// Empty and whitespace-only payloads are `null`.
-fn parse_document(bytes: &[u8], format: &str) -> Result<Value, RuleError> {
+pub(super) fn parse_document(bytes: &[u8], format: &str) -> Result<Value, RuleError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);
@@ -519,7 +498,11 @@ fn single_quoted_fallback(bytes: &[u8]) -> Option<Value> {
 }
 
 /// A document's rule list: a list, one object (one rule), or `null` (no rules).
-fn rule_list(value: Value, family: RuleFamily, format: &str) -> Result<Vec<Value>, RuleError> {
+pub(super) fn rule_list(
+    value: Value,
+    family: RuleFamily,
+    format: &str,
+) -> Result<Vec<Value>, RuleError> {
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
@@ -538,7 +521,7 @@ fn rule_list(value: Value, family: RuleFamily, format: &str) -> Result<Vec<Value
 ///
 /// Strict: any issue rejects the list (every issue is returned). Lenient: invalid rules are
 /// left out and returned as the second value.
-fn parse_family<W, R>(
+pub(super) fn parse_family<W, R>(
     items: Vec<Value>,
     shape: &WireShape,
     into_rule: impl Fn(W, usize) -> Result<R, Vec<RuleIssue>>,
@@ -665,7 +648,7 @@ fn unwrap_entity(item: Value) -> Value {
 }
 
 /// Lower-cases the keys of a rule object, for Go's case-insensitive matching.
-fn lowercase_keys(item: Value) -> Value {
+pub(super) fn lowercase_keys(item: Value) -> Value {
     match item {
         Value::Object(map) => Value::Object(
             map.into_iter()
@@ -695,191 +678,17 @@ fn format_error(format: &str, message: String) -> RuleError {
     }
 }
 
-fn invalid(issues: Vec<RuleIssue>) -> RuleError {
+pub(super) fn invalid(issues: Vec<RuleIssue>) -> RuleError {
     RuleError::Invalid {
         payload: PAYLOAD.to_owned(),
         issues,
     }
 }
 
-/// sentinel-golang's flow rule on the wire, keys lower-cased.
-#[derive(Debug, Default, Deserialize)]
-struct GoFlowRuleWire {
-    resource: Option<String>,
-    #[serde(rename = "tokencalculatestrategy")]
-    token_calculate_strategy: Option<Int>,
-    #[serde(rename = "controlbehavior")]
-    control_behavior: Option<Int>,
-    threshold: Option<Float>,
-    #[serde(rename = "relationstrategy")]
-    relation_strategy: Option<Int>,
-    #[serde(rename = "refresource")]
-    ref_resource: Option<String>,
-    #[serde(rename = "maxqueueingtimems")]
-    max_queueing_time_ms: Option<Int>,
-    #[serde(rename = "warmupperiodsec")]
-    warm_up_period_sec: Option<Int>,
-    #[serde(rename = "warmupcoldfactor")]
-    warm_up_cold_factor: Option<Int>,
-    #[serde(rename = "statintervalinms")]
-    stat_interval_in_ms: Option<Int>,
-    regex: Option<Bool>,
-}
-
-/// Go's camelCase spelling of a lower-cased key, for messages.
-fn go_flow_field_name(path: &str) -> String {
-    const NAMES: &[&str] = &[
-        "resource",
-        "tokenCalculateStrategy",
-        "controlBehavior",
-        "threshold",
-        "relationStrategy",
-        "refResource",
-        "maxQueueingTimeMs",
-        "warmUpPeriodSec",
-        "warmUpColdFactor",
-        "statIntervalInMs",
-        "regex",
-    ];
-    NAMES
-        .iter()
-        .find(|name| name.eq_ignore_ascii_case(path))
-        .map_or_else(|| path.to_owned(), |name| (*name).to_owned())
-}
-
-/// Maps a Go flow rule onto Sentinel's, then validates it.
-fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
-    let fam = RuleFamily::Flow;
-    let resource = wire.resource.unwrap_or_default();
-    let res = Some(resource.as_str());
-    let mut issues = Vec::new();
-    let mut issue = |field: &str, message: String| {
-        issues.push(RuleIssue::new(fam, index, res, field, message));
-    };
-
-    let warm_up = match wire::int(wire.token_calculate_strategy).unwrap_or(0) {
-        0 => false,
-        1 => true,
-        2 => {
-            issue(
-                "tokenCalculateStrategy",
-                "2 (MemoryAdaptive) is not supported; use 0 (Direct) or 1 (WarmUp)".into(),
-            );
-            false
-        }
-        other => {
-            issue(
-                "tokenCalculateStrategy",
-                format!("unknown value {other}; expected 0 (Direct) or 1 (WarmUp)"),
-            );
-            false
-        }
-    };
-    let throttling = match wire::int(wire.control_behavior).unwrap_or(0) {
-        0 => false,
-        1 => true,
-        other => {
-            issue(
-                "controlBehavior",
-                format!("unknown value {other}; expected 0 (Reject) or 1 (Throttling)"),
-            );
-            false
-        }
-    };
-    let strategy = match wire::int(wire.relation_strategy).unwrap_or(0) {
-        0 => FlowStrategy::Direct,
-        1 => FlowStrategy::Relate,
-        other => {
-            issue(
-                "relationStrategy",
-                format!(
-                    "unknown value {other}; expected 0 (CurrentResource) or 1 (AssociatedResource)"
-                ),
-            );
-            FlowStrategy::Direct
-        }
-    };
-    match wire::int(wire.stat_interval_in_ms) {
-        None | Some(0) | Some(1000) => {}
-        Some(other) => issue(
-            "statIntervalInMs",
-            format!("only 0 or 1000 (a per-second threshold) is supported, got {other}"),
-        ),
-    }
-    match wire::int(wire.warm_up_cold_factor) {
-        None | Some(0) | Some(3) => {}
-        Some(1) => issue("warmUpColdFactor", "must not be 1".into()),
-        Some(other) => issue(
-            "warmUpColdFactor",
-            format!("only the default cold factor 3 is supported, got {other}"),
-        ),
-    }
-    if wire::boolean(wire.regex) == Some(true) {
-        issue(
-            "regex",
-            "regular-expression resources are not supported".into(),
-        );
-    }
-    let warm_up_period_sec = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "warmUpPeriodSec",
-        wire::int(wire.warm_up_period_sec),
-        0,
-    );
-    let max_queueing_time_ms = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "maxQueueingTimeMs",
-        wire::int(wire.max_queueing_time_ms),
-        0,
-    );
-    let control_behavior = match (warm_up, throttling) {
-        (false, false) => ControlBehavior::Reject,
-        (true, false) => ControlBehavior::WarmUp,
-        (false, true) => ControlBehavior::RateLimiter,
-        (true, true) => ControlBehavior::WarmUpRateLimiter,
-    };
-    let defaults = FlowRule::qps("", 0.0);
-    let rule = FlowRule {
-        resource: resource.clone(),
-        limit_app: LIMIT_APP_DEFAULT.to_owned(),
-        grade: FlowGrade::Qps,
-        count: wire::float(wire.threshold).unwrap_or(0.0),
-        strategy,
-        ref_resource: match strategy {
-            FlowStrategy::Relate => wire.ref_resource.filter(|r| !r.is_empty()),
-            _ => None,
-        },
-        control_behavior,
-        warm_up_period_sec: if warm_up {
-            warm_up_period_sec
-        } else {
-            defaults.warm_up_period_sec
-        },
-        max_queueing_time_ms: if throttling {
-            max_queueing_time_ms.max(1)
-        } else {
-            defaults.max_queueing_time_ms
-        },
-        cluster_mode: false,
-        cluster_config: None,
-    };
-    issues.extend(rule.validate(index));
-    if issues.is_empty() {
-        Ok(rule)
-    } else {
-        Err(issues)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow::FlowRule;
 
     fn flow(set: RuleSet) -> Vec<FlowRule> {
         set.flow.unwrap_or_default()
@@ -984,12 +793,10 @@ mod tests {
             Err(RuleError::Format { .. })
         ));
         assert!(matches!(c.convert(b"[]"), Err(RuleError::Format { .. })));
-        let err = c.convert(br#"{"flow":[],"degrade":[]}"#).err();
-        assert_eq!(
-            err.as_ref().map(|e| e.issues()[0].family),
-            Some(RuleFamily::Degrade),
-            "{err:?}"
-        );
+        let both = c
+            .convert(br#"{"flow":[],"degrade":[]}"#)
+            .unwrap_or_default();
+        assert_eq!(both.families(), vec![RuleFamily::Flow, RuleFamily::Degrade]);
         let err = c.convert(br#"{"flow":[{"count":1}]}"#).err();
         assert_eq!(
             err.as_ref().map(|e| e.issues()[0].field.as_str()),
@@ -997,73 +804,6 @@ mod tests {
         );
         let err = c.convert(br#"{"flow":7}"#).err();
         assert_eq!(err.as_ref().map(|e| e.issues().len()), Some(1), "{err:?}");
-    }
-
-    #[test]
-    fn go_mapping() {
-        let c = GoFlowJson::new();
-        let rules = c
-            .convert(
-                br#"[{"Resource":"a","THRESHOLD":10,"tokenCalculateStrategy":1,"warmUpPeriodSec":5},
-                    {"resource":"b","threshold":2,"controlBehavior":1,"maxQueueingTimeMs":0},
-                    {"resource":"c","threshold":3,"relationStrategy":1,"refResource":"d",
-                     "controlBehavior":1,"tokenCalculateStrategy":1,"warmUpPeriodSec":3,
-                     "maxQueueingTimeMs":20,"statIntervalInMs":1000,"warmUpColdFactor":3}]"#,
-            )
-            .map(flow)
-            .unwrap_or_default();
-        assert_eq!(
-            rules,
-            vec![
-                FlowRule::qps("a", 10.0)
-                    .control_behavior(ControlBehavior::WarmUp)
-                    .warm_up_period_sec(5),
-                FlowRule::qps("b", 2.0)
-                    .control_behavior(ControlBehavior::RateLimiter)
-                    .max_queueing_time_ms(1),
-                FlowRule::qps("c", 3.0)
-                    .relate("d")
-                    .control_behavior(ControlBehavior::WarmUpRateLimiter)
-                    .warm_up_period_sec(3)
-                    .max_queueing_time_ms(20),
-            ]
-        );
-        for (payload, field) in [
-            (
-                &br#"{"resource":"a","tokenCalculateStrategy":2}"#[..],
-                "tokenCalculateStrategy",
-            ),
-            (
-                br#"{"resource":"a","statIntervalInMs":500}"#,
-                "statIntervalInMs",
-            ),
-            (
-                br#"{"resource":"a","relationStrategy":2}"#,
-                "relationStrategy",
-            ),
-            (br#"{"resource":"a","relationStrategy":1}"#, "refResource"),
-            (
-                br#"{"resource":"a","tokenCalculateStrategy":1}"#,
-                "warmUpPeriodSec",
-            ),
-            (
-                br#"{"resource":"a","warmUpColdFactor":1}"#,
-                "warmUpColdFactor",
-            ),
-            (
-                br#"{"resource":"a","maxQueueingTimeMs":-1}"#,
-                "maxQueueingTimeMs",
-            ),
-            (br#"{"resource":"a","threshold":"lots"}"#, "threshold"),
-            (br#"{"threshold":1}"#, "resource"),
-        ] {
-            let err = c.convert(payload).err();
-            let fields: Vec<String> = err
-                .as_ref()
-                .map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
-                .unwrap_or_default();
-            assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
-        }
     }
 
     #[test]

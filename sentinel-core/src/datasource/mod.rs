@@ -3,8 +3,10 @@
 //! The pipeline is **source -> bytes -> converter -> typed rules -> validate -> compile ->
 //! atomic swap**:
 //! - a backend ([`ReadableDataSource`]) only reads and watches raw bytes ([`RawPayload`]);
-//! - a [`Converter`] turns bytes into a [`RuleSet`](crate::RuleSet) ([`FlowJson`],
-//!   [`CombinedJson`], [`GoFlowJson`], or a closure through [`converter_fn`]);
+//! - a [`Converter`] turns bytes into a [`RuleSet`](crate::RuleSet): Sentinel JSON per family
+//!   ([`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`]), the combined
+//!   document ([`CombinedJson`]), sentinel-golang's JSON ([`GoFlowJson`],
+//!   [`GoCircuitBreakerJson`], [`GoSystemJson`]), or a closure through [`converter_fn`];
 //! - the generic driver ([`DataSource`]) owns the loop for every backend: initial load,
 //!   dedupe, apply, status ([`SourceStatus`]), backoff and reconnect, local snapshot.
 //!
@@ -13,6 +15,7 @@
 
 mod converter;
 mod driver;
+mod golang;
 mod memory;
 mod snapshot;
 mod source;
@@ -23,12 +26,14 @@ pub mod testkit;
 mod tests;
 
 pub use converter::{
-    converter_fn, CombinedJson, Converted, Converter, FlowJson, FnConverter, GoFlowJson,
+    converter_fn, AuthorityJson, CombinedJson, Converted, Converter, DegradeJson, FlowJson,
+    FnConverter, SystemJson,
 };
 pub use driver::{
     DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode,
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
+pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoSystemJson};
 pub use memory::{MemorySource, MemoryStore};
 pub use source::{BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent};
 pub use status::SourceStatus;

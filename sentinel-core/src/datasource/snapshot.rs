@@ -23,6 +23,15 @@ pub(crate) fn encode(set: &RuleSet) -> Result<Vec<u8>, serde_json::Error> {
     if let Some(flow) = &set.flow {
         doc.insert("flow".to_owned(), serde_json::to_value(flow)?);
     }
+    if let Some(degrade) = &set.degrade {
+        doc.insert("degrade".to_owned(), serde_json::to_value(degrade)?);
+    }
+    if let Some(system) = &set.system {
+        doc.insert("system".to_owned(), serde_json::to_value(system)?);
+    }
+    if let Some(authority) = &set.authority {
+        doc.insert("authority".to_owned(), serde_json::to_value(authority)?);
+    }
     serde_json::to_vec_pretty(&Value::Object(doc))
 }
 

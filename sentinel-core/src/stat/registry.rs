@@ -13,7 +13,6 @@ use super::StatNode;
 use crate::engine::Shared;
 use crate::hash::FastMap;
 
-
 /// Caps on the number of distinct names the statistics keep, so that hostile or unbounded
 /// names cannot exhaust memory.
 ///

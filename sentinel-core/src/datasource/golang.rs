@@ -1,0 +1,655 @@
+//! sentinel-golang's rule JSON (flow, circuit breaker, system), mapped onto Sentinel's rules.
+//!
+//! Keys match case-insensitively, as Go's `encoding/json` matches them: rule objects have
+//! their keys lower-cased before decoding, and messages name fields in Go's camelCase.
+
+use serde::Deserialize;
+
+use super::converter::{
+    invalid, lowercase_keys, parse_document, parse_family, rule_list, Converted, Converter,
+    WireShape,
+};
+use crate::circuit_breaker::{DegradeGrade, DegradeRule};
+use crate::engine::RuleSet;
+use crate::flow::{
+    u32_field, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
+};
+use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
+use crate::system::SystemRule;
+use crate::wire::{self, Bool, Float, Int};
+
+/// Declares a sentinel-golang JSON converter for one rule family.
+macro_rules! go_converter {
+    (
+        $(#[$meta:meta])* $name:ident, $family:expr, $format:literal,
+        $wire:ty, $into:path, $fields:expr, $with:ident
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name {
+            validation: Validation,
+        }
+
+        impl $name {
+            /// A strict converter: one invalid rule rejects the payload.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// A lenient converter: invalid rules are skipped and reported.
+            pub fn lenient() -> Self {
+                Self {
+                    validation: Validation::Lenient,
+                }
+            }
+
+            /// Sets the validation mode used by [`Converter::convert`].
+            pub fn validation(mut self, validation: Validation) -> Self {
+                self.validation = validation;
+                self
+            }
+        }
+
+        impl Converter<[u8], RuleSet> for $name {
+            fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
+                self.convert_with(source, self.validation).map(|c| c.value)
+            }
+
+            fn convert_with(
+                &self,
+                source: &[u8],
+                validation: Validation,
+            ) -> Result<Converted<RuleSet>, RuleError> {
+                let document = parse_document(source, $format)?;
+                let items = rule_list(document, $family, $format)?;
+                let shape = WireShape {
+                    family: $family,
+                    prepare: lowercase_keys,
+                    field_name: |path| go_field_name($fields, path),
+                };
+                let (rules, skipped) =
+                    parse_family::<$wire, _>(items, &shape, $into, validation).map_err(invalid)?;
+                Ok(Converted {
+                    value: RuleSet::new().$with(rules),
+                    skipped,
+                })
+            }
+        }
+    };
+}
+
+go_converter!(
+    /// sentinel-golang's flow-rule JSON, mapped onto Sentinel's [`FlowRule`].
+    ///
+    /// Keys match case-insensitively, as Go's `encoding/json` matches them. The mapping:
+    ///
+    /// | Go | Sentinel |
+    /// |---|---|
+    /// | `threshold` (per `statIntervalInMs`, which must be 0 or 1000) | `count` (QPS) |
+    /// | `tokenCalculateStrategy` 0 direct, 1 warm-up | `controlBehavior` reject / warm-up |
+    /// | `controlBehavior` 1 throttling | rate limiter (warm-up + rate limiter with warm-up) |
+    /// | `relationStrategy` 0 current, 1 associated + `refResource` | `strategy` direct / relate |
+    /// | `warmUpPeriodSec`, `maxQueueingTimeMs` | same names |
+    ///
+    /// Decisions, where the two engines differ:
+    /// - Go's throttling with `maxQueueingTimeMs: 0` admits a call only at its exact slot.
+    ///   Sentinel's rate limiter needs a positive queueing time, so 0 becomes 1 ms, the closest
+    ///   behaviour it has (a call waits at most 1 ms).
+    /// - `tokenCalculateStrategy: 2` (MemoryAdaptive) has no Sentinel equivalent: an issue.
+    /// - A `statIntervalInMs` other than 0 or 1000 would change what `threshold` means: an issue.
+    /// - `warmUpColdFactor` must be absent, 0 or 3 (Sentinel's fixed cold factor): otherwise an
+    ///   issue.
+    /// - `refResource` is kept only with the associated strategy, where it means something.
+    GoFlowJson,
+    RuleFamily::Flow,
+    "sentinel-golang flow-rule JSON",
+    GoFlowRuleWire,
+    into_go_flow_rule,
+    &[
+        "resource",
+        "tokenCalculateStrategy",
+        "controlBehavior",
+        "threshold",
+        "relationStrategy",
+        "refResource",
+        "maxQueueingTimeMs",
+        "warmUpPeriodSec",
+        "warmUpColdFactor",
+        "statIntervalInMs",
+        "regex",
+    ],
+    with_flow
+);
+
+go_converter!(
+    /// sentinel-golang's circuit-breaker JSON, mapped onto Sentinel's [`DegradeRule`].
+    ///
+    /// | Go | Sentinel |
+    /// |---|---|
+    /// | `strategy` 0 slow request ratio, 1 error ratio, 2 error count | `grade` 0, 1, 2 |
+    /// | `maxAllowedRtMs` (slow ratio) | `count` |
+    /// | `threshold` | `slowRatioThreshold` (slow ratio) or `count` |
+    /// | `retryTimeoutMs` | `timeWindow`, in seconds |
+    /// | `minRequestAmount`, `statIntervalMs` | same names |
+    ///
+    /// Decisions, where the two engines differ:
+    /// - Sentinel's `timeWindow` counts whole seconds, so `retryTimeoutMs` is rounded up to
+    ///   the next second (10 ms becomes 1 s).
+    /// - Go allows `minRequestAmount: 0` (no minimum); Sentinel needs at least 1, which means
+    ///   the same.
+    /// - `statSlidingWindowBucketCount` is ignored: as in Sentinel, the breaker's window is one
+    ///   bucket of `statIntervalMs`.
+    /// - `probeNum` is ignored: HALF_OPEN always admits exactly one probe.
+    GoCircuitBreakerJson,
+    RuleFamily::Degrade,
+    "sentinel-golang circuit-breaker JSON",
+    GoBreakerRuleWire,
+    into_go_breaker_rule,
+    &[
+        "resource",
+        "strategy",
+        "retryTimeoutMs",
+        "minRequestAmount",
+        "statIntervalMs",
+        "statSlidingWindowBucketCount",
+        "maxAllowedRtMs",
+        "threshold",
+        "probeNum",
+    ],
+    with_degrade
+);
+
+go_converter!(
+    /// sentinel-golang's system-rule JSON (one rule per metric), mapped onto Sentinel's
+    /// [`SystemRule`] (one threshold per rule; rules merge by minimum).
+    ///
+    /// | Go `metricType` | Sentinel field |
+    /// |---|---|
+    /// | 0 Load | `highestSystemLoad` |
+    /// | 1 AvgRT | `avgRt` |
+    /// | 2 Concurrency | `maxThread` |
+    /// | 3 InboundQPS | `qps` |
+    /// | 4 CpuUsage | `highestCpuUsage` |
+    ///
+    /// `triggerCount` is the threshold. `strategy` (`-1` NoAdaptive, `1` BBR) is not needed:
+    /// as in Sentinel (Java), a load threshold always applies the BBR check.
+    GoSystemJson,
+    RuleFamily::System,
+    "sentinel-golang system-rule JSON",
+    GoSystemRuleWire,
+    into_go_system_rule,
+    &["metricType", "triggerCount", "strategy"],
+    with_system
+);
+
+/// Go's camelCase spelling of a lower-cased key path, for messages.
+fn go_field_name(names: &[&str], path: &str) -> String {
+    names
+        .iter()
+        .find(|name| name.eq_ignore_ascii_case(path))
+        .map_or_else(|| path.to_owned(), |name| (*name).to_owned())
+}
+
+/// sentinel-golang's flow rule on the wire, keys lower-cased.
+#[derive(Debug, Default, Deserialize)]
+struct GoFlowRuleWire {
+    resource: Option<String>,
+    #[serde(rename = "tokencalculatestrategy")]
+    token_calculate_strategy: Option<Int>,
+    #[serde(rename = "controlbehavior")]
+    control_behavior: Option<Int>,
+    threshold: Option<Float>,
+    #[serde(rename = "relationstrategy")]
+    relation_strategy: Option<Int>,
+    #[serde(rename = "refresource")]
+    ref_resource: Option<String>,
+    #[serde(rename = "maxqueueingtimems")]
+    max_queueing_time_ms: Option<Int>,
+    #[serde(rename = "warmupperiodsec")]
+    warm_up_period_sec: Option<Int>,
+    #[serde(rename = "warmupcoldfactor")]
+    warm_up_cold_factor: Option<Int>,
+    #[serde(rename = "statintervalinms")]
+    stat_interval_in_ms: Option<Int>,
+    regex: Option<Bool>,
+}
+
+/// Maps a Go flow rule onto Sentinel's, then validates it.
+fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
+    let fam = RuleFamily::Flow;
+    let resource = wire.resource.unwrap_or_default();
+    let res = Some(resource.as_str());
+    let mut issues = Vec::new();
+    let mut issue = |field: &str, message: String| {
+        issues.push(RuleIssue::new(fam, index, res, field, message));
+    };
+
+    let warm_up = match wire::int(wire.token_calculate_strategy).unwrap_or(0) {
+        0 => false,
+        1 => true,
+        2 => {
+            issue(
+                "tokenCalculateStrategy",
+                "2 (MemoryAdaptive) is not supported; use 0 (Direct) or 1 (WarmUp)".into(),
+            );
+            false
+        }
+        other => {
+            issue(
+                "tokenCalculateStrategy",
+                format!("unknown value {other}; expected 0 (Direct) or 1 (WarmUp)"),
+            );
+            false
+        }
+    };
+    let throttling = match wire::int(wire.control_behavior).unwrap_or(0) {
+        0 => false,
+        1 => true,
+        other => {
+            issue(
+                "controlBehavior",
+                format!("unknown value {other}; expected 0 (Reject) or 1 (Throttling)"),
+            );
+            false
+        }
+    };
+    let strategy = match wire::int(wire.relation_strategy).unwrap_or(0) {
+        0 => FlowStrategy::Direct,
+        1 => FlowStrategy::Relate,
+        other => {
+            issue(
+                "relationStrategy",
+                format!(
+                    "unknown value {other}; expected 0 (CurrentResource) or 1 (AssociatedResource)"
+                ),
+            );
+            FlowStrategy::Direct
+        }
+    };
+    match wire::int(wire.stat_interval_in_ms) {
+        None | Some(0) | Some(1000) => {}
+        Some(other) => issue(
+            "statIntervalInMs",
+            format!("only 0 or 1000 (a per-second threshold) is supported, got {other}"),
+        ),
+    }
+    match wire::int(wire.warm_up_cold_factor) {
+        None | Some(0) | Some(3) => {}
+        Some(1) => issue("warmUpColdFactor", "must not be 1".into()),
+        Some(other) => issue(
+            "warmUpColdFactor",
+            format!("only the default cold factor 3 is supported, got {other}"),
+        ),
+    }
+    if wire::boolean(wire.regex) == Some(true) {
+        issue(
+            "regex",
+            "regular-expression resources are not supported".into(),
+        );
+    }
+    let warm_up_period_sec = u32_field(
+        &mut issues,
+        fam,
+        index,
+        res,
+        "warmUpPeriodSec",
+        wire::int(wire.warm_up_period_sec),
+        0,
+    );
+    let max_queueing_time_ms = u32_field(
+        &mut issues,
+        fam,
+        index,
+        res,
+        "maxQueueingTimeMs",
+        wire::int(wire.max_queueing_time_ms),
+        0,
+    );
+    let control_behavior = match (warm_up, throttling) {
+        (false, false) => ControlBehavior::Reject,
+        (true, false) => ControlBehavior::WarmUp,
+        (false, true) => ControlBehavior::RateLimiter,
+        (true, true) => ControlBehavior::WarmUpRateLimiter,
+    };
+    let defaults = FlowRule::qps("", 0.0);
+    let rule = FlowRule {
+        resource: resource.clone(),
+        limit_app: LIMIT_APP_DEFAULT.to_owned(),
+        grade: FlowGrade::Qps,
+        count: wire::float(wire.threshold).unwrap_or(0.0),
+        strategy,
+        ref_resource: match strategy {
+            FlowStrategy::Relate => wire.ref_resource.filter(|r| !r.is_empty()),
+            _ => None,
+        },
+        control_behavior,
+        warm_up_period_sec: if warm_up {
+            warm_up_period_sec
+        } else {
+            defaults.warm_up_period_sec
+        },
+        max_queueing_time_ms: if throttling {
+            max_queueing_time_ms.max(1)
+        } else {
+            defaults.max_queueing_time_ms
+        },
+        cluster_mode: false,
+        cluster_config: None,
+    };
+    issues.extend(rule.validate(index));
+    if issues.is_empty() {
+        Ok(rule)
+    } else {
+        Err(issues)
+    }
+}
+
+/// sentinel-golang's circuit-breaker rule on the wire, keys lower-cased.
+#[derive(Debug, Default, Deserialize)]
+struct GoBreakerRuleWire {
+    resource: Option<String>,
+    strategy: Option<Int>,
+    #[serde(rename = "retrytimeoutms")]
+    retry_timeout_ms: Option<Int>,
+    #[serde(rename = "minrequestamount")]
+    min_request_amount: Option<Int>,
+    #[serde(rename = "statintervalms")]
+    stat_interval_ms: Option<Int>,
+    #[serde(rename = "maxallowedrtms")]
+    max_allowed_rt_ms: Option<Float>,
+    threshold: Option<Float>,
+}
+
+/// Maps a Go circuit-breaker rule onto Sentinel's, then validates it.
+fn into_go_breaker_rule(
+    wire: GoBreakerRuleWire,
+    index: usize,
+) -> Result<DegradeRule, Vec<RuleIssue>> {
+    let fam = RuleFamily::Degrade;
+    let resource = wire.resource.unwrap_or_default();
+    let res = Some(resource.as_str());
+    let mut issues = Vec::new();
+    let grade = match wire::int(wire.strategy).unwrap_or(0) {
+        0 => DegradeGrade::SlowRequestRatio,
+        1 => DegradeGrade::ErrorRatio,
+        2 => DegradeGrade::ErrorCount,
+        other => {
+            issues.push(RuleIssue::new(
+                fam,
+                index,
+                res,
+                "strategy",
+                format!("unknown value {other}; expected 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)"),
+            ));
+            DegradeGrade::ErrorCount
+        }
+    };
+    let retry_ms = u32_field(
+        &mut issues,
+        fam,
+        index,
+        res,
+        "retryTimeoutMs",
+        wire::int(wire.retry_timeout_ms),
+        0,
+    );
+    if retry_ms == 0 {
+        issues.push(RuleIssue::new(
+            fam,
+            index,
+            res,
+            "retryTimeoutMs",
+            "must be > 0",
+        ));
+    }
+    let min_request_amount = u32_field(
+        &mut issues,
+        fam,
+        index,
+        res,
+        "minRequestAmount",
+        wire::int(wire.min_request_amount),
+        0,
+    )
+    .max(1);
+    let stat_interval_ms = u32_field(
+        &mut issues,
+        fam,
+        index,
+        res,
+        "statIntervalMs",
+        wire::int(wire.stat_interval_ms),
+        0,
+    );
+    let threshold = wire::float(wire.threshold).unwrap_or(0.0);
+    let (count, slow_ratio_threshold) = match grade {
+        DegradeGrade::SlowRequestRatio => (
+            wire::float(wire.max_allowed_rt_ms).unwrap_or(0.0),
+            threshold,
+        ),
+        DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => (threshold, 1.0),
+    };
+    let mut rule = match grade {
+        DegradeGrade::SlowRequestRatio => {
+            DegradeRule::slow_ratio(resource.clone(), count, slow_ratio_threshold, 1)
+        }
+        DegradeGrade::ErrorRatio => DegradeRule::error_ratio(resource.clone(), count, 1),
+        DegradeGrade::ErrorCount => DegradeRule::error_count(resource.clone(), count, 1),
+    }
+    .min_request_amount(min_request_amount)
+    .stat_interval_ms(stat_interval_ms);
+    rule.time_window = retry_ms.div_ceil(1000).max(u32::from(retry_ms > 0));
+    rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
+    issues.extend(
+        rule.validate(index)
+            .into_iter()
+            .filter(|i| !(i.field == "timeWindow" && retry_ms == 0)),
+    );
+    if issues.is_empty() {
+        Ok(rule)
+    } else {
+        Err(issues)
+    }
+}
+
+/// sentinel-golang's system rule on the wire, keys lower-cased.
+#[derive(Debug, Default, Deserialize)]
+struct GoSystemRuleWire {
+    #[serde(rename = "metrictype")]
+    metric_type: Option<Int>,
+    #[serde(rename = "triggercount")]
+    trigger_count: Option<Float>,
+    strategy: Option<Int>,
+}
+
+/// Maps a Go system rule onto a Sentinel system rule with one threshold.
+fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
+    let fam = RuleFamily::System;
+    let _ = wire::int(wire.strategy);
+    let trigger = wire::float(wire.trigger_count).unwrap_or(0.0);
+    let mut issues = Vec::new();
+    if trigger < 0.0 {
+        issues.push(RuleIssue::new(
+            fam,
+            index,
+            None,
+            "triggerCount",
+            format!("must be >= 0, got {trigger}"),
+        ));
+    }
+    let rule = SystemRule::new();
+    let rule = match wire::int(wire.metric_type).unwrap_or(0) {
+        0 => rule.highest_system_load(trigger),
+        1 => rule.avg_rt(trigger.round() as i64),
+        2 => rule.max_thread(trigger.round() as i64),
+        3 => rule.qps(trigger),
+        4 => {
+            if trigger > 1.0 {
+                issues.push(RuleIssue::new(
+                    fam,
+                    index,
+                    None,
+                    "triggerCount",
+                    format!("a CPU usage must be in [0, 1], got {trigger}"),
+                ));
+            }
+            rule.highest_cpu_usage(trigger.min(1.0))
+        }
+        other => {
+            issues.push(RuleIssue::new(
+                fam,
+                index,
+                None,
+                "metricType",
+                format!("unknown value {other}; expected 0 (Load), 1 (AvgRT), 2 (Concurrency), 3 (InboundQPS) or 4 (CpuUsage)"),
+            ));
+            rule
+        }
+    };
+    issues.extend(rule.validate(index));
+    if issues.is_empty() {
+        Ok(rule)
+    } else {
+        Err(issues)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(set: RuleSet) -> Vec<FlowRule> {
+        set.flow.unwrap_or_default()
+    }
+
+    #[test]
+    fn go_mapping() {
+        let c = GoFlowJson::new();
+        let rules = c
+            .convert(
+                br#"[{"Resource":"a","THRESHOLD":10,"tokenCalculateStrategy":1,"warmUpPeriodSec":5},
+                    {"resource":"b","threshold":2,"controlBehavior":1,"maxQueueingTimeMs":0},
+                    {"resource":"c","threshold":3,"relationStrategy":1,"refResource":"d",
+                     "controlBehavior":1,"tokenCalculateStrategy":1,"warmUpPeriodSec":3,
+                     "maxQueueingTimeMs":20,"statIntervalInMs":1000,"warmUpColdFactor":3}]"#,
+            )
+            .map(flow)
+            .unwrap_or_default();
+        assert_eq!(
+            rules,
+            vec![
+                FlowRule::qps("a", 10.0)
+                    .control_behavior(ControlBehavior::WarmUp)
+                    .warm_up_period_sec(5),
+                FlowRule::qps("b", 2.0)
+                    .control_behavior(ControlBehavior::RateLimiter)
+                    .max_queueing_time_ms(1),
+                FlowRule::qps("c", 3.0)
+                    .relate("d")
+                    .control_behavior(ControlBehavior::WarmUpRateLimiter)
+                    .warm_up_period_sec(3)
+                    .max_queueing_time_ms(20),
+            ]
+        );
+        for (payload, field) in [
+            (
+                &br#"{"resource":"a","tokenCalculateStrategy":2}"#[..],
+                "tokenCalculateStrategy",
+            ),
+            (
+                br#"{"resource":"a","statIntervalInMs":500}"#,
+                "statIntervalInMs",
+            ),
+            (
+                br#"{"resource":"a","relationStrategy":2}"#,
+                "relationStrategy",
+            ),
+            (br#"{"resource":"a","relationStrategy":1}"#, "refResource"),
+            (
+                br#"{"resource":"a","tokenCalculateStrategy":1}"#,
+                "warmUpPeriodSec",
+            ),
+            (
+                br#"{"resource":"a","warmUpColdFactor":1}"#,
+                "warmUpColdFactor",
+            ),
+            (
+                br#"{"resource":"a","maxQueueingTimeMs":-1}"#,
+                "maxQueueingTimeMs",
+            ),
+            (br#"{"resource":"a","threshold":"lots"}"#, "threshold"),
+            (br#"{"threshold":1}"#, "resource"),
+        ] {
+            let err = c.convert(payload).err();
+            let fields: Vec<String> = err
+                .as_ref()
+                .map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
+                .unwrap_or_default();
+            assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn go_circuit_breaker_mapping() {
+        let set = GoCircuitBreakerJson::new()
+            .convert(
+                br#"[{"resource":"a","strategy":0,"retryTimeoutMs":1500,"minRequestAmount":0,
+                      "statIntervalMs":1000,"maxAllowedRtMs":100,"threshold":0.1,"probeNum":3},
+                     {"Resource":"b","Strategy":2,"RetryTimeoutMs":10,"StatIntervalMs":500,"Threshold":3}]"#,
+            )
+            .unwrap_or_default();
+        assert_eq!(
+            set.degrade.unwrap_or_default(),
+            vec![
+                DegradeRule::slow_ratio("a", 100.0, 0.1, 2).min_request_amount(1),
+                DegradeRule::error_count("b", 3.0, 1)
+                    .min_request_amount(1)
+                    .stat_interval_ms(500),
+            ]
+        );
+        for (payload, field) in [
+            (&br#"{"resource":"a","strategy":1,"statIntervalMs":1000}"#[..], "retryTimeoutMs"),
+            (br#"{"resource":"a","strategy":5,"retryTimeoutMs":1,"statIntervalMs":1}"#, "strategy"),
+            (br#"{"resource":"a","strategy":1,"retryTimeoutMs":1,"statIntervalMs":1,"threshold":2}"#, "count"),
+            (br#"{"resource":"a","retryTimeoutMs":1,"statIntervalMs":1,"threshold":2}"#, "slowRatioThreshold"),
+        ] {
+            let err = GoCircuitBreakerJson::new().convert(payload).err();
+            let fields: Vec<String> =
+                err.as_ref().map(|e| e.issues().iter().map(|i| i.field.clone()).collect()).unwrap_or_default();
+            assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn go_system_mapping() {
+        let set = GoSystemJson::new()
+            .convert(
+                br#"[{"metricType":0,"triggerCount":4.5,"strategy":1},{"metricType":1,"triggerCount":80},
+                     {"metricType":2,"triggerCount":100},{"metricType":3,"triggerCount":2000},
+                     {"MetricType":4,"TriggerCount":0.8}]"#,
+            )
+            .unwrap_or_default();
+        assert_eq!(
+            set.system.unwrap_or_default(),
+            vec![
+                SystemRule::new().highest_system_load(4.5),
+                SystemRule::new().avg_rt(80),
+                SystemRule::new().max_thread(100),
+                SystemRule::new().qps(2000.0),
+                SystemRule::new().highest_cpu_usage(0.8),
+            ]
+        );
+        for (payload, field) in [
+            (&br#"{"metricType":9,"triggerCount":1}"#[..], "metricType"),
+            (br#"{"metricType":4,"triggerCount":80}"#, "triggerCount"),
+            (br#"{"metricType":3,"triggerCount":-1}"#, "triggerCount"),
+        ] {
+            let err = GoSystemJson::new().convert(payload).err();
+            let fields: Vec<String> = err
+                .as_ref()
+                .map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
+                .unwrap_or_default();
+            assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
+        }
+    }
+}
