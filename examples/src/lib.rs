@@ -1,0 +1,35 @@
+//! Shared pieces of the example programs: a simulated workload and a per-second report.
+
+use std::time::Duration;
+
+use sentinel_core::Sentinel;
+
+/// Runs a simulated resource under steady load: `rate` calls per second, each taking
+/// `work` of pretend work, until the task is dropped.
+pub async fn simulate(sentinel: Sentinel, resource: &'static str, rate: u32, work: Duration) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1) / rate.max(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        let sentinel = sentinel.clone();
+        tokio::spawn(async move {
+            let _ = sentinel
+                .entry(resource)
+                .inbound()
+                .run(tokio::time::sleep(work))
+                .await;
+        });
+    }
+}
+
+/// One line per resource: passes and blocks in the last second.
+pub fn report(sentinel: &Sentinel, resources: &[&str]) -> String {
+    resources
+        .iter()
+        .map(|r| match sentinel.resource_stats(r) {
+            Some(s) => format!("{r}: pass {:>4} block {:>4}", s.pass_qps, s.block_qps),
+            None => format!("{r}: no traffic yet"),
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
