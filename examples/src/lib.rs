@@ -22,12 +22,15 @@ pub async fn simulate(sentinel: Sentinel, resource: &'static str, rate: u32, wor
     }
 }
 
-/// One line per resource: passes and blocks in the last second.
+/// One line per resource: passes and blocks in the last complete second.
 pub fn report(sentinel: &Sentinel, resources: &[&str]) -> String {
     resources
         .iter()
         .map(|r| match sentinel.resource_stats(r) {
-            Some(s) => format!("{r}: pass {:>4} block {:>4}", s.pass_qps, s.block_qps),
+            Some(s) => format!(
+                "{r}: pass {:>4} block {:>4}",
+                s.pass_last_second, s.block_last_second
+            ),
             None => format!("{r}: no traffic yet"),
         })
         .collect::<Vec<_>>()

@@ -60,7 +60,8 @@ pub struct RuleIssue {
 }
 
 impl RuleIssue {
-    pub(crate) fn new(
+    /// An issue with rule `index` of `family` (custom converters report through this).
+    pub fn new(
         family: RuleFamily,
         index: usize,
         resource: Option<&str>,

@@ -160,10 +160,22 @@ impl StatNode {
         )
     }
 
+    /// Counts of one event in the last complete wall-clock second.
+    fn last_second(&self, now: u64, event: Event) -> u64 {
+        let this_second = now - now % 1000;
+        this_second.checked_sub(1000).map_or(0, |previous| {
+            self.second.sum_range(previous, this_second, event)
+        })
+    }
+
     /// A public copy of the current numbers.
     pub(crate) fn snapshot(&self, now: u64) -> NodeStats {
         let (pass_minute, block_minute, success_minute, error_minute) = self.minute_totals(now);
         NodeStats {
+            pass_last_second: self.last_second(now, Event::Pass),
+            block_last_second: self.last_second(now, Event::Block),
+            success_last_second: self.last_second(now, Event::Success),
+            error_last_second: self.last_second(now, Event::Error),
             pass_qps: self.pass_qps(now),
             block_qps: self.block_qps(now),
             success_qps: self.success_qps(now),
@@ -197,6 +209,15 @@ pub struct NodeStats {
     pub min_rt_ms: Option<u64>,
     /// Calls in flight now.
     pub concurrency: u64,
+    /// Passed calls in the last complete second (as Sentinel's metric log reports them). The
+    /// sliding `pass_qps` depends on where in the second it is read; this does not.
+    pub pass_last_second: u64,
+    /// Blocked calls in the last complete second.
+    pub block_last_second: u64,
+    /// Completed calls in the last complete second.
+    pub success_last_second: u64,
+    /// Errors in the last complete second.
+    pub error_last_second: u64,
     /// Passed calls over the last minute.
     pub pass_minute: u64,
     /// Blocked calls over the last minute.
