@@ -27,11 +27,12 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy -p datasource-etcd --all-targets --features tls -- -D warnings
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
 cargo test -p datasource-etcd --features tls --no-fail-fast
+cargo test -p sentinel-core --features metrics --test metrics
 
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
