@@ -91,7 +91,7 @@ impl<'a> EntryBuilder<'a> {
     /// Checks every rule and, if none blocks, returns the guard. A rate-limiter rule may make
     /// this call sleep the calling thread while it queues; use
     /// [`enter_async`](Self::enter_async) in async code.
-    pub fn enter(self) -> Result<Entry, BlockError> {
+    pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         let (entry, wait) = self.check()?;
         if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
             std::thread::sleep(wait);
@@ -100,7 +100,7 @@ impl<'a> EntryBuilder<'a> {
     }
 
     /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`.
-    pub async fn enter_async(self) -> Result<Entry, BlockError> {
+    pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
         let (entry, wait) = self.check()?;
         if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
             tokio::time::sleep(wait).await;
@@ -130,10 +130,11 @@ impl<'a> EntryBuilder<'a> {
         Ok(output)
     }
 
-    fn check(&self) -> Result<(Entry, Duration), BlockError> {
+    fn check(&self) -> Result<(Entry<'a>, Duration), BlockError> {
+        // A handle lends its node; a name lookup owns a reference to it.
         let node = match self.target {
-            Target::Name(name) => self.sentinel.node(name),
-            Target::Handle(handle) => handle.node.clone(),
+            Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
+            Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
         let Some(node) = node else {
             return Ok((Entry::untracked(), Duration::ZERO));
@@ -299,11 +300,33 @@ fn record_block(
     node.metrics.block.increment(batch);
 }
 
+/// The resource node an entry reports to: lent by a [`ResourceHandle`] (no reference-count
+/// traffic on the hot path) or owned after a name lookup.
+enum NodeRef<'a> {
+    Borrowed(&'a Arc<ResourceNode>),
+    Owned(Arc<ResourceNode>),
+}
+
+impl std::ops::Deref for NodeRef<'_> {
+    type Target = ResourceNode;
+
+    #[inline]
+    fn deref(&self) -> &ResourceNode {
+        match self {
+            NodeRef::Borrowed(node) => node,
+            NodeRef::Owned(node) => node,
+        }
+    }
+}
+
 /// A call that passed every check. Dropping it exits: it records the response time,
 /// success or error, and releases its concurrency.
+///
+/// The lifetime is the borrow of the [`Sentinel`] or [`ResourceHandle`] it came from; use
+/// [`into_owned`](Self::into_owned) to keep an entry past it (for example in a spawned task).
 #[must_use = "dropping an entry exits it at once"]
-pub struct Entry {
-    node: Option<Arc<ResourceNode>>,
+pub struct Entry<'a> {
+    node: Option<NodeRef<'a>>,
     origin_node: Option<Arc<StatNode>>,
     context_node: Option<Arc<StatNode>>,
     breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
@@ -313,17 +336,17 @@ pub struct Entry {
     error: bool,
 }
 
-impl fmt::Debug for Entry {
+impl fmt::Debug for Entry<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entry")
-            .field("resource", &self.node.as_ref().map(|n| &n.name))
+            .field("resource", &self.node.as_deref().map(|n| &n.name))
             .field("start_ms", &self.start_ms)
             .field("error", &self.error)
             .finish_non_exhaustive()
     }
 }
 
-impl Entry {
+impl<'a> Entry<'a> {
     fn untracked() -> Self {
         Self {
             node: None,
@@ -356,9 +379,27 @@ impl Entry {
 
     /// Exits now. Same as dropping.
     pub fn exit(self) {}
+
+    /// The same entry, independent of the handle or engine borrow it came from.
+    pub fn into_owned(mut self) -> Entry<'static> {
+        let node = self.node.take().map(|n| match n {
+            NodeRef::Borrowed(node) => NodeRef::Owned(node.clone()),
+            NodeRef::Owned(node) => NodeRef::Owned(node),
+        });
+        Entry {
+            node,
+            origin_node: self.origin_node.take(),
+            context_node: self.context_node.take(),
+            breakers: self.breakers.take(),
+            start_ms: self.start_ms,
+            batch: self.batch,
+            inbound: self.inbound,
+            error: self.error,
+        }
+    }
 }
 
-impl Drop for Entry {
+impl Drop for Entry<'_> {
     fn drop(&mut self) {
         let Some(node) = self.node.take() else {
             return;

@@ -88,6 +88,21 @@ impl fmt::Display for RuleIssue {
     }
 }
 
+/// Finishes a wire-to-rule conversion: runs the rule's own validation after the wire-level
+/// issues, and returns the rule only if nothing is wrong.
+pub(crate) fn checked<R>(
+    rule: R,
+    mut issues: Vec<RuleIssue>,
+    validate: impl FnOnce(&R) -> Vec<RuleIssue>,
+) -> Result<R, Vec<RuleIssue>> {
+    issues.extend(validate(&rule));
+    if issues.is_empty() {
+        Ok(rule)
+    } else {
+        Err(issues)
+    }
+}
+
 /// A rule set that was not applied. The rules that were active stay active.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

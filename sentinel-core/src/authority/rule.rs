@@ -139,11 +139,6 @@ impl AuthorityRuleWire {
             strategy,
             resource,
         };
-        issues.extend(rule.validate(index));
-        if issues.is_empty() {
-            Ok(rule)
-        } else {
-            Err(issues)
-        }
+        crate::rules::checked(rule, issues, |r| r.validate(index))
     }
 }

@@ -264,11 +264,6 @@ impl DegradeRuleWire {
             stat_interval_ms,
             resource,
         };
-        issues.extend(rule.validate(index));
-        if issues.is_empty() {
-            Ok(rule)
-        } else {
-            Err(issues)
-        }
+        crate::rules::checked(rule, issues, |r| r.validate(index))
     }
 }

@@ -144,9 +144,10 @@ where
     }
 }
 
-/// Declares a Sentinel (Java) JSON converter for one rule family.
-macro_rules! java_converter {
-    ($(#[$meta:meta])* $name:ident, $family:expr) => {
+/// Declares a converter type that carries a validation mode (strict by default), with its
+/// constructors.
+macro_rules! converter_with_mode {
+    ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct $name {
@@ -172,6 +173,15 @@ macro_rules! java_converter {
                 self
             }
         }
+    };
+}
+
+pub(super) use converter_with_mode;
+
+/// Declares a Sentinel (Java) JSON converter for one rule family.
+macro_rules! java_converter {
+    ($(#[$meta:meta])* $name:ident, $family:expr) => {
+        converter_with_mode!($(#[$meta])* $name);
 
         impl Converter<[u8], RuleSet> for $name {
             fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
@@ -262,42 +272,21 @@ fn convert_java(
     })
 }
 
-/// The combined document: several rule families in one payload, applied together.
-///
-/// ```json
-/// {"flow": [...], "degrade": [...], "system": [...], "authority": [...]}
-/// ```
-///
-/// Each family key holds what [`FlowJson`] (or the family's own converter) accepts. A family
-/// that is absent is not carried by the resulting [`RuleSet`]; a family that is `null` or `[]`
-/// clears it. An empty or `null` document clears every family this build supports. A key that
-/// names no family is a format error, so that a typo (`"flows"`) cannot silently clear rules.
-///
-/// A data source's snapshot file is written in this format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CombinedJson {
-    validation: Validation,
-}
-
-impl CombinedJson {
-    /// A strict converter: one invalid rule in any family rejects the payload.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A lenient converter: invalid rules are skipped and reported.
-    pub fn lenient() -> Self {
-        Self {
-            validation: Validation::Lenient,
-        }
-    }
-
-    /// Sets the validation mode used by [`Converter::convert`].
-    pub fn validation(mut self, validation: Validation) -> Self {
-        self.validation = validation;
-        self
-    }
-}
+converter_with_mode!(
+    /// The combined document: several rule families in one payload, applied together.
+    ///
+    /// ```json
+    /// {"flow": [...], "degrade": [...], "system": [...], "authority": [...]}
+    /// ```
+    ///
+    /// Each family key holds what [`FlowJson`] (or the family's own converter) accepts. A family
+    /// that is absent is not carried by the resulting [`RuleSet`]; a family that is `null` or `[]`
+    /// clears it. An empty or `null` document clears every family this build supports. A key that
+    /// names no family is a format error, so that a typo (`"flows"`) cannot silently clear rules.
+    ///
+    /// A data source's snapshot file is written in this format.
+    CombinedJson
+);
 
 /// The families the converters of this build can turn into rules.
 ///

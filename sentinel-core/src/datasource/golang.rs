@@ -6,8 +6,8 @@
 use serde::Deserialize;
 
 use super::converter::{
-    invalid, lowercase_keys, parse_document, parse_family, rule_list, Converted, Converter,
-    WireShape,
+    converter_with_mode, invalid, lowercase_keys, parse_document, parse_family, rule_list,
+    Converted, Converter, WireShape,
 };
 use crate::circuit_breaker::{DegradeGrade, DegradeRule};
 use crate::engine::RuleSet;
@@ -24,31 +24,7 @@ macro_rules! go_converter {
         $(#[$meta:meta])* $name:ident, $family:expr, $format:literal,
         $wire:ty, $into:path, $fields:expr, $with:ident
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-        pub struct $name {
-            validation: Validation,
-        }
-
-        impl $name {
-            /// A strict converter: one invalid rule rejects the payload.
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            /// A lenient converter: invalid rules are skipped and reported.
-            pub fn lenient() -> Self {
-                Self {
-                    validation: Validation::Lenient,
-                }
-            }
-
-            /// Sets the validation mode used by [`Converter::convert`].
-            pub fn validation(mut self, validation: Validation) -> Self {
-                self.validation = validation;
-                self
-            }
-        }
+        converter_with_mode!($(#[$meta])* $name);
 
         impl Converter<[u8], RuleSet> for $name {
             fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
@@ -336,12 +312,7 @@ fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec
         cluster_mode: false,
         cluster_config: None,
     };
-    issues.extend(rule.validate(index));
-    if issues.is_empty() {
-        Ok(rule)
-    } else {
-        Err(issues)
-    }
+    crate::rules::checked(rule, issues, |r| r.validate(index))
 }
 
 /// sentinel-golang's circuit-breaker rule on the wire, keys lower-cased.
@@ -440,16 +411,13 @@ fn into_go_breaker_rule(
     .stat_interval_ms(stat_interval_ms);
     rule.time_window = retry_ms.div_ceil(1000).max(u32::from(retry_ms > 0));
     rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
-    issues.extend(
-        rule.validate(index)
+    // A missing retryTimeoutMs is already reported in Go's terms, not as `timeWindow`.
+    crate::rules::checked(rule, issues, |r| {
+        r.validate(index)
             .into_iter()
-            .filter(|i| !(i.field == "timeWindow" && retry_ms == 0)),
-    );
-    if issues.is_empty() {
-        Ok(rule)
-    } else {
-        Err(issues)
-    }
+            .filter(|i| !(i.field == "timeWindow" && retry_ms == 0))
+            .collect()
+    })
 }
 
 /// sentinel-golang's system rule on the wire, keys lower-cased.
@@ -506,12 +474,7 @@ fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRul
             rule
         }
     };
-    issues.extend(rule.validate(index));
-    if issues.is_empty() {
-        Ok(rule)
-    } else {
-        Err(issues)
-    }
+    crate::rules::checked(rule, issues, |r| r.validate(index))
 }
 
 #[cfg(test)]

@@ -456,12 +456,7 @@ impl FlowRuleWire {
             cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
             cluster_config,
         };
-        issues.extend(rule.validate(index));
-        if issues.is_empty() {
-            Ok(rule)
-        } else {
-            Err(issues)
-        }
+        crate::rules::checked(rule, issues, |r| r.validate(index))
     }
 }
 

@@ -144,11 +144,6 @@ impl SystemRuleWire {
             avg_rt: wire::float(self.avg_rt).map_or(-1, |v| v as i64),
             max_thread: wire::float(self.max_thread).map_or(-1, |v| v as i64),
         };
-        let issues = rule.validate(index);
-        if issues.is_empty() {
-            Ok(rule)
-        } else {
-            Err(issues)
-        }
+        crate::rules::checked(rule, Vec::new(), |r| r.validate(index))
     }
 }
