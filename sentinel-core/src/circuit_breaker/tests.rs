@@ -23,7 +23,7 @@ fn seed_rule() -> DegradeRule {
 /// Enters `n` calls now, lets `rt_ms` pass, and exits them all in order; the last `errors`
 /// of them failed.
 fn calls(s: &Sentinel, clock: &FakeClock, n: usize, errors: usize, rt_ms: u64) {
-    let mut entries: Vec<Entry> = (0..n)
+    let mut entries: Vec<Entry<'_>> = (0..n)
         .map(|_| s.entry("r").enter().expect("closed breaker passes"))
         .collect();
     clock.advance_ms(rt_ms);
@@ -164,7 +164,7 @@ fn exactly_one_probe_when_threads_race_in_half_open() {
         assert_eq!(state(&s), BreakerState::Open);
         clock.advance_ms(1_000);
         let barrier = Barrier::new(8);
-        let passed: Vec<Entry> = std::thread::scope(|scope| {
+        let passed: Vec<Entry<'_>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..8)
                 .map(|_| {
                     scope.spawn(|| {

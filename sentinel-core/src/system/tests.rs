@@ -10,7 +10,7 @@ fn engine(clock: &FakeClock, status: &ManualSystemStatus) -> Sentinel {
         .build()
 }
 
-fn metric(result: Result<Entry, BlockError>) -> Option<SystemMetric> {
+fn metric(result: Result<Entry<'_>, BlockError>) -> Option<SystemMetric> {
     match result {
         Err(BlockError::System { metric, .. }) => Some(metric),
         _ => None,
