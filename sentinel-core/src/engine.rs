@@ -200,6 +200,7 @@ pub(crate) struct CheckContext<'a> {
     pub(crate) context: Option<&'a str>,
     pub(crate) context_node: Option<&'a StatNode>,
     pub(crate) batch: u32,
+    pub(crate) prioritized: bool,
 }
 
 pub(crate) struct Inner {

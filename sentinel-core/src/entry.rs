@@ -38,6 +38,7 @@ pub struct EntryBuilder<'a> {
     context: Option<&'a str>,
     entry_type: EntryType,
     batch: u32,
+    prioritized: bool,
 }
 
 impl<'a> EntryBuilder<'a> {
@@ -49,6 +50,7 @@ impl<'a> EntryBuilder<'a> {
             context: None,
             entry_type: EntryType::Outbound,
             batch: 1,
+            prioritized: false,
         }
     }
 
@@ -79,6 +81,15 @@ impl<'a> EntryBuilder<'a> {
     /// Sets the entry type.
     pub fn entry_type(mut self, entry_type: EntryType) -> Self {
         self.entry_type = entry_type;
+        self
+    }
+
+    /// Marks the call prioritized (Sentinel's `entryWithPriority`): past a QPS limit with the
+    /// reject behaviour, it may borrow a slot of a coming 500 ms bucket and wait for it (at
+    /// most 500 ms) instead of being blocked. The borrowed pass counts in that bucket, and as
+    /// an occupied pass now.
+    pub fn prioritized(mut self) -> Self {
+        self.prioritized = true;
         self
     }
 
@@ -148,6 +159,7 @@ impl<'a> EntryBuilder<'a> {
 
         let snapshot = shared.rules.load();
         let mut wait = Duration::ZERO;
+        let mut borrowed = false;
         let mut breakers = None;
         let rules = snapshot.resources.get(&*node.name);
         let blocked = 'checks: {
@@ -189,9 +201,13 @@ impl<'a> EntryBuilder<'a> {
                     context: self.context,
                     context_node: context_node.as_deref(),
                     batch: self.batch,
+                    prioritized: self.prioritized,
                 };
                 match flow.check(&cx) {
-                    Ok(queued) => wait += queued,
+                    Ok((queued, from_future)) => {
+                        wait += queued;
+                        borrowed = from_future;
+                    }
                     Err(rule) => {
                         break 'checks Some(BlockError::Flow {
                             resource: node.name.clone(),
@@ -221,15 +237,27 @@ impl<'a> EntryBuilder<'a> {
             return Err(error);
         }
 
-        node.stat.on_pass(now, batch);
-        if let Some(n) = &origin_node {
-            n.on_pass(now, batch);
-        }
-        if let Some(n) = &context_node {
-            n.on_pass(now, batch);
-        }
-        if inbound {
-            shared.inbound.on_pass(now, batch);
+        if borrowed {
+            // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
+            // bucket; only concurrency rises now.
+            node.stat.on_pass_borrowed();
+            for n in [&origin_node, &context_node].into_iter().flatten() {
+                n.on_pass_borrowed();
+            }
+            if inbound {
+                shared.inbound.on_pass_borrowed();
+            }
+        } else {
+            node.stat.on_pass(now, batch);
+            if let Some(n) = &origin_node {
+                n.on_pass(now, batch);
+            }
+            if let Some(n) = &context_node {
+                n.on_pass(now, batch);
+            }
+            if inbound {
+                shared.inbound.on_pass(now, batch);
+            }
         }
         #[cfg(feature = "metrics")]
         node.metrics.pass.increment(batch);

@@ -102,24 +102,30 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
-    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing.
+    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing and
+    /// whether the pass was borrowed from a future bucket.
     #[inline]
-    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<Duration, &Arc<FlowRule>> {
+    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<(Duration, bool), &Arc<FlowRule>> {
         let mut wait = Duration::ZERO;
+        let mut borrowed = false;
         for compiled in &self.rules {
             let Some(node) = self.select_node(compiled, cx) else {
                 continue;
             };
             match compiled
                 .controller
-                .check(node, cx.batch, cx.now_ms, cx.clock)
+                .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
             {
                 Decision::Pass => {}
                 Decision::Wait(d) => wait += d,
+                Decision::Borrowed(d) => {
+                    wait += d;
+                    borrowed = true;
+                }
                 Decision::Block => return Err(&compiled.rule),
             }
         }
-        Ok(wait)
+        Ok((wait, borrowed))
     }
 
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.

@@ -453,3 +453,43 @@ fn shared_engine_clones_share_rules() {
     assert_eq!(clone.flow_rules().rules().len(), 1);
     let _ = Arc::new(clone);
 }
+
+#[test]
+fn prioritized_call_borrows_a_future_slot_when_a_bucket_is_about_to_slide_out() {
+    let clock = FakeClock::at_ms(9_600);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)])
+        .unwrap();
+    assert_eq!(burst(&s, "r", 10), 10); // all in the bucket [9500, 10000)
+    clock.set_ms(10_100);
+    assert!(s.entry("r").enter().is_err(), "a normal call is blocked");
+    let before = clock.now_ms();
+    let entry = s
+        .entry("r")
+        .prioritized()
+        .enter()
+        .expect("borrows the next bucket");
+    // It waited until [9500, 10000) slid out at 10500.
+    assert_eq!(clock.now_ms() - before, 400);
+    drop(entry);
+    let stats = s.resource_stats("r").unwrap();
+    // The borrowed pass counts in the bucket it borrowed from.
+    assert_eq!(stats.pass_qps, 1.0);
+    // And as an occupied pass in the bucket where it borrowed, [10000, 10500).
+    assert_eq!(stats.occupied_pass_qps, 1.0);
+    // A second prioritized call finds the next slot taken by nothing yet: room for 9 more.
+    assert!(s.entry("r").prioritized().enter().is_ok());
+}
+
+#[test]
+fn prioritized_call_is_blocked_when_no_slot_frees_within_the_timeout() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)])
+        .unwrap();
+    assert_eq!(burst(&s, "r", 10), 10); // all in [10000, 10500): they stay until 11000
+    clock.set_ms(10_100);
+    assert!(s.entry("r").prioritized().enter().is_err());
+}

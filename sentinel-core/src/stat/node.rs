@@ -28,7 +28,14 @@ pub(crate) struct StatNode {
     concurrency: CachePadded<AtomicI64>,
     second: Window,
     minute: Window,
+    /// Passes that prioritized calls borrowed from future buckets, keyed by the future
+    /// bucket's start; a bucket starts with the passes borrowed from it.
+    borrowed: Window,
 }
+
+/// Longest a prioritized call may wait for a slot in a future bucket (Sentinel's
+/// `OccupyTimeoutProperty`, 500 ms).
+pub(crate) const OCCUPY_TIMEOUT_MS: u64 = 500;
 
 /// Buckets the second-level window retains: the current second and the previous one.
 const SECOND_RETAINED: usize = 2 * SECOND_BUCKETS;
@@ -45,6 +52,7 @@ impl StatNode {
             concurrency: CachePadded::new(AtomicI64::new(0)),
             second: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
+            borrowed: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
         }
     }
 
@@ -52,13 +60,22 @@ impl StatNode {
     /// window.
     #[inline]
     fn bucket(&self, now: u64) -> &super::window::Bucket {
-        self.second.current_with(now, |start, finished| {
-            if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
-                if let Some(minute) = self.minute.bucket_at(start) {
-                    minute.absorb(finished);
+        self.second.current_with(
+            now,
+            |start, finished| {
+                if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
+                    if let Some(minute) = self.minute.bucket_at(start) {
+                        minute.absorb(finished);
+                    }
                 }
-            }
-        })
+            },
+            |start, fresh| {
+                let borrowed = self.borrowed.sum_range(start, start + 1, Event::Pass);
+                if borrowed > 0 {
+                    fresh.add(Event::Pass, borrowed);
+                }
+            },
+        )
     }
 
     #[inline]
@@ -71,6 +88,54 @@ impl StatNode {
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
         self.concurrency.fetch_add(1, Ordering::Relaxed);
         self.add(now, Event::Pass, n);
+    }
+
+    /// A prioritized call passed on a borrowed future slot: its pass is already counted in
+    /// that future bucket, so only the concurrency rises.
+    #[inline]
+    pub(crate) fn on_pass_borrowed(&self) {
+        self.concurrency.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Sentinel's `tryOccupyNext`: how long a prioritized call must wait until a bucket
+    /// slides out and frees room under `threshold` (per second), counting what is already
+    /// borrowed. `None` if that is [`OCCUPY_TIMEOUT_MS`] or more.
+    pub(crate) fn try_occupy_next(&self, now: u64, acquire: u32, threshold: f64) -> Option<u64> {
+        let max = threshold * SECOND_INTERVAL_MS as f64 / 1000.0;
+        let borrowed = self.borrowed_after(now) as f64;
+        if borrowed >= max {
+            return None;
+        }
+        let window = self.second.bucket_ms();
+        let mut earliest = (now - now % window + window).checked_sub(SECOND_INTERVAL_MS)?;
+        let mut pass = self.second.sum(now, Event::Pass) as f64;
+        let mut index = 0;
+        while earliest < now {
+            let wait = index * window + window - now % window;
+            if wait >= OCCUPY_TIMEOUT_MS {
+                break;
+            }
+            let leaving = self.second.sum_range(earliest, earliest + 1, Event::Pass) as f64;
+            if pass + borrowed + f64::from(acquire) - leaving <= max {
+                return Some(wait);
+            }
+            earliest += window;
+            pass -= leaving;
+            index += 1;
+        }
+        None
+    }
+
+    /// Borrows `n` passes from the bucket that covers `future`, and counts them as occupied
+    /// now.
+    pub(crate) fn borrow_future(&self, now: u64, future: u64, n: u64) {
+        self.borrowed.current(future).add(Event::Pass, n);
+        self.bucket(now).add(Event::OccupiedPass, n);
+    }
+
+    /// Passes borrowed from buckets that have not started yet.
+    fn borrowed_after(&self, now: u64) -> u64 {
+        self.borrowed.sum_range(now + 1, u64::MAX, Event::Pass)
     }
 
     #[inline]
@@ -108,6 +173,10 @@ impl StatNode {
 
     pub(crate) fn block_qps(&self, now: u64) -> f64 {
         self.per_second(now, Event::Block)
+    }
+
+    pub(crate) fn occupied_pass_qps(&self, now: u64) -> f64 {
+        self.per_second(now, Event::OccupiedPass)
     }
 
     pub(crate) fn success_qps(&self, now: u64) -> f64 {
@@ -178,6 +247,7 @@ impl StatNode {
             error_last_second: self.last_second(now, Event::Error),
             pass_qps: self.pass_qps(now),
             block_qps: self.block_qps(now),
+            occupied_pass_qps: self.occupied_pass_qps(now),
             success_qps: self.success_qps(now),
             error_qps: self.error_qps(now),
             avg_rt_ms: self.avg_rt(now),
@@ -199,6 +269,8 @@ pub struct NodeStats {
     pub pass_qps: f64,
     /// Blocked calls per second.
     pub block_qps: f64,
+    /// Prioritized calls per second that passed on a slot borrowed from a future bucket.
+    pub occupied_pass_qps: f64,
     /// Completed calls per second.
     pub success_qps: f64,
     /// Calls that recorded an error, per second.

@@ -24,11 +24,13 @@ pub(crate) enum Event {
     Success = 2,
     Error = 3,
     Rt = 4,
+    /// Prioritized calls that borrowed a slot of a future bucket (Sentinel's occupied pass).
+    OccupiedPass = 5,
 }
 
-const EVENTS: usize = 5;
+const EVENTS: usize = 6;
 
-/// One bucket: start time, five counters and the minimum RT, on its own cache line.
+/// One bucket: start time, six counters and the minimum RT: exactly one cache line.
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct Bucket {
@@ -135,13 +137,18 @@ impl Window {
     /// The bucket for `now`, reset first if it still holds an older round.
     #[inline]
     pub(crate) fn current(&self, now: u64) -> &Bucket {
-        self.current_with(now, |_, _| {})
+        self.current_with(now, |_, _| {}, |_, _| {})
     }
 
     /// Like [`current`](Self::current); the thread that resets an old round first hands it
-    /// (its start and counters) to `retire`.
+    /// (its start and counters) to `retire`, then the fresh bucket (its new start) to `seed`.
     #[inline]
-    pub(crate) fn current_with(&self, now: u64, retire: impl FnOnce(u64, &Bucket)) -> &Bucket {
+    pub(crate) fn current_with(
+        &self,
+        now: u64,
+        retire: impl FnOnce(u64, &Bucket),
+        seed: impl FnOnce(u64, &Bucket),
+    ) -> &Bucket {
         let (index, start) = self.locate(now);
         let bucket = &self.buckets[index];
         let seen = bucket.start.load(Ordering::Acquire);
@@ -156,6 +163,7 @@ impl Window {
                     retire(seen, bucket);
                 }
                 bucket.reset();
+                seed(start, bucket);
             }
         }
         // A bucket newer than `now` means the clock went back: count into it anyway.
@@ -265,10 +273,19 @@ mod tests {
         assert_eq!(w.sum(1200, Event::Pass), 5);
         assert_eq!(w.sum_range(0, 1000, Event::Pass), 3);
         // Reusing the first bucket hands its round over before the reset.
-        w.current_with(2000, |start, b| {
-            assert_eq!(start, 0);
-            retired.set(b.get(Event::Pass));
-        });
+        w.current_with(
+            2000,
+            |start, b| {
+                assert_eq!(start, 0);
+                retired.set(b.get(Event::Pass));
+            },
+            |start, b| b.add(Event::Pass, start),
+        );
+        assert_eq!(
+            w.sum_range(2000, 2001, Event::Pass),
+            2000,
+            "seeded after the reset"
+        );
         assert_eq!(retired.get(), 1);
         assert!(
             w.bucket_at(0).is_none(),

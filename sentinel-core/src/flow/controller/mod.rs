@@ -23,6 +23,9 @@ pub(crate) enum Decision {
     Pass,
     /// Go ahead after queueing this long.
     Wait(Duration),
+    /// A prioritized call borrowed a slot of a future bucket: go ahead after this wait, and
+    /// count the pass in that bucket, not now.
+    Borrowed(Duration),
     /// Rejected.
     Block,
 }
@@ -70,9 +73,10 @@ impl Controller {
         acquire: u32,
         now_ms: u64,
         clock: &dyn Clock,
+        prioritized: bool,
     ) -> Decision {
         match self {
-            Controller::Reject(c) => c.check(node, acquire, now_ms),
+            Controller::Reject(c) => c.check(node, acquire, now_ms, prioritized),
             Controller::WarmUp(c) => c.check(node, acquire, now_ms),
             Controller::RateLimiter(c) => c.check(acquire, now_ms, clock),
             Controller::WarmUpRateLimiter(c) => c.check(node, acquire, now_ms),

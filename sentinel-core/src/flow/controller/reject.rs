@@ -1,11 +1,14 @@
 //! The default controller: reject past the threshold.
 
+use std::time::Duration;
+
 use super::Decision;
 use crate::flow::rule::FlowGrade;
 use crate::stat::StatNode;
 
 /// Sentinel's `DefaultController`: pass while the current QPS (or concurrency) plus the
-/// request stays within `count`.
+/// request stays within `count`. Past it, a prioritized QPS call may borrow a slot of a
+/// coming bucket and wait for it (up to 500 ms) instead of being rejected.
 #[derive(Debug)]
 pub(crate) struct Reject {
     count: f64,
@@ -18,15 +21,26 @@ impl Reject {
     }
 
     #[inline]
-    pub(crate) fn check(&self, node: &StatNode, acquire: u32, now_ms: u64) -> Decision {
+    pub(crate) fn check(
+        &self,
+        node: &StatNode,
+        acquire: u32,
+        now_ms: u64,
+        prioritized: bool,
+    ) -> Decision {
         let used = match self.grade {
             FlowGrade::Qps => node.pass_qps(now_ms),
             FlowGrade::Thread => node.concurrency() as f64,
         };
-        if used + acquire as f64 > self.count {
-            Decision::Block
-        } else {
-            Decision::Pass
+        if used + acquire as f64 <= self.count {
+            return Decision::Pass;
         }
+        if prioritized && self.grade == FlowGrade::Qps {
+            if let Some(wait) = node.try_occupy_next(now_ms, acquire, self.count) {
+                node.borrow_future(now_ms, now_ms + wait, u64::from(acquire));
+                return Decision::Borrowed(Duration::from_millis(wait));
+            }
+        }
+        Decision::Block
     }
 }
