@@ -299,3 +299,68 @@ async fn keep_policy_and_identical_payloads() {
     assert_eq!(applied_seq(&sentinel), Some(1));
     source.close().await;
 }
+
+/// A reader that loads the engine's rule snapshot while a combined document changes flow and
+/// degrade rules together never sees one family from one document and the other from the
+/// next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn combined_document_is_seen_atomically() {
+    let sentinel = Sentinel::new();
+    let store = MemoryStore::new();
+    let doc = |n: usize| {
+        let flow: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"resource":"r{i}","count":{n}}}"#))
+            .collect();
+        let degrade: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"resource":"r{i}","grade":2,"count":{n},"timeWindow":1}}"#))
+            .collect();
+        format!(
+            r#"{{"flow":[{}],"degrade":[{}]}}"#,
+            flow.join(","),
+            degrade.join(",")
+        )
+    };
+    store.put("rules", doc(1));
+    let source = DataSource::builder(store.source("rules"), CombinedJson::new())
+        .start(&sentinel)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let sentinel = sentinel.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut checked = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let snapshot = sentinel.inner.shared.rules.load();
+                let flow = snapshot.flow.rules.len();
+                let degrade = snapshot.degrade.rules.len();
+                assert_eq!(flow, degrade, "a half-applied document was visible");
+                if let (Some(f), Some(d)) =
+                    (snapshot.flow.rules.first(), snapshot.degrade.rules.first())
+                {
+                    assert_eq!(
+                        f.count, d.count,
+                        "flow and degrade from different documents"
+                    );
+                }
+                checked += 1;
+            }
+            checked
+        })
+    };
+    for n in 2..60 {
+        store.put("rules", doc(n));
+        wait_status(&source, "the document applied", |s| {
+            s.last_revision.is_some() && sentinel.flow_rules().rules().len() == n
+        })
+        .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let checked = reader
+        .join()
+        .unwrap_or_else(|_| panic!("the reader saw a torn update"));
+    assert!(checked > 0);
+    source.close().await;
+}
