@@ -261,7 +261,10 @@ impl Drop for Engine {
 }
 
 fn flow(path: &Path) -> DataSourceBuilder {
-    DataSource::builder(FileSource::new(path).expect("valid settings"), FlowJson::new())
+    DataSource::builder(
+        FileSource::new(path).expect("valid settings"),
+        FlowJson::new(),
+    )
 }
 
 /// Waits until the source's status satisfies `condition`.
@@ -319,7 +322,10 @@ async fn editor_rename_is_applied() {
     engine.wait_seq(Some(2)).await;
     let status = wait_status(&source, "two applies", |s| s.applied_count == 2).await;
     assert_eq!(status.rejected_count, 0, "{status:?}");
-    assert!(status.connected && status.last_error.is_none(), "{status:?}");
+    assert!(
+        status.connected && status.last_error.is_none(),
+        "{status:?}"
+    );
     assert_eq!(engine.seqs(), vec![Some(1), Some(2)]);
     source.close().await;
 }
@@ -340,7 +346,10 @@ async fn in_place_write_rejects_the_partial_file_then_applies_the_complete_one()
 
     let status = wait_status(&source, "partial file rejected", |s| s.rejected_count >= 1).await;
     let error = status.last_error.clone().unwrap_or_default();
-    assert!(error.contains("line"), "the error names a position: {error}");
+    assert!(
+        error.contains("line"),
+        "the error names a position: {error}"
+    );
     assert_eq!(status.applied_count, 1, "{status:?}");
     assert_eq!(engine.seq(), Some(1), "the old rules stay active");
 
@@ -519,10 +528,7 @@ async fn hundred_rapid_in_place_writes_end_on_the_last_and_never_go_back() {
         "an older state applied after a newer one: {seqs:?}"
     );
     assert_eq!(seqs.last(), Some(&Some(100)));
-    let status = wait_status(&source, "final state, no error", |s| {
-        s.last_error.is_none()
-    })
-    .await;
+    let status = wait_status(&source, "final state, no error", |s| s.last_error.is_none()).await;
     assert_eq!(status.applied_count as usize, seqs.len(), "{status:?}");
     eprintln!(
         "100 in-place writes: {} applies, {} partial reads rejected",
@@ -622,14 +628,22 @@ async fn combined_document_updates_flow_and_degrade_at_once() {
         );
     }
     for pair in applied.windows(2) {
-        assert_eq!(pair[1].version, pair[0].version + 1, "one bump per document");
+        assert_eq!(
+            pair[1].version,
+            pair[0].version + 1,
+            "one bump per document"
+        );
     }
     let end_version = engine.sentinel.rules_version();
     assert_eq!(end_version - start_version, DOCUMENTS - 1);
 
     assert_eq!(
         engine.sentinel.degrade_rules().rules(),
-        vec![DegradeRule::error_count(DEGRADE_RESOURCE, DOCUMENTS as f64, 1)]
+        vec![DegradeRule::error_count(
+            DEGRADE_RESOURCE,
+            DOCUMENTS as f64,
+            1
+        )]
     );
     let status = source.status();
     assert_eq!(status.applied_count, DOCUMENTS, "{status:?}");
@@ -650,7 +664,11 @@ async fn polling_mode_end_to_end() {
         .poll(Duration::from_millis(50))
         .build()
         .expect("valid settings");
-    assert!(file.describe().contains("polled every"), "{}", file.describe());
+    assert!(
+        file.describe().contains("polled every"),
+        "{}",
+        file.describe()
+    );
     let source = engine
         .start(DataSource::builder(file, FlowJson::new()))
         .await;
