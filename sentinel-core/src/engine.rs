@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
@@ -305,6 +305,43 @@ impl SentinelBuilder {
     }
 }
 
+/// A handle that does not keep the engine alive: for listeners and background tasks that
+/// must not leak it. Obtained from [`Sentinel::downgrade`].
+#[derive(Clone)]
+pub struct WeakSentinel {
+    inner: Weak<Inner>,
+}
+
+impl fmt::Debug for WeakSentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakSentinel").finish_non_exhaustive()
+    }
+}
+
+impl WeakSentinel {
+    /// The engine, if it is still alive.
+    pub fn upgrade(&self) -> Option<Sentinel> {
+        self.inner.upgrade().map(|inner| Sentinel { inner })
+    }
+}
+
+/// Every active rule, of every family, read from one rule table. Obtained from
+/// [`Sentinel::active_rules`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ActiveRules {
+    /// The rule-table version these rules belong to.
+    pub version: u64,
+    /// Active flow rules.
+    pub flow: Vec<FlowRule>,
+    /// Active circuit-breaker rules.
+    pub degrade: Vec<DegradeRule>,
+    /// Active system rules.
+    pub system: Vec<SystemRule>,
+    /// Active authority rules.
+    pub authority: Vec<AuthorityRule>,
+}
+
 static GLOBAL: OnceLock<Sentinel> = OnceLock::new();
 
 impl Sentinel {
@@ -405,6 +442,29 @@ impl Sentinel {
             .iter()
             .map(|n| n.name.to_string())
             .collect()
+    }
+
+    /// A handle that does not keep the engine alive.
+    pub fn downgrade(&self) -> WeakSentinel {
+        WeakSentinel {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Every active rule with its table version, read consistently in one load: a combined
+    /// update is either wholly in it or not at all.
+    pub fn active_rules(&self) -> ActiveRules {
+        let snapshot = self.inner.shared.rules.load();
+        fn copy<T: Clone>(rules: &[Arc<T>]) -> Vec<T> {
+            rules.iter().map(|r| T::clone(r)).collect()
+        }
+        ActiveRules {
+            version: snapshot.version,
+            flow: copy(&snapshot.flow.rules),
+            degrade: copy(&snapshot.degrade.rules),
+            system: copy(&snapshot.system.rules),
+            authority: copy(&snapshot.authority),
+        }
     }
 
     /// The rule-table version; it rises with every applied update.

@@ -34,7 +34,10 @@ mod wire;
 
 pub use block::BlockError;
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{FamilyRule, RuleManager, RuleSet, Sentinel, SentinelBuilder, API_SOURCE};
+pub use engine::{
+    ActiveRules, FamilyRule, RuleManager, RuleSet, Sentinel, SentinelBuilder, WeakSentinel,
+    API_SOURCE,
+};
 pub use entry::{Entry, EntryBuilder, EntryType, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
 pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};

@@ -409,6 +409,14 @@ impl Driver {
                         let _ = self.process(payload).await;
                     }
                     Err(SourceError::Closed) => break,
+                    Err(error @ SourceError::TooLarge { .. }) => {
+                        // The server answered: connected, but the value is rejected. Read
+                        // again after the backoff rather than spin on a backend that asks
+                        // for a re-read.
+                        self.connected();
+                        self.oversized(&error, None);
+                        continue;
+                    }
                     Err(error) => {
                         self.disconnected(&error);
                         continue;
@@ -437,6 +445,10 @@ impl Driver {
                             let _ = self.process(payload).await;
                         }
                         Err(SourceError::Closed) => break,
+                        Err(error @ SourceError::TooLarge { .. }) => {
+                            self.oversized(&error, None);
+                            need_read = true;
+                        }
                         Err(error) => {
                             self.disconnected(&error);
                             need_read = true;
@@ -444,6 +456,11 @@ impl Driver {
                     }
                 }
                 Err(SourceError::Closed) => break,
+                Err(error @ SourceError::TooLarge { .. }) => {
+                    // A backend's own size cap: a rejected payload, not a lost connection.
+                    // Keep watching, so a fixed value is picked up at once.
+                    self.oversized(&error, None);
+                }
                 Err(error) => {
                     self.disconnected(&error);
                     need_read = true;
@@ -469,6 +486,21 @@ impl Driver {
         });
     }
 
+    /// A payload over a size cap (the driver's or the backend's): rejected, rules kept.
+    fn oversized(&mut self, error: &SourceError, revision: Option<String>) {
+        tracing::warn!(source = %self.name, %error, "payload rejected; previous rules kept");
+        // Forget the last hash: the next acceptable payload is applied even if it equals the
+        // one before the oversized one, which clears this error.
+        self.last_hash = None;
+        self.status.send_modify(|s| {
+            s.rejected_count += 1;
+            s.last_error = Some(error.to_string());
+            if revision.is_some() {
+                s.last_revision = revision;
+            }
+        });
+    }
+
     fn disconnected(&self, error: &SourceError) {
         tracing::warn!(source = %self.name, %error, "data source read or watch failed; will retry");
         self.status.send_modify(|s| {
@@ -489,15 +521,7 @@ impl Driver {
                 size,
                 limit: self.max_payload_bytes,
             };
-            tracing::warn!(source = %self.name, %error, "payload rejected; previous rules kept");
-            // Forget the last hash: the next acceptable payload is applied even if it equals
-            // the one before the oversized one, which clears this error.
-            self.last_hash = None;
-            self.status.send_modify(|s| {
-                s.rejected_count += 1;
-                s.last_error = Some(error.to_string());
-                s.last_revision = payload.revision.clone();
-            });
+            self.oversized(&error, payload.revision.clone());
             return Err(DataSourceError::Source {
                 name: self.name.clone(),
                 source: error,

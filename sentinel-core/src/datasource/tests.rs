@@ -364,3 +364,30 @@ async fn combined_document_is_seen_atomically() {
     assert!(checked > 0);
     source.close().await;
 }
+
+#[tokio::test]
+async fn active_rules_and_weak_handles() {
+    let sentinel = Sentinel::new();
+    let weak = sentinel.downgrade();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    // A listener that reads the engine through a weak handle does not keep it alive.
+    sentinel.add_listener(move |_: &SentinelEvent| {
+        if let Some(engine) = weak.upgrade() {
+            count.store(engine.active_rules().flow.len(), Ordering::SeqCst);
+        }
+    });
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", 1.0)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    let active = sentinel.active_rules();
+    assert_eq!(
+        (active.version, active.flow.len(), active.degrade.len()),
+        (1, 2, 0)
+    );
+    let weak = sentinel.downgrade();
+    drop(sentinel);
+    assert!(weak.upgrade().is_none(), "the engine was kept alive");
+}
