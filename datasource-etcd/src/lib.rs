@@ -55,4 +55,4 @@ pub use config::{
     DEFAULT_REQUEST_TIMEOUT,
 };
 pub use source::EtcdSource;
-pub use writer::EtcdRuleWriter;
+pub use writer::{encode_rules, EtcdRuleWriter, WriteError};
