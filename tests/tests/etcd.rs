@@ -129,9 +129,12 @@ impl ConformanceHarness for EtcdHarness {
     }
 }
 
+/// Engine version and active flow resources after each apply.
+type ApplyLog = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
+
 /// Records, for every apply by the source `name`, the engine version and the flow resources
 /// active right after it.
-fn record_applies(sentinel: &Sentinel, name: &str) -> Arc<Mutex<Vec<(u64, Vec<String>)>>> {
+fn record_applies(sentinel: &Sentinel, name: &str) -> ApplyLog {
     let log = Arc::new(Mutex::new(Vec::new()));
     let (engine, name, sink) = (sentinel.clone(), name.to_owned(), log.clone());
     sentinel.add_listener(move |event: &SentinelEvent| {
