@@ -3,45 +3,105 @@
 //! [`EtcdSource`] implements [`ReadableDataSource`](sentinel_core::datasource::ReadableDataSource)
 //! for one key or for every key under a prefix: it GETs the value, notes the revision, and
 //! watches from the next revision, so no change between the read and the watch is lost. The
-//! generic driver in `sentinel-core` does the rest (converting, validating, applying, backoff).
-//! [`EtcdRuleWriter`] stores payloads, for tools and tests.
+//! generic driver in `sentinel-core` ([`DataSource`](sentinel_core::datasource::DataSource))
+//! does the rest: converting, validating, applying, deduplicating, backoff and status.
+//! [`EtcdRuleWriter`] stores rules: [`put_rules`](EtcdRuleWriter::put_rules) validates a
+//! [`RuleSet`](sentinel_core::RuleSet) first, [`put_bytes`](EtcdRuleWriter::put_bytes) stores
+//! bytes as given.
+//!
+//! # Pointing the engine at an etcd key
 //!
 //! ```no_run
+//! use std::time::Duration;
+//!
 //! use datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
-//! use sentinel_core::datasource::{ReadableDataSource, WatchEvent};
+//! use sentinel_core::datasource::{DataSource, FlowJson, StartMode};
+//! use sentinel_core::flow::FlowRule;
+//! use sentinel_core::{RuleSet, Sentinel};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = EtcdConfig::builder()
-//!     .endpoints(["http://127.0.0.1:2379"])
+//!     .endpoints(["http://10.0.0.1:2379,http://10.0.0.2:2379"])
 //!     .credentials("app", "apppw")
+//!     .request_timeout(Duration::from_secs(5))
 //!     .build()?;
 //!
-//! let writer = EtcdRuleWriter::connect(config.clone()).await?;
-//! writer
-//!     .put_bytes("/rules/flow", r#"[{"resource":"GET /api","count":10}]"#)
+//! // The key holds Sentinel's flow rule JSON: [{"resource":"GET:/order","count":5}]
+//! let sentinel = Sentinel::new();
+//! let backend = EtcdSource::key(config.clone(), "/rules/flow");
+//! let source = DataSource::builder(backend, FlowJson::new())
+//!     .name("etcd-flow")
+//!     .start_mode(StartMode::Snapshot)
+//!     .snapshot_file("/var/lib/myapp/flow-rules.json")
+//!     .start(&sentinel)
 //!     .await?;
+//! println!("{} flow rules", sentinel.flow_rules().rules().len());
+//! println!("status {:?}", source.status());
 //!
-//! let mut source = EtcdSource::key(config, "/rules/flow");
-//! let current = source.read().await?;
-//! println!("revision {:?}, {} bytes", current.revision, current.size());
-//! match source.watch().await? {
-//!     WatchEvent::Changed(payload) => println!("new value at {:?}", payload.revision),
-//!     WatchEvent::Resync => println!("read again"),
-//!     _ => {}
-//! }
+//! // Elsewhere, a tool changes the rules; every running engine applies them.
+//! let writer = EtcdRuleWriter::connect(config).await?;
+//! let rules = RuleSet::new().with_flow(vec![FlowRule::qps("GET:/order", 20.0)]);
+//! writer.put_rules("/rules/flow", &rules).await?;
+//!
+//! source.close().await;
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! Decisions worth knowing:
-//! - A prefix source keeps the entries it read and applies each watch response to them, so
-//!   several keys changed in one transaction arrive as one payload.
-//! - A compacted watch position yields `WatchEvent::Resync`; the driver reads again.
-//! - Keys that are not UTF-8 are converted lossily.
-//! - Waiting on an open watch has no timeout. HTTP/2 keep-alive pings (10 s by default) detect a
-//!   dead connection; every other request is bounded by the request timeout.
+//! `examples/src/bin/etcd.rs` is a runnable version that prints passes and blocks while you
+//! change the key with `etcdctl`.
 //!
-//! Features: `tls` connects to `https://` endpoints through rustls and adds `TlsConfig`.
+//! # Key or prefix
+//!
+//! - [`EtcdSource::key`] reads one key. A missing or deleted key means "no rules" (the driver's
+//!   [`DeletePolicy`](sentinel_core::datasource::DeletePolicy) decides whether that clears
+//!   them).
+//! - [`EtcdSource::prefix`] reads every key under a prefix, for example one key per service
+//!   or team: `/rules/flow/orders`, `/rules/flow/payments`. Each key holds a document of the
+//!   converter's format; the driver converts each and applies the union in one step. Adding,
+//!   changing or removing a key under the prefix is one update, and several keys changed in
+//!   one etcd transaction arrive as one update. One invalid key rejects the whole update and
+//!   the previous union stays. End the prefix with `/`, or `/rules/flow` also matches
+//!   `/rules/flow-old`.
+//!
+//! # Authentication and TLS
+//!
+//! With [`EtcdConfigBuilder::credentials`] the client authenticates on connect and
+//! re-authenticates when etcd refuses its token (simple tokens expire after
+//! `--auth-token-ttl` of inactivity and do not survive a server restart). Wrong credentials
+//! fail the start with `SourceError::Auth`; a user without read permission on the key gets
+//! `SourceError::PermissionDenied`. The password never appears in `Debug` output, logs or
+//! errors.
+//!
+//! The `tls` feature adds `TlsConfig` (a CA certificate, an optional client identity, a
+//! domain name override) for `https://` endpoints.
+//!
+//! # Compaction, disconnects and timeouts
+//!
+//! - If etcd has compacted its history past the revision the watch starts from, etcd cancels
+//!   the watch; the source reports a resync and the driver GETs the key again and watches from
+//!   the new revision. Nothing is lost: the GET returns the latest value. This is not counted
+//!   as an error.
+//! - A broken connection (server restart, network loss) is a `SourceError::Connection`: the
+//!   source drops its client, the driver marks itself disconnected and retries with
+//!   exponential backoff and jitter (see
+//!   [`DataSourceBuilder::backoff`](sentinel_core::datasource::DataSourceBuilder::backoff)),
+//!   then GETs again and watches again. A change made while the client was away is applied
+//!   after the reconnect; the rules in force stay until then.
+//! - Every request (connect, GET, authenticate, opening a watch) is bounded by the request
+//!   timeout. Waiting on an open watch has no timeout; HTTP/2 keep-alive pings (10 s by
+//!   default) detect a dead connection.
+//! - Values are capped at 4 MiB in total by default
+//!   ([`EtcdConfigBuilder::max_payload_bytes`]); keys that are not UTF-8 are converted
+//!   lossily.
+//!
+//! # Server versions
+//!
+//! Tested against etcd 3.4.23 (the v3 gRPC API; 3.4 or newer is expected to work).
+//!
+//! # Features
+//!
+//! `tls`: connects to `https://` endpoints through rustls and adds `TlsConfig`.
 
 mod config;
 mod error;
@@ -55,4 +115,4 @@ pub use config::{
     DEFAULT_REQUEST_TIMEOUT,
 };
 pub use source::EtcdSource;
-pub use writer::EtcdRuleWriter;
+pub use writer::{encode_rules, EtcdRuleWriter, WriteError};
