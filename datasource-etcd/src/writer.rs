@@ -4,8 +4,7 @@ use std::fmt;
 
 use etcd_client::Client;
 use sentinel_core::datasource::SourceError;
-use sentinel_core::{RuleError, RuleFamily, RuleIssue, RuleSet};
-use serde_json::{Map, Value};
+use sentinel_core::{RuleError, RuleIssue, RuleSet};
 
 use crate::config::EtcdConfig;
 use crate::error::{map_error, timed_out};
@@ -155,45 +154,12 @@ impl EtcdRuleWriter {
 /// one family as that family's Sentinel JSON list, a set of several as the combined document.
 /// `key` only names the payload in errors.
 pub fn encode_rules(key: &str, rules: &RuleSet) -> Result<Vec<u8>, WriteError> {
-    let mut issues = Vec::new();
-    let mut doc = Map::new();
-    let encode_err = |source| WriteError::Encode {
-        key: key.to_owned(),
-        source,
-    };
-    if let Some(flow) = &rules.flow {
-        issues.extend(flow.iter().enumerate().flat_map(|(i, r)| r.validate(i)));
-        doc.insert(
-            family(RuleFamily::Flow),
-            to_value(flow).map_err(encode_err)?,
-        );
+    if rules.families().is_empty() {
+        return Err(WriteError::Empty {
+            key: key.to_owned(),
+        });
     }
-    if let Some(degrade) = &rules.degrade {
-        issues.extend(degrade.iter().enumerate().flat_map(|(i, r)| r.validate(i)));
-        doc.insert(
-            family(RuleFamily::Degrade),
-            to_value(degrade).map_err(encode_err)?,
-        );
-    }
-    if let Some(system) = &rules.system {
-        issues.extend(system.iter().enumerate().flat_map(|(i, r)| r.validate(i)));
-        doc.insert(
-            family(RuleFamily::System),
-            to_value(system).map_err(encode_err)?,
-        );
-    }
-    if let Some(authority) = &rules.authority {
-        issues.extend(
-            authority
-                .iter()
-                .enumerate()
-                .flat_map(|(i, r)| r.validate(i)),
-        );
-        doc.insert(
-            family(RuleFamily::Authority),
-            to_value(authority).map_err(encode_err)?,
-        );
-    }
+    let issues = rules.validate();
     if !issues.is_empty() {
         return Err(WriteError::Invalid {
             key: key.to_owned(),
@@ -203,28 +169,10 @@ pub fn encode_rules(key: &str, rules: &RuleSet) -> Result<Vec<u8>, WriteError> {
             },
         });
     }
-    let value = match doc.len() {
-        0 => {
-            return Err(WriteError::Empty {
-                key: key.to_owned(),
-            })
-        }
-        1 => doc
-            .into_iter()
-            .next()
-            .map(|(_, list)| list)
-            .unwrap_or_default(),
-        _ => Value::Object(doc),
-    };
-    serde_json::to_vec(&value).map_err(encode_err)
-}
-
-fn family(f: RuleFamily) -> String {
-    f.as_str().to_owned()
-}
-
-fn to_value<T: serde::Serialize>(rules: &T) -> Result<Value, serde_json::Error> {
-    serde_json::to_value(rules)
+    rules.to_json().map_err(|source| WriteError::Encode {
+        key: key.to_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -233,6 +181,7 @@ mod tests {
     use sentinel_core::datasource::{CombinedJson, Converter, FlowJson};
     use sentinel_core::flow::FlowRule;
     use sentinel_core::system::SystemRule;
+    use serde_json::Value;
 
     #[test]
     fn one_family_is_a_plain_list_that_flow_json_reads_back() {

@@ -28,6 +28,14 @@ fn primitives(c: &mut Criterion) {
     group.bench_function("atomic_fetch_add", |b| {
         b.iter(|| counter.fetch_add(1, Ordering::Relaxed))
     });
+    let divisor = std::hint::black_box(500u64);
+    let mut t = 1_000_000u64;
+    group.bench_function("u64_division_by_runtime_value", |b| {
+        b.iter(|| {
+            t += 1;
+            std::hint::black_box(t / divisor)
+        })
+    });
     let arc = Arc::new(1u64);
     group.bench_function("arc_clone_drop", |b| {
         b.iter(|| drop(std::hint::black_box(arc.clone())))

@@ -110,6 +110,67 @@ impl RuleSet {
         set
     }
 
+    /// Checks every rule of every family as loading would (including one authority rule
+    /// per resource), returning every problem. Empty means the set would load strictly.
+    pub fn validate(&self) -> Vec<RuleIssue> {
+        fn each<T>(
+            rules: &Option<Vec<T>>,
+            validate: impl Fn(&T, usize) -> Vec<RuleIssue>,
+        ) -> Vec<RuleIssue> {
+            rules
+                .iter()
+                .flatten()
+                .enumerate()
+                .flat_map(|(i, r)| validate(r, i))
+                .collect()
+        }
+        let mut issues = each(&self.flow, FlowRule::validate);
+        issues.extend(each(&self.degrade, DegradeRule::validate));
+        issues.extend(each(&self.system, SystemRule::validate));
+        issues.extend(each(&self.authority, AuthorityRule::validate));
+        if let Some(authority) = &self.authority {
+            let rules = authority.iter().cloned().map(Arc::new).collect();
+            one_authority_rule_per_resource(rules, &mut issues);
+        }
+        issues
+    }
+
+    /// The set as Sentinel JSON: one family's list when it carries exactly one family (what
+    /// [`FlowJson`](crate::datasource::FlowJson) and its siblings read), the combined document
+    /// otherwise (what [`CombinedJson`](crate::datasource::CombinedJson) reads).
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut doc = self.to_document()?;
+        if doc.len() == 1 {
+            if let Some((_, list)) = doc.pop_first() {
+                return serde_json::to_vec(&list);
+            }
+        }
+        serde_json::to_vec(&doc)
+    }
+
+    /// The set as a combined document, `{"flow": [...], "degrade": [...], ...}`, whatever
+    /// the number of families.
+    pub fn to_combined_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec_pretty(&self.to_document()?)
+    }
+
+    fn to_document(&self) -> Result<BTreeMap<&'static str, serde_json::Value>, serde_json::Error> {
+        let mut doc = BTreeMap::new();
+        if let Some(rules) = &self.flow {
+            doc.insert(RuleFamily::Flow.as_str(), serde_json::to_value(rules)?);
+        }
+        if let Some(rules) = &self.degrade {
+            doc.insert(RuleFamily::Degrade.as_str(), serde_json::to_value(rules)?);
+        }
+        if let Some(rules) = &self.system {
+            doc.insert(RuleFamily::System.as_str(), serde_json::to_value(rules)?);
+        }
+        if let Some(rules) = &self.authority {
+            doc.insert(RuleFamily::Authority.as_str(), serde_json::to_value(rules)?);
+        }
+        Ok(doc)
+    }
+
     /// Appends another set's rules, family by family (used to union a prefix of keys).
     pub fn merge(&mut self, other: RuleSet) {
         fn join<T>(into: &mut Option<Vec<T>>, from: Option<Vec<T>>) {

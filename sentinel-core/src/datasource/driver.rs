@@ -332,6 +332,10 @@ impl Drop for DataSource {
 
 /// Exponential backoff with jitter, capped.
 #[derive(Debug)]
+/// How long a watch must have run before its failure counts as a new outage (the backoff
+/// starts again from the initial delay).
+const HEALTHY_WATCH: Duration = Duration::from_secs(10);
+
 struct Backoff {
     initial: Duration,
     max: Duration,
@@ -423,6 +427,7 @@ impl Driver {
                     }
                 }
             }
+            let watching_since = tokio::time::Instant::now();
             let event = tokio::select! {
                 biased;
                 () = stopped(&mut stop) => break,
@@ -462,6 +467,12 @@ impl Driver {
                     self.oversized(&error, None);
                 }
                 Err(error) => {
+                    // A watch that was healthy for a while ends an outage streak: the next
+                    // reconnect starts from the initial delay. A watch that fails at once
+                    // keeps doubling it, so a broken backend cannot spin.
+                    if watching_since.elapsed() >= HEALTHY_WATCH {
+                        backoff.reset();
+                    }
                     self.disconnected(&error);
                     need_read = true;
                 }

@@ -9,8 +9,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 use super::converter::{CombinedJson, Converter};
 use crate::engine::RuleSet;
 use crate::rules::{RuleError, Validation};
@@ -19,20 +17,7 @@ use crate::rules::{RuleError, Validation};
 ///
 /// Extension point: each family `RuleSet` carries adds one line here.
 pub(crate) fn encode(set: &RuleSet) -> Result<Vec<u8>, serde_json::Error> {
-    let mut doc = Map::new();
-    if let Some(flow) = &set.flow {
-        doc.insert("flow".to_owned(), serde_json::to_value(flow)?);
-    }
-    if let Some(degrade) = &set.degrade {
-        doc.insert("degrade".to_owned(), serde_json::to_value(degrade)?);
-    }
-    if let Some(system) = &set.system {
-        doc.insert("system".to_owned(), serde_json::to_value(system)?);
-    }
-    if let Some(authority) = &set.authority {
-        doc.insert("authority".to_owned(), serde_json::to_value(authority)?);
-    }
-    serde_json::to_vec_pretty(&Value::Object(doc))
+    set.to_combined_json()
 }
 
 /// Decodes a snapshot file's content.
