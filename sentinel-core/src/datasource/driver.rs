@@ -330,12 +330,12 @@ impl Drop for DataSource {
     }
 }
 
-/// Exponential backoff with jitter, capped.
-#[derive(Debug)]
 /// How long a watch must have run before its failure counts as a new outage (the backoff
 /// starts again from the initial delay).
 const HEALTHY_WATCH: Duration = Duration::from_secs(10);
 
+/// Exponential backoff with jitter, capped.
+#[derive(Debug)]
 struct Backoff {
     initial: Duration,
     max: Duration,
