@@ -250,6 +250,47 @@ impl fmt::Debug for Shared {
     }
 }
 
+/// Lets a thread-local `arc_swap::Cache` hold an engine's rule table.
+struct RulesOf(Arc<Shared>);
+
+impl std::ops::Deref for RulesOf {
+    type Target = ArcSwap<RuleSnapshot>;
+
+    fn deref(&self) -> &ArcSwap<RuleSnapshot> {
+        &self.0.rules
+    }
+}
+
+thread_local! {
+    /// The rule table of the engine this thread entered last. A cache hit costs one atomic
+    /// load (no read-modify-write), where `ArcSwap::load` costs a few; the cached table is
+    /// replaced as soon as a newer one is published. The thread keeps that engine's rule
+    /// state (not its statistics) alive until it enters another engine or exits.
+    static RULES: std::cell::RefCell<Option<arc_swap::Cache<RulesOf, Arc<RuleSnapshot>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on the current rule table of `shared`'s engine.
+#[inline]
+pub(crate) fn with_rules<R>(shared: &Arc<Shared>, mut f: impl FnMut(&RuleSnapshot) -> R) -> R {
+    let cached = RULES.try_with(|cell| {
+        // A listener that enters from inside a check finds the cache borrowed: it falls back.
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let hit = slot
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(c.arc_swap(), &shared.rules));
+        if !hit {
+            *slot = Some(arc_swap::Cache::new(RulesOf(shared.clone())));
+        }
+        let snapshot = slot.as_mut()?.load();
+        Some(f(snapshot))
+    });
+    match cached {
+        Ok(Some(result)) => result,
+        _ => f(&shared.rules.load()),
+    }
+}
+
 /// What a check needs to know about the call.
 #[derive(Debug)]
 pub(crate) struct CheckContext<'a> {

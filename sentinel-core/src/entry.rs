@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
-use crate::engine::{CheckContext, Sentinel};
+use crate::engine::{with_rules, CheckContext, Sentinel};
 use crate::stat::{ResourceNode, StatNode};
 
 /// Whether a call comes into this service or goes out of it. System rules apply to inbound
@@ -141,6 +141,7 @@ impl<'a> EntryBuilder<'a> {
         Ok(output)
     }
 
+    #[inline(always)]
     fn check(&self) -> Result<(Entry<'a>, Duration), BlockError> {
         // A handle lends its node; a name lookup owns a reference to it.
         let node = match self.target {
@@ -157,74 +158,75 @@ impl<'a> EntryBuilder<'a> {
         let inbound = self.entry_type == EntryType::Inbound;
         let batch = u64::from(self.batch);
 
-        let snapshot = shared.rules.load();
-        let mut wait = Duration::ZERO;
-        let mut borrowed = false;
-        let mut breakers = None;
-        let rules = snapshot.resources.get(&*node.name);
-        let blocked = 'checks: {
-            // Sentinel's slot order: authority, system, flow, circuit breaker.
-            if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
-                let origin = self.origin.unwrap_or("");
-                if !rule.passes(origin) {
-                    break 'checks Some(BlockError::Authority {
-                        resource: node.name.clone(),
-                        rule: rule.clone(),
-                        origin: origin.to_owned(),
-                    });
-                }
-            }
-            if inbound {
-                if let Some(thresholds) = &snapshot.system.thresholds {
-                    if let Err(b) = thresholds
-                        .check(&shared.inbound, now, self.batch, || shared.system_status())
-                    {
-                        break 'checks Some(BlockError::System {
+        let (blocked, wait, borrowed, breakers) = with_rules(&node.shared, |snapshot| {
+            let mut wait = Duration::ZERO;
+            let mut borrowed = false;
+            let mut breakers = false;
+            let rules = snapshot.resources.get(&*node.name);
+            let blocked = 'checks: {
+                // Sentinel's slot order: authority, system, flow, circuit breaker.
+                if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                    let origin = self.origin.unwrap_or("");
+                    if !rule.passes(origin) {
+                        break 'checks Some(BlockError::Authority {
                             resource: node.name.clone(),
-                            metric: b.metric,
-                            threshold: b.threshold,
-                            value: b.value,
+                            rule: rule.clone(),
+                            origin: origin.to_owned(),
                         });
                     }
                 }
-            }
-            let Some(rules) = rules else {
-                break 'checks None;
-            };
-            if let Some(flow) = &rules.flow {
-                let cx = CheckContext {
-                    now_ms: now,
-                    clock: &*shared.clock,
-                    node: &node,
-                    origin: self.origin,
-                    origin_node: origin_node.as_deref(),
-                    context: self.context,
-                    context_node: context_node.as_deref(),
-                    batch: self.batch,
-                    prioritized: self.prioritized,
+                if inbound {
+                    if let Some(thresholds) = &snapshot.system.thresholds {
+                        if let Err(b) = thresholds
+                            .check(&shared.inbound, now, self.batch, || shared.system_status())
+                        {
+                            break 'checks Some(BlockError::System {
+                                resource: node.name.clone(),
+                                metric: b.metric,
+                                threshold: b.threshold,
+                                value: b.value,
+                            });
+                        }
+                    }
+                }
+                let Some(rules) = rules else {
+                    break 'checks None;
                 };
-                match flow.check(&cx) {
-                    Ok((queued, from_future)) => {
-                        wait += queued;
-                        borrowed = from_future;
-                    }
-                    Err(rule) => {
-                        break 'checks Some(BlockError::Flow {
-                            resource: node.name.clone(),
-                            rule: rule.clone(),
-                        })
+                if let Some(flow) = &rules.flow {
+                    let cx = CheckContext {
+                        now_ms: now,
+                        clock: &*shared.clock,
+                        node: &node,
+                        origin: self.origin,
+                        origin_node: origin_node.as_deref(),
+                        context: self.context,
+                        context_node: context_node.as_deref(),
+                        batch: self.batch,
+                        prioritized: self.prioritized,
+                    };
+                    match flow.check(&cx) {
+                        Ok((queued, from_future)) => {
+                            wait += queued;
+                            borrowed = from_future;
+                        }
+                        Err(rule) => {
+                            break 'checks Some(BlockError::Flow {
+                                resource: node.name.clone(),
+                                rule: rule.clone(),
+                            })
+                        }
                     }
                 }
-            }
-            if let Some(list) = &rules.breakers {
-                if let Some(error) = check_breakers(list, now, &node) {
-                    break 'checks Some(error);
+                if let Some(list) = &rules.breakers {
+                    if let Some(error) = check_breakers(list, now, &node) {
+                        break 'checks Some(error);
+                    }
+                    breakers = true;
                 }
-                breakers = Some(list.clone());
-            }
-            None
-        };
-        drop(snapshot);
+                None
+            };
+            (blocked, wait, borrowed, breakers)
+        });
         if let Some(error) = blocked {
             record_block(
                 &node,
@@ -268,7 +270,7 @@ impl<'a> EntryBuilder<'a> {
                 context_node,
                 breakers,
                 start_ms: now,
-                batch,
+                batch: self.batch,
                 inbound,
                 error: false,
             },
@@ -357,9 +359,10 @@ pub struct Entry<'a> {
     node: Option<NodeRef<'a>>,
     origin_node: Option<Arc<StatNode>>,
     context_node: Option<Arc<StatNode>>,
-    breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
+    /// The resource had circuit breakers when the call entered: exit reports to them.
+    breakers: bool,
     start_ms: u64,
-    batch: u64,
+    batch: u32,
     inbound: bool,
     error: bool,
 }
@@ -380,7 +383,7 @@ impl<'a> Entry<'a> {
             node: None,
             origin_node: None,
             context_node: None,
-            breakers: None,
+            breakers: false,
             start_ms: 0,
             batch: 0,
             inbound: false,
@@ -418,7 +421,7 @@ impl<'a> Entry<'a> {
             node,
             origin_node: self.origin_node.take(),
             context_node: self.context_node.take(),
-            breakers: self.breakers.take(),
+            breakers: self.breakers,
             start_ms: self.start_ms,
             batch: self.batch,
             inbound: self.inbound,
@@ -435,24 +438,34 @@ impl Drop for Entry<'_> {
         let shared = &*node.shared;
         let now = shared.clock.now_ms();
         let rt = now.saturating_sub(self.start_ms);
-        node.stat.on_complete(now, rt, self.batch, self.error);
+        let batch = u64::from(self.batch);
+        node.stat.on_complete(now, rt, batch, self.error);
         if let Some(n) = &self.origin_node {
-            n.on_complete(now, rt, self.batch, self.error);
+            n.on_complete(now, rt, batch, self.error);
         }
         if let Some(n) = &self.context_node {
-            n.on_complete(now, rt, self.batch, self.error);
+            n.on_complete(now, rt, batch, self.error);
         }
         if self.inbound {
-            shared.inbound.on_complete(now, rt, self.batch, self.error);
+            shared.inbound.on_complete(now, rt, batch, self.error);
         }
-        if let Some(breakers) = &self.breakers {
-            for breaker in breakers.iter() {
-                breaker.on_complete(now, rt, self.error, &shared.events);
-            }
+        if self.breakers {
+            // As Sentinel's DegradeSlot does on exit: the resource's current breakers get the
+            // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
+            // same object unless its rule changed.
+            let (error, events) = (self.error, &shared.events);
+            with_rules(&node.shared, |snapshot| {
+                let current = snapshot.resources.get(&*node.name);
+                if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
+                    for breaker in list {
+                        breaker.on_complete(now, rt, error, events);
+                    }
+                }
+            });
         }
         #[cfg(feature = "metrics")]
         if self.error {
-            node.metrics.error.increment(self.batch);
+            node.metrics.error.increment(batch);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! match sentinel.entry("GET:/order").origin("web").enter() {
 //!     Ok(_entry) => { /* serve the call; dropping the entry exits it */ }
 //!     Err(blocked) => eprintln!("blocked: {blocked}"),
-//! }
+//! };
 //! ```
 
 pub mod authority;
