@@ -291,14 +291,11 @@ impl EtcdSource {
         if !touched {
             return Ok(None);
         }
-        if let Err(e) = self.check_size(&entries) {
-            // The local copy can no longer follow the stream: drop the watch, so the driver's
-            // next read starts over (and reports the size until the value shrinks).
-            self.watch = None;
-            return Err(e);
-        }
+        // The local copy follows the stream even over the cap (the watch stays open), so the
+        // value is reported again as soon as it shrinks.
         self.entries = entries;
         self.revision = revision;
+        self.check_size(&self.entries)?;
         Ok(Some(WatchEvent::Changed(self.payload())))
     }
 }
@@ -352,9 +349,11 @@ impl ReadableDataSource for EtcdSource {
                 kv.value().to_vec(),
             );
         }
-        self.check_size(&entries)?;
+        // Keep the position even when the value is over the cap, so the next watch continues
+        // right after it and a fixed value is seen at once.
         self.entries = entries;
         self.revision = revision;
+        self.check_size(&self.entries)?;
         tracing::debug!(
             source = %self.describe(),
             revision,

@@ -222,6 +222,16 @@ async fn payload_over_the_cap_is_rejected() {
         Err(SourceError::TooLarge { size, .. }) => assert_eq!(size, 4096),
         other => panic!("expected TooLarge from the watch, got {other:?}"),
     }
+    // The watch stays open past the oversized value: the fix arrives on it, no read needed.
+    w.put_bytes(&key, b"fixed".to_vec())
+        .await
+        .expect("put fixed");
+    match watch(&mut source).await {
+        Ok(WatchEvent::Changed(payload)) => {
+            assert_eq!(payload.entries[0].value, b"fixed".to_vec());
+        }
+        other => panic!("expected the fixed value from the same watch, got {other:?}"),
+    }
 }
 
 #[tokio::test]
