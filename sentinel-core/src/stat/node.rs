@@ -147,8 +147,7 @@ impl StatNode {
     #[inline]
     pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
         let bucket = self.bucket(now);
-        bucket.add(Event::Success, n);
-        bucket.add(Event::Rt, rt);
+        bucket.add_completions(n, rt);
         bucket.record_rt(rt);
         if error {
             bucket.add(Event::Error, n);

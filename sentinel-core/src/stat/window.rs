@@ -17,25 +17,47 @@ const EMPTY: u64 = u64::MAX;
 
 /// The events one bucket counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(usize)]
 pub(crate) enum Event {
-    Pass = 0,
-    Block = 1,
-    Success = 2,
-    Error = 3,
-    Rt = 4,
+    Pass,
+    Block,
+    Success,
+    Error,
+    Rt,
     /// Prioritized calls that borrowed a slot of a future bucket (Sentinel's occupied pass).
-    OccupiedPass = 5,
+    OccupiedPass,
 }
 
-const EVENTS: usize = 6;
+/// Completed calls and their RT sum share one counter, so a completion is one atomic add:
+/// the count in the high bits, the RT sum (ms) in the low `RT_BITS` bits. A bucket holds up
+/// to 2^24 (16.7 M) completions and 2^40 ms of summed RT.
+const RT_BITS: u32 = 40;
+const RT_MASK: u64 = (1 << RT_BITS) - 1;
+/// The longest RT one call adds to the sum (the rest is cut off): about 49 days.
+const RT_CAP: u64 = u32::MAX as u64;
 
-/// One bucket: start time, six counters and the minimum RT: exactly one cache line.
+/// Counter slots: pass, block, success+RT, error, occupied pass.
+const SLOTS: usize = 5;
+const SUCCESS_RT: usize = 2;
+
+impl Event {
+    #[inline]
+    fn slot(self) -> usize {
+        match self {
+            Event::Pass => 0,
+            Event::Block => 1,
+            Event::Success | Event::Rt => SUCCESS_RT,
+            Event::Error => 3,
+            Event::OccupiedPass => 4,
+        }
+    }
+}
+
+/// One bucket: start time, five counters and the minimum RT, on its own cache line.
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct Bucket {
     start: AtomicU64,
-    counters: [AtomicU64; EVENTS],
+    counters: [AtomicU64; SLOTS],
     min_rt: AtomicU64,
 }
 
@@ -50,12 +72,28 @@ impl Bucket {
 
     #[inline]
     pub(crate) fn add(&self, event: Event, n: u64) {
-        self.counters[event as usize].fetch_add(n, Ordering::Relaxed);
+        let n = match event {
+            Event::Success => n << RT_BITS,
+            Event::Rt => n.min(RT_CAP),
+            _ => n,
+        };
+        self.counters[event.slot()].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// `n` completions that took `rt` ms in all: one atomic add.
+    #[inline]
+    pub(crate) fn add_completions(&self, n: u64, rt: u64) {
+        self.counters[SUCCESS_RT].fetch_add((n << RT_BITS) | rt.min(RT_CAP), Ordering::Relaxed);
     }
 
     #[inline]
     pub(crate) fn get(&self, event: Event) -> u64 {
-        self.counters[event as usize].load(Ordering::Relaxed)
+        let v = self.counters[event.slot()].load(Ordering::Relaxed);
+        match event {
+            Event::Success => v >> RT_BITS,
+            Event::Rt => v & RT_MASK,
+            _ => v,
+        }
     }
 
     #[inline]
@@ -260,6 +298,21 @@ mod tests {
         assert_eq!(w.min_rt(400), Some(10));
         assert_eq!(w.max_bucket(400, Event::Success), 5);
         assert_eq!(w.min_rt(5000), None);
+    }
+
+    #[test]
+    fn completions_and_rt_share_one_counter() {
+        let w = Window::new(2, 1000);
+        let b = w.current(0);
+        b.add_completions(3, 250);
+        b.add(Event::Success, 2);
+        b.add(Event::Rt, 50);
+        assert_eq!((b.get(Event::Success), b.get(Event::Rt)), (5, 300));
+        // A huge RT is capped and cannot spill into the completion count.
+        b.add_completions(1, u64::MAX);
+        assert_eq!(b.get(Event::Success), 6);
+        assert_eq!(b.get(Event::Rt), 300 + u64::from(u32::MAX));
+        assert_eq!(w.sum(10, Event::Success), 6);
     }
 
     #[test]
