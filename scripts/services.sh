@@ -40,7 +40,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES_DIR="$ROOT/.services"
+# SENTINEL_SERVICES_DIR moves data and logs elsewhere, e.g. to /dev/shm to take disk
+# flushes out of a latency benchmark.
+SERVICES_DIR="${SENTINEL_SERVICES_DIR:-$ROOT/.services}"
 READY_TIMEOUT_SECS="${SERVICES_READY_TIMEOUT_SECS:-30}"
 
 ETCD_MAIN_CLIENT_PORT=23790
