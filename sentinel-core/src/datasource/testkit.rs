@@ -242,6 +242,16 @@ impl Fixture {
         self.wait(&what, || self.seq() == seq).await
     }
 
+    /// Waits for the `RulesApplied` event of sequence `seq`. The engine publishes a table
+    /// before its event reaches listeners, so checks that read the event log wait on the log.
+    async fn wait_applied(&self, seq: u64) -> Result<(), ConformanceFailure> {
+        let what = format!("the event applying sequence {seq}");
+        self.wait(&what, || {
+            self.seen(|s| s.applied.last() == Some(&Some(seq)))
+        })
+        .await
+    }
+
     async fn wait_status(
         &self,
         source: &DataSource,
@@ -324,7 +334,7 @@ pub async fn check_ordered_updates<H: ConformanceHarness>(
         harness.write(&flow_payload(seq)).await;
     }
     let last = writes.max(2);
-    fx.wait_seq(Some(last)).await?;
+    fx.wait_applied(last).await?;
     let applied = fx.seen(|s| s.applied.clone());
     let ordered = applied.windows(2).all(|w| w[0] < w[1]);
     fx.ensure(ordered && applied.last() == Some(&Some(last)), || {
@@ -397,7 +407,7 @@ pub async fn check_identical_payload<H: ConformanceHarness>(
     harness.write(&flow_payload(1)).await;
     harness.write(&flow_payload(1)).await;
     harness.write(&flow_payload(2)).await;
-    fx.wait_seq(Some(2)).await?;
+    fx.wait_applied(2).await?;
     let applied = fx.seen(|s| s.applied.clone());
     fx.ensure(applied == vec![Some(1), Some(2)], || {
         format!("identical payload re-applied: applies {applied:?}")
