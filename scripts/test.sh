@@ -31,6 +31,7 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
+cargo build -p examples --features etcd --bin etcd
 cargo test -p datasource-etcd --features tls --no-fail-fast
 cargo test -p sentinel-core --features metrics --test metrics
 

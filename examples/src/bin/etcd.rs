@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/services.sh start etcd-main
-//! cargo run -p examples --bin etcd -- --endpoints http://127.0.0.1:23790 --key /sentinel/rules/flow
+//! cargo run -p examples --features etcd --bin etcd -- --endpoints http://127.0.0.1:23790 --key /sentinel/rules/flow
 //! # in another shell:
 //! etcdctl --endpoints http://127.0.0.1:23790 put /sentinel/rules/flow '[{"resource":"GET:/order","count":5}]'
 //! ```
