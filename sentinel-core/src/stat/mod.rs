@@ -3,6 +3,7 @@
 
 mod node;
 mod registry;
+mod stripe;
 mod window;
 
 pub use node::NodeStats;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use super::stripe::{my_stripe, StripedWindow, STRIPES};
 use super::window::{Event, Window};
 
 /// Buckets in the second-level window.
@@ -21,15 +22,16 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 /// Calls are counted once, in the second-level window, which retains four 500 ms buckets
 /// (two seconds) so the previous whole second stays readable. When a bucket is reused for a
 /// new round, the thread that resets it first adds the finished round into the minute-level
-/// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. This keeps
-/// the hot path to one counter update per event.
+/// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. The
+/// second-level window and the concurrency gauge are split into thread-owned stripes
+/// (see `stripe`), so the hot path writes without locked instructions.
 #[derive(Debug)]
 pub(crate) struct StatNode {
-    concurrency: CachePadded<AtomicI64>,
-    second: Window,
+    concurrency: Box<[CachePadded<AtomicI64>]>,
+    second: StripedWindow,
     minute: Window,
     /// Passes that prioritized calls borrowed from future buckets, keyed by the future
-    /// bucket's start; a bucket starts with the passes borrowed from it.
+    /// bucket's start. They count as passes once their bucket has started.
     borrowed: Window,
 }
 
@@ -49,52 +51,64 @@ impl Default for StatNode {
 impl StatNode {
     pub(crate) fn new() -> Self {
         Self {
-            concurrency: CachePadded::new(AtomicI64::new(0)),
-            second: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
+            concurrency: (0..STRIPES)
+                .map(|_| CachePadded::new(AtomicI64::new(0)))
+                .collect(),
+            second: StripedWindow::new(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
             borrowed: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
         }
     }
 
-    /// The live second-level bucket for `now`, rolling a finished round into the minute
-    /// window.
+    /// This thread's live second-level bucket for `now` (rolling a finished round into the
+    /// minute window), and whether this thread owns it.
     #[inline]
-    fn bucket(&self, now: u64) -> &super::window::Bucket {
-        self.second.current_with(
-            now,
-            |start, finished| {
-                if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
-                    if let Some(minute) = self.minute.bucket_at(start) {
-                        minute.absorb(finished);
-                    }
+    fn bucket(&self, now: u64) -> (&super::window::Bucket, usize, bool) {
+        let (stripe, owned) = my_stripe();
+        let bucket = self.second.current_with(stripe, now, |start, finished| {
+            if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
+                if let Some(minute) = self.minute.bucket_at(start) {
+                    minute.absorb(finished);
                 }
-            },
-            |start, fresh| {
-                let borrowed = self.borrowed.sum_range(start, start + 1, Event::Pass);
-                if borrowed > 0 {
-                    fresh.add(Event::Pass, borrowed);
-                }
-            },
-        )
+            }
+        });
+        (bucket, stripe, owned)
     }
 
     #[inline]
     fn add(&self, now: u64, event: Event, n: u64) {
-        self.bucket(now).add(event, n);
+        let (bucket, _, owned) = self.bucket(now);
+        bucket.add_by(event, n, owned);
+    }
+
+    #[inline]
+    fn add_concurrency(&self, stripe: usize, owned: bool, delta: i64) {
+        let gauge = &self.concurrency[stripe];
+        if owned {
+            gauge.store(
+                gauge.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            gauge.fetch_add(delta, Ordering::Relaxed);
+        }
     }
 
     /// A call passed every check: count it and raise the concurrency.
     #[inline]
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
-        self.concurrency.fetch_add(1, Ordering::Relaxed);
-        self.add(now, Event::Pass, n);
+        let (bucket, stripe, owned) = self.bucket(now);
+        bucket.add_by(Event::Pass, n, owned);
+        self.add_concurrency(stripe, owned, 1);
     }
 
     /// A prioritized call passed on a borrowed future slot: its pass is already counted in
     /// that future bucket, so only the concurrency rises.
     #[inline]
     pub(crate) fn on_pass_borrowed(&self) {
-        self.concurrency.fetch_add(1, Ordering::Relaxed);
+        let (stripe, owned) = my_stripe();
+        self.second.mark_active(stripe);
+        self.add_concurrency(stripe, owned, 1);
     }
 
     /// Sentinel's `tryOccupyNext`: how long a prioritized call must wait until a bucket
@@ -108,14 +122,14 @@ impl StatNode {
         }
         let window = self.second.bucket_ms();
         let mut earliest = (now - now % window + window).checked_sub(SECOND_INTERVAL_MS)?;
-        let mut pass = self.second.sum(now, Event::Pass) as f64;
+        let mut pass = self.passes(now) as f64;
         let mut index = 0;
         while earliest < now {
             let wait = index * window + window - now % window;
             if wait >= OCCUPY_TIMEOUT_MS {
                 break;
             }
-            let leaving = self.second.sum_range(earliest, earliest + 1, Event::Pass) as f64;
+            let leaving = self.passes_in(earliest, earliest + 1) as f64;
             if pass + borrowed + f64::from(acquire) - leaving <= max {
                 return Some(wait);
             }
@@ -130,7 +144,21 @@ impl StatNode {
     /// now.
     pub(crate) fn borrow_future(&self, now: u64, future: u64, n: u64) {
         self.borrowed.current(future).add(Event::Pass, n);
-        self.bucket(now).add(Event::OccupiedPass, n);
+        self.add(now, Event::OccupiedPass, n);
+    }
+
+    /// Passes in the window ending at `now`, including passes borrowed from rounds that have
+    /// started.
+    #[inline]
+    fn passes(&self, now: u64) -> u64 {
+        let from = now.saturating_sub(self.second.interval_ms() - 1);
+        self.second.sum(now, Event::Pass) + self.borrowed.sum_range(from, now + 1, Event::Pass)
+    }
+
+    /// Passes in rounds starting in `[from, to)`, borrowed ones included.
+    fn passes_in(&self, from: u64, to: u64) -> u64 {
+        self.second.sum_range(from, to, Event::Pass)
+            + self.borrowed.sum_range(from, to, Event::Pass)
     }
 
     /// Passes borrowed from buckets that have not started yet.
@@ -146,18 +174,23 @@ impl StatNode {
     /// A passed call completed: record success and RT, lower the concurrency.
     #[inline]
     pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
-        let bucket = self.bucket(now);
-        bucket.add_completions(n, rt);
-        bucket.record_rt(rt);
+        let (bucket, stripe, owned) = self.bucket(now);
+        bucket.add_completions_by(n, rt, owned);
+        bucket.record_rt_by(rt, owned);
         if error {
-            bucket.add(Event::Error, n);
+            bucket.add_by(Event::Error, n, owned);
         }
-        self.concurrency.fetch_sub(1, Ordering::Relaxed);
+        self.add_concurrency(stripe, owned, -1);
     }
 
+    /// Calls in flight: the sum of the stripes (a call may enter on one thread and exit on
+    /// another).
     #[inline]
     pub(crate) fn concurrency(&self) -> i64 {
-        self.concurrency.load(Ordering::Relaxed)
+        self.concurrency
+            .iter()
+            .map(|g| g.load(Ordering::Relaxed))
+            .sum()
     }
 
     #[inline]
@@ -167,7 +200,12 @@ impl StatNode {
 
     #[inline]
     pub(crate) fn pass_qps(&self, now: u64) -> f64 {
-        self.per_second(now, Event::Pass)
+        let passes = self.passes(now) as f64;
+        match self.second.interval_ms() {
+            // The usual one-second window: no division on the hot path.
+            1000 => passes,
+            interval => passes * 1000.0 / interval as f64,
+        }
     }
 
     pub(crate) fn block_qps(&self, now: u64) -> f64 {
@@ -193,7 +231,7 @@ impl StatNode {
         let Some(previous) = this_second.checked_sub(1000) else {
             return 0.0;
         };
-        self.second.sum_range(previous, this_second, Event::Pass) as f64
+        self.passes_in(previous, this_second) as f64
     }
 
     /// Average RT of the calls completed in the second window, in ms.
@@ -212,7 +250,7 @@ impl StatNode {
 
     /// Highest success rate of any bucket in the second window, scaled to per second.
     pub(crate) fn max_success_qps(&self, now: u64) -> f64 {
-        self.second.max_bucket(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
+        self.second.max_round(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
     }
 
     /// Totals over the last minute: rolled-up rounds plus the live buckets.
@@ -231,9 +269,12 @@ impl StatNode {
     /// Counts of one event in the last complete wall-clock second.
     fn last_second(&self, now: u64, event: Event) -> u64 {
         let this_second = now - now % 1000;
-        this_second.checked_sub(1000).map_or(0, |previous| {
-            self.second.sum_range(previous, this_second, event)
-        })
+        this_second
+            .checked_sub(1000)
+            .map_or(0, |previous| match event {
+                Event::Pass => self.passes_in(previous, this_second),
+                _ => self.second.sum_range(previous, this_second, event),
+            })
     }
 
     /// A public copy of the current numbers.

@@ -86,6 +86,54 @@ impl Bucket {
         self.counters[SUCCESS_RT].fetch_add((n << RT_BITS) | rt.min(RT_CAP), Ordering::Relaxed);
     }
 
+    /// Like [`add`](Self::add), by the only thread that writes this bucket when `owned`: a
+    /// plain load and store instead of a locked add.
+    #[inline]
+    pub(crate) fn add_by(&self, event: Event, n: u64, owned: bool) {
+        if owned {
+            let n = match event {
+                Event::Success => n << RT_BITS,
+                Event::Rt => n.min(RT_CAP),
+                _ => n,
+            };
+            let counter = &self.counters[event.slot()];
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(n),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.add(event, n);
+        }
+    }
+
+    /// Like [`add_completions`](Self::add_completions), by the bucket's only writer when
+    /// `owned`.
+    #[inline]
+    pub(crate) fn add_completions_by(&self, n: u64, rt: u64, owned: bool) {
+        if owned {
+            let counter = &self.counters[SUCCESS_RT];
+            let v = (n << RT_BITS) | rt.min(RT_CAP);
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(v),
+                Ordering::Relaxed,
+            );
+        } else {
+            self.add_completions(n, rt);
+        }
+    }
+
+    /// Like [`record_rt`](Self::record_rt), by the bucket's only writer when `owned`.
+    #[inline]
+    pub(crate) fn record_rt_by(&self, rt: u64, owned: bool) {
+        if owned {
+            if rt < self.min_rt.load(Ordering::Relaxed) {
+                self.min_rt.store(rt, Ordering::Relaxed);
+            }
+        } else {
+            self.record_rt(rt);
+        }
+    }
+
     #[inline]
     pub(crate) fn get(&self, event: Event) -> u64 {
         let v = self.counters[event.slot()].load(Ordering::Relaxed);
@@ -247,16 +295,6 @@ impl Window {
             .sum()
     }
 
-    /// The largest per-bucket count of `event` inside the interval.
-    pub(crate) fn max_bucket(&self, now: u64, event: Event) -> u64 {
-        self.buckets
-            .iter()
-            .filter(|b| self.is_valid(b, now).is_some())
-            .map(|b| b.get(event))
-            .max()
-            .unwrap_or(0)
-    }
-
     /// The smallest RT seen inside the interval, if any call completed.
     pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
         self.buckets
@@ -289,14 +327,13 @@ mod tests {
     }
 
     #[test]
-    fn min_rt_and_max_bucket() {
+    fn min_rt_inside_the_interval() {
         let w = Window::new(10, 1000);
         w.current(0).record_rt(30);
         w.current(150).record_rt(10);
         w.current(150).add(Event::Success, 5);
         w.current(350).add(Event::Success, 2);
         assert_eq!(w.min_rt(400), Some(10));
-        assert_eq!(w.max_bucket(400, Event::Success), 5);
         assert_eq!(w.min_rt(5000), None);
     }
 

@@ -1,0 +1,188 @@
+//! Thread-owned stripes: the second-level window and the concurrency gauge are split into
+//! stripes, and each thread writes only its own.
+//!
+//! A locked atomic add costs about 10 ns on the machines this was measured on, and an entry
+//! and its exit make four updates. Up to [`OWNED_STRIPES`] live threads each lease a stripe
+//! that no other thread writes, so their updates are plain loads and stores. Further threads
+//! share one more stripe with locked adds. Readers sum the stripes that have ever been
+//! written. With several threads on one resource, writers no longer bounce one cache line
+//! between cores.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::window::{Bucket, Event, Window};
+
+/// Stripes that a thread can own.
+pub(crate) const OWNED_STRIPES: usize = 8;
+/// The stripe shared, with locked adds, by threads that own none.
+const SHARED_STRIPE: usize = OWNED_STRIPES;
+/// Owned stripes plus the shared one.
+pub(crate) const STRIPES: usize = OWNED_STRIPES + 1;
+
+/// Owned stripes in use, one bit each.
+static LEASED: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's stripe, given back when the thread exits.
+struct Lease(usize);
+
+impl Lease {
+    fn acquire() -> Self {
+        let all = (1u64 << OWNED_STRIPES) - 1;
+        let mut taken = LEASED.load(Ordering::Relaxed);
+        loop {
+            let free = !taken & all;
+            if free == 0 {
+                return Lease(SHARED_STRIPE);
+            }
+            let bit = free.trailing_zeros() as usize;
+            match LEASED.compare_exchange_weak(
+                taken,
+                taken | (1 << bit),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Lease(bit),
+                Err(now) => taken = now,
+            }
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.0 < OWNED_STRIPES {
+            LEASED.fetch_and(!(1u64 << self.0), Ordering::AcqRel);
+        }
+    }
+}
+
+thread_local! {
+    static LEASE: Lease = Lease::acquire();
+}
+
+/// This thread's stripe, and whether the thread owns it.
+#[inline]
+pub(crate) fn my_stripe() -> (usize, bool) {
+    // During thread teardown the lease may be gone: use the shared stripe.
+    let stripe = LEASE.try_with(|lease| lease.0).unwrap_or(SHARED_STRIPE);
+    (stripe, stripe < OWNED_STRIPES)
+}
+
+/// A window split into per-thread stripes.
+#[derive(Debug)]
+pub(crate) struct StripedWindow {
+    stripes: Box<[Window]>,
+    /// Stripes ever written, one bit each: readers skip the others.
+    active: AtomicU64,
+}
+
+impl StripedWindow {
+    pub(crate) fn new(buckets: usize, interval_ms: u64, retained: usize) -> Self {
+        Self {
+            stripes: (0..STRIPES)
+                .map(|_| Window::with_retention(buckets, interval_ms, retained))
+                .collect(),
+            active: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn mark_active(&self, stripe: usize) {
+        let bit = 1u64 << stripe;
+        if self.active.load(Ordering::Relaxed) & bit == 0 {
+            self.active.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// The stripes that have been written.
+    #[inline]
+    fn active(&self) -> impl Iterator<Item = &Window> {
+        let mut bits = self.active.load(Ordering::Relaxed);
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.stripes.get(i)
+        })
+    }
+
+    /// The bucket of `stripe` for `now`, handing a finished round to `retire`.
+    #[inline]
+    pub(crate) fn current_with(
+        &self,
+        stripe: usize,
+        now: u64,
+        retire: impl FnOnce(u64, &Bucket),
+    ) -> &Bucket {
+        self.mark_active(stripe);
+        self.stripes[stripe].current_with(now, retire, |_, _| {})
+    }
+
+    pub(crate) fn interval_ms(&self) -> u64 {
+        self.stripes[0].interval_ms()
+    }
+
+    pub(crate) fn bucket_ms(&self) -> u64 {
+        self.stripes[0].bucket_ms()
+    }
+
+    #[inline]
+    pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
+        self.active().map(|w| w.sum(now, event)).sum()
+    }
+
+    pub(crate) fn sum_range(&self, from: u64, to: u64, event: Event) -> u64 {
+        self.active().map(|w| w.sum_range(from, to, event)).sum()
+    }
+
+    pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
+        self.active().filter_map(|w| w.min_rt(now)).min()
+    }
+
+    /// The largest per-round total of `event` among the rounds inside the interval.
+    pub(crate) fn max_round(&self, now: u64, event: Event) -> u64 {
+        let width = self.bucket_ms();
+        let current = now - now % width;
+        let rounds = self.interval_ms() / width;
+        (0..rounds)
+            .filter_map(|i| current.checked_sub(i * width))
+            .map(|start| self.sum_range(start, start + 1, event))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_lease_distinct_stripes_and_give_them_back() {
+        let (mine, owned) = my_stripe();
+        assert!(owned, "the first threads own a stripe");
+        let other = std::thread::spawn(my_stripe)
+            .join()
+            .unwrap_or((mine, false));
+        assert_ne!(other.0, mine);
+        // The other thread exited and gave its stripe back: a new thread can lease it.
+        let again = std::thread::spawn(my_stripe)
+            .join()
+            .unwrap_or((mine, false));
+        assert!(again.1);
+    }
+
+    #[test]
+    fn sums_cover_every_written_stripe() {
+        let w = StripedWindow::new(2, 1000, 4);
+        w.current_with(0, 100, |_, _| {}).add(Event::Pass, 2);
+        w.current_with(3, 100, |_, _| {}).add(Event::Pass, 5);
+        w.current_with(SHARED_STRIPE, 600, |_, _| {})
+            .add(Event::Pass, 1);
+        assert_eq!(w.sum(700, Event::Pass), 8);
+        assert_eq!(w.sum_range(0, 500, Event::Pass), 7);
+        assert_eq!(w.max_round(700, Event::Pass), 7);
+        assert_eq!(w.sum(1600, Event::Pass), 0);
+    }
+}
