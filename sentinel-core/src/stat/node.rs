@@ -1,7 +1,7 @@
 //! Statistics for one node: a resource, a (resource, origin) pair, a (context, resource)
 //! pair, or the global inbound node.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -33,6 +33,8 @@ pub(crate) struct StatNode {
     /// Passes that prioritized calls borrowed from future buckets, keyed by the future
     /// bucket's start. They count as passes once their bucket has started.
     borrowed: Window,
+    /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
+    has_borrowed: AtomicBool,
 }
 
 /// Longest a prioritized call may wait for a slot in a future bucket (Sentinel's
@@ -57,6 +59,7 @@ impl StatNode {
             second: StripedWindow::new(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
             borrowed: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
+            has_borrowed: AtomicBool::new(false),
         }
     }
 
@@ -143,8 +146,19 @@ impl StatNode {
     /// Borrows `n` passes from the bucket that covers `future`, and counts them as occupied
     /// now.
     pub(crate) fn borrow_future(&self, now: u64, future: u64, n: u64) {
+        self.has_borrowed.store(true, Ordering::Release);
         self.borrowed.current(future).add(Event::Pass, n);
         self.add(now, Event::OccupiedPass, n);
+    }
+
+    /// Borrowed passes of rounds starting in `[from, to)`.
+    #[inline]
+    fn borrowed_in(&self, from: u64, to: u64) -> u64 {
+        if self.has_borrowed.load(Ordering::Acquire) {
+            self.borrowed.sum_range(from, to, Event::Pass)
+        } else {
+            0
+        }
     }
 
     /// Passes in the window ending at `now`, including passes borrowed from rounds that have
@@ -152,13 +166,12 @@ impl StatNode {
     #[inline]
     fn passes(&self, now: u64) -> u64 {
         let from = now.saturating_sub(self.second.interval_ms() - 1);
-        self.second.sum(now, Event::Pass) + self.borrowed.sum_range(from, now + 1, Event::Pass)
+        self.second.sum(now, Event::Pass) + self.borrowed_in(from, now + 1)
     }
 
     /// Passes in rounds starting in `[from, to)`, borrowed ones included.
     fn passes_in(&self, from: u64, to: u64) -> u64 {
-        self.second.sum_range(from, to, Event::Pass)
-            + self.borrowed.sum_range(from, to, Event::Pass)
+        self.second.sum_range(from, to, Event::Pass) + self.borrowed_in(from, to)
     }
 
     /// Passes borrowed from buckets that have not started yet.
