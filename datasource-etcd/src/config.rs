@@ -410,12 +410,33 @@ fn check_endpoint(endpoint: &str, tls: bool) -> Result<(), ConfigError> {
     if rest.is_empty() || rest.starts_with('/') {
         return Err(invalid("no host"));
     }
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if let Some(at) = authority.rfind('@') {
+        // User info in the URL would reach logs and Debug output: refuse it, and keep the
+        // secret out of the error too.
+        let scheme_len = endpoint.len() - rest.len();
+        return Err(ConfigError::InvalidEndpoint {
+            endpoint: format!("{}***@{}", &endpoint[..scheme_len], &rest[at + 1..]),
+            reason: "credentials in the endpoint; set them with credentials(user, password)",
+        });
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_an_endpoint_are_refused_without_echoing_them() {
+        let err = EtcdConfig::builder()
+            .endpoint("http://app:s3cret-pw@127.0.0.1:2379")
+            .build()
+            .expect_err("user info in the URL");
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
+        assert!(shown.contains("credentials("), "{shown}");
+    }
 
     #[test]
     fn debug_redacts_the_password() {

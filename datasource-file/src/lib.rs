@@ -85,8 +85,9 @@
 //! Two caps apply, both 4 MiB by default:
 //! - the source's own, [`FileSourceBuilder::max_size`]: a larger file is not read at all, so a
 //!   runaway file cannot take the process's memory. The source returns
-//!   [`SourceError::TooLarge`]; the driver shows it in its status as the last error, keeps the
-//!   rules, and re-reads with backoff until the file is back under the cap;
+//!   [`SourceError::TooLarge`] once per change of the file; the driver counts it as a rejected
+//!   payload, shows it in its status, keeps the rules and goes on watching, so the file is
+//!   applied as soon as it is back under the cap;
 //! - the driver's, `DataSourceBuilder::max_payload_bytes`: a larger payload is rejected
 //!   (counted in the status's `rejected_count`) and the rules stay.
 //!
@@ -320,6 +321,16 @@ impl FileSource {
         }
     }
 
+    /// Remembers an oversized file, so it is reported once per change rather than on every
+    /// look; other errors pass through.
+    fn oversized(&mut self, error: SourceError) -> SourceError {
+        if let SourceError::TooLarge { size, .. } = error {
+            self.last = Some(Seen::Oversized(size));
+            self.pending = false;
+        }
+        error
+    }
+
     /// Records `snap` as reported and turns it into a payload.
     fn report(&mut self, snap: Snapshot) -> RawPayload {
         self.last = Some(snap.seen());
@@ -380,7 +391,10 @@ impl ReadableDataSource for FileSource {
         // The drained events are covered by this read, but only once it completes: if it
         // fails or is cancelled, the next watch looks at the file without waiting.
         self.pending = true;
-        let snap = self.snapshot().await?;
+        let snap = match self.snapshot().await {
+            Ok(snap) => snap,
+            Err(error) => return Err(self.oversized(error)),
+        };
         self.pending = false;
         Ok(self.report(snap))
     }
@@ -393,7 +407,17 @@ impl ReadableDataSource for FileSource {
                 self.pending = true;
             }
             self.debounce().await;
-            let changed = self.observe().await?;
+            let changed = match self.observe().await {
+                Ok(changed) => changed,
+                Err(SourceError::TooLarge { size, .. })
+                    if self.last == Some(Seen::Oversized(size)) =>
+                {
+                    // Still the same oversized file: reported already, wait for a change.
+                    self.pending = false;
+                    continue;
+                }
+                Err(error) => return Err(self.oversized(error)),
+            };
             self.pending = false;
             if let Some(payload) = changed {
                 return Ok(WatchEvent::Changed(payload));

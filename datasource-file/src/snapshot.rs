@@ -21,6 +21,8 @@ pub(crate) enum Snapshot {
 pub(crate) enum Seen {
     Missing,
     Content([u8; 32]),
+    /// Over the size cap, at this size: reported once, not again until it changes.
+    Oversized(usize),
 }
 
 impl Snapshot {

@@ -313,6 +313,14 @@ pub(crate) struct Inner {
     writer: Mutex<()>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Compiled rules can hold resource nodes (a relate rule's node), and nodes hold the
+        // shared state that holds the rules: break that cycle when the last handle goes.
+        self.shared.rules.store(Arc::new(RuleSnapshot::default()));
+    }
+}
+
 /// A Sentinel engine: resources, their statistics, the rule tables and the clock.
 ///
 /// Cheap to clone: clones share everything. Build isolated instances for tests with

@@ -6,7 +6,9 @@
 //! OPEN -> HALF_OPEN on the first request after the retry timeout; that request is the one
 //! probe, chosen by a compare-and-swap, and every concurrent caller is blocked.
 //! HALF_OPEN -> CLOSED when the probe completes fast and without error; -> OPEN otherwise, or
-//! when a later check blocks the probe.
+//! when a later check blocks the probe. As in Sentinel, the completion that decides is the
+//! first one to arrive in HALF_OPEN: normally the probe's, but a call admitted before the
+//! breaker opened and still running counts too.
 //!
 //! A probe that never completes (an entry leaked with `mem::forget`) would leave the breaker
 //! HALF_OPEN forever in Sentinel. Here, once a further `timeWindow` has passed in HALF_OPEN,

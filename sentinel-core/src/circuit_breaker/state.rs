@@ -10,7 +10,9 @@ pub enum BreakerState {
     Closed = 0,
     /// Calls are blocked until the retry timeout (`timeWindow`) passes.
     Open = 1,
-    /// One probe call is in flight; every other call is blocked until it completes.
+    /// One probe call was admitted; new calls are blocked. The next call that completes
+    /// (normally the probe; as in Sentinel, also a call admitted before the breaker opened)
+    /// closes the breaker if it was fast and without error, and reopens it otherwise.
     HalfOpen = 2,
 }
 

@@ -414,12 +414,12 @@ impl Driver {
                     }
                     Err(SourceError::Closed) => break,
                     Err(error @ SourceError::TooLarge { .. }) => {
-                        // The server answered: connected, but the value is rejected. Read
-                        // again after the backoff rather than spin on a backend that asks
-                        // for a re-read.
+                        // The server answered: connected, but the value is rejected. Watch
+                        // for the next value (a backend reports an unchanged oversized
+                        // value once).
                         self.connected();
+                        need_read = false;
                         self.oversized(&error, None);
-                        continue;
                     }
                     Err(error) => {
                         self.disconnected(&error);
@@ -452,7 +452,6 @@ impl Driver {
                         Err(SourceError::Closed) => break,
                         Err(error @ SourceError::TooLarge { .. }) => {
                             self.oversized(&error, None);
-                            need_read = true;
                         }
                         Err(error) => {
                             self.disconnected(&error);

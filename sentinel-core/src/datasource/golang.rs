@@ -409,7 +409,7 @@ fn into_go_breaker_rule(
     }
     .min_request_amount(min_request_amount)
     .stat_interval_ms(stat_interval_ms);
-    rule.time_window = retry_ms.div_ceil(1000).max(u32::from(retry_ms > 0));
+    rule.time_window = retry_ms.div_ceil(1000);
     rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
     // A missing retryTimeoutMs is already reported in Go's terms, not as `timeWindow`.
     crate::rules::checked(rule, issues, |r| {

@@ -119,8 +119,11 @@ impl ResourceFlowRules {
                 Decision::Pass => {}
                 Decision::Wait(d) => wait += d,
                 Decision::Borrowed(d) => {
+                    // As Sentinel's PriorityWaitException: the call has its slot; the
+                    // remaining rules are not checked.
                     wait += d;
                     borrowed = true;
+                    break;
                 }
                 Decision::Block => return Err(&compiled.rule),
             }

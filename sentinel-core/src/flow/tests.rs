@@ -493,3 +493,18 @@ fn prioritized_call_is_blocked_when_no_slot_frees_within_the_timeout() {
     clock.set_ms(10_100);
     assert!(s.entry("r").prioritized().enter().is_err());
 }
+
+#[test]
+fn dropping_the_engine_frees_it_even_with_a_relate_rule() {
+    let s = Sentinel::new();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("write", 3.0).relate("read")])
+        .unwrap();
+    // (No entry on this thread: its rule-table cache would keep the state alive by design.)
+    let shared = Arc::downgrade(&s.inner.shared);
+    drop(s);
+    assert!(
+        shared.upgrade().is_none(),
+        "a reference cycle kept the engine alive"
+    );
+}

@@ -94,9 +94,16 @@ impl<V> CappedMap<V> {
         name: &str,
         make: impl FnOnce(Arc<str>) -> V,
     ) -> Option<Arc<V>> {
-        if let Some(found) = self.get(name) {
-            return Some(found);
+        let current = self.map.load();
+        if let Some(found) = current.get(name) {
+            return Some(found.clone());
         }
+        if current.len() >= self.cap {
+            // Past the cap, a new name never takes the writer lock.
+            self.warn_cap(name);
+            return None;
+        }
+        drop(current);
         // The writer lock only orders inserts; a poisoned lock still protects nothing shared.
         let _guard = self.insert.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.map.load_full();
@@ -104,14 +111,7 @@ impl<V> CappedMap<V> {
             return Some(found.clone());
         }
         if current.len() >= self.cap {
-            if !self.warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    cap = self.cap,
-                    kind = self.what,
-                    name,
-                    "statistics cap reached; further names pass without statistics"
-                );
-            }
+            self.warn_cap(name);
             return None;
         }
         let key: Arc<str> = Arc::from(name);
@@ -120,6 +120,17 @@ impl<V> CappedMap<V> {
         next.insert(key, value.clone());
         self.map.store(Arc::new(next));
         Some(value)
+    }
+
+    fn warn_cap(&self, name: &str) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                cap = self.cap,
+                kind = self.what,
+                name,
+                "statistics cap reached; further names pass without statistics"
+            );
+        }
     }
 
     pub(crate) fn len(&self) -> usize {

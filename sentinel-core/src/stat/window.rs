@@ -34,6 +34,24 @@ const RT_BITS: u32 = 40;
 const RT_MASK: u64 = (1 << RT_BITS) - 1;
 /// The longest RT one call adds to the sum (the rest is cut off): about 49 days.
 const RT_CAP: u64 = u32::MAX as u64;
+/// The most completions one add records (a larger batch is cut off rather than spill).
+const COUNT_CAP: u64 = (1 << (64 - RT_BITS)) - 1;
+
+/// The value `n` of `event` adds to its counter slot.
+#[inline]
+fn encode(event: Event, n: u64) -> u64 {
+    match event {
+        Event::Success => n.min(COUNT_CAP) << RT_BITS,
+        Event::Rt => n.min(RT_CAP),
+        _ => n,
+    }
+}
+
+/// One add of `n` completions taking `rt` ms in all.
+#[inline]
+fn encode_completions(n: u64, rt: u64) -> u64 {
+    (n.min(COUNT_CAP) << RT_BITS) | rt.min(RT_CAP)
+}
 
 /// Counter slots: pass, block, success+RT, error, occupied pass.
 const SLOTS: usize = 5;
@@ -72,18 +90,13 @@ impl Bucket {
 
     #[inline]
     pub(crate) fn add(&self, event: Event, n: u64) {
-        let n = match event {
-            Event::Success => n << RT_BITS,
-            Event::Rt => n.min(RT_CAP),
-            _ => n,
-        };
-        self.counters[event.slot()].fetch_add(n, Ordering::Relaxed);
+        self.counters[event.slot()].fetch_add(encode(event, n), Ordering::Relaxed);
     }
 
     /// `n` completions that took `rt` ms in all: one atomic add.
     #[inline]
     pub(crate) fn add_completions(&self, n: u64, rt: u64) {
-        self.counters[SUCCESS_RT].fetch_add((n << RT_BITS) | rt.min(RT_CAP), Ordering::Relaxed);
+        self.counters[SUCCESS_RT].fetch_add(encode_completions(n, rt), Ordering::Relaxed);
     }
 
     /// Like [`add`](Self::add), by the only thread that writes this bucket when `owned`: a
@@ -112,7 +125,7 @@ impl Bucket {
     pub(crate) fn add_completions_by(&self, n: u64, rt: u64, owned: bool) {
         if owned {
             let counter = &self.counters[SUCCESS_RT];
-            let v = (n << RT_BITS) | rt.min(RT_CAP);
+            let v = encode_completions(n, rt);
             counter.store(
                 counter.load(Ordering::Relaxed).wrapping_add(v),
                 Ordering::Relaxed,
