@@ -602,12 +602,18 @@ impl Sentinel {
     ) -> Result<LoadReport, RuleError> {
         let result = self.apply_inner(source, set, validation);
         if let Err(error) = &result {
-            self.inner.shared.events.emit(SentinelEvent::RulesRejected {
-                source: source.to_owned(),
-                error: error.clone(),
-            });
+            self.reject_rules(source, error);
         }
         result
+    }
+
+    /// Reports a payload from `source` that was not applied (a validation failure here, or a
+    /// conversion failure in a data source).
+    pub(crate) fn reject_rules(&self, source: &str, error: &RuleError) {
+        self.inner.shared.events.emit(SentinelEvent::RulesRejected {
+            source: source.to_owned(),
+            error: error.clone(),
+        });
     }
 
     fn apply_inner(

@@ -37,7 +37,6 @@ pub(crate) enum Admission {
 #[derive(Debug)]
 pub(crate) struct CircuitBreaker {
     pub(crate) rule: Arc<DegradeRule>,
-    resource: Arc<str>,
     state: AtomicU8,
     next_retry_ms: AtomicU64,
     half_open_since_ms: AtomicU64,
@@ -49,7 +48,6 @@ pub(crate) struct CircuitBreaker {
 impl CircuitBreaker {
     pub(crate) fn new(rule: Arc<DegradeRule>) -> Self {
         Self {
-            resource: Arc::from(rule.resource.as_str()),
             recovery_ms: u64::from(rule.time_window) * 1000,
             window: Window::new(1, u64::from(rule.stat_interval_ms.max(1))),
             rule,
@@ -71,7 +69,7 @@ impl CircuitBreaker {
 
     fn emit(&self, events: &EventBus, from: BreakerState, to: BreakerState, value: Option<f64>) {
         events.emit(SentinelEvent::BreakerStateChanged {
-            resource: self.resource.to_string(),
+            resource: self.rule.resource.clone(),
             rule: DegradeRule::clone(&self.rule),
             from,
             to,

@@ -288,10 +288,6 @@ converter_with_mode!(
     CombinedJson
 );
 
-/// The families the converters of this build can turn into rules.
-///
-pub(crate) const SUPPORTED_FAMILIES: &[RuleFamily] = &RuleFamily::ALL;
-
 impl Converter<[u8], RuleSet> for CombinedJson {
     fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
         self.convert_with(source, self.validation).map(|c| c.value)
@@ -304,7 +300,7 @@ impl Converter<[u8], RuleSet> for CombinedJson {
     ) -> Result<Converted<RuleSet>, RuleError> {
         let map = match parse_document(source, COMBINED_FORMAT)? {
             Value::Null => {
-                return Ok(Converted::new(RuleSet::cleared(SUPPORTED_FAMILIES)));
+                return Ok(Converted::new(RuleSet::cleared(&RuleFamily::ALL)));
             }
             Value::Object(map) => map,
             other => {

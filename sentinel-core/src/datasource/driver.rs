@@ -17,7 +17,6 @@ use super::snapshot;
 use super::source::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 use super::status::SourceStatus;
 use crate::engine::{RuleSet, Sentinel};
-use crate::events::SentinelEvent;
 use crate::rules::{RuleError, RuleFamily, Validation};
 
 /// Default payload size cap: 4 MiB, as Sentinel's file data source.
@@ -584,14 +583,7 @@ impl Driver {
                     }
                     Err(error) => {
                         let error = error.with_payload(label);
-                        self.sentinel
-                            .inner
-                            .shared
-                            .events
-                            .emit(SentinelEvent::RulesRejected {
-                                source: self.name.clone(),
-                                error: error.clone(),
-                            });
+                        self.sentinel.reject_rules(&self.name, &error);
                         return Err(self.rejected(error, &payload, hash_hex));
                     }
                 }
