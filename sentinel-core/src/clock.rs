@@ -26,16 +26,34 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// The production clock: a monotonic TSC-based clock from `quanta`.
+/// The production clock: monotonic, on a TSC-based clock from `quanta`.
 ///
-/// `now_ms` reads a recent time that a background upkeep thread refreshes every millisecond
-/// (about 1 ns per read, as Sentinel's own `TimeUtil` does). The upkeep thread is started
-/// once per process, on first use.
+/// `now_ms` reads a process-wide millisecond counter that a background thread refreshes
+/// every millisecond (one atomic load, as Sentinel's own `TimeUtil` does). The thread is
+/// started once per process, on first use. All `SystemClock`s share one origin: the first
+/// one's creation.
 #[derive(Clone)]
 pub struct SystemClock {
+    timebase: &'static Timebase,
+}
+
+/// The origin every `SystemClock` measures from, and whether the upkeep thread runs.
+struct Timebase {
     clock: quanta::Clock,
     origin: quanta::Instant,
+    upkeep: bool,
 }
+
+impl Timebase {
+    fn elapsed_ms(&self) -> u64 {
+        let elapsed = self.clock.now().saturating_duration_since(self.origin);
+        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+static TIMEBASE: OnceLock<Timebase> = OnceLock::new();
+/// Milliseconds since the timebase origin, as of the upkeep thread's last tick.
+static RECENT_MS: AtomicU64 = AtomicU64::new(0);
 
 impl fmt::Debug for SystemClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -43,21 +61,33 @@ impl fmt::Debug for SystemClock {
     }
 }
 
-static UPKEEP: OnceLock<Option<quanta::Handle>> = OnceLock::new();
-
 impl SystemClock {
-    /// Creates a clock whose origin is now.
+    /// Returns the process's clock, starting its upkeep thread on first use.
     pub fn new() -> Self {
-        UPKEEP.get_or_init(|| match quanta::Upkeep::new(Duration::from_millis(1)).start() {
-            Ok(handle) => Some(handle),
-            Err(error) => {
+        let timebase = TIMEBASE.get_or_init(|| {
+            let clock = quanta::Clock::new();
+            let origin = clock.now();
+            let ticker = Timebase {
+                clock: clock.clone(),
+                origin,
+                upkeep: false,
+            };
+            let started = std::thread::Builder::new()
+                .name("sentinel-clock".into())
+                .spawn(move || loop {
+                    RECENT_MS.fetch_max(ticker.elapsed_ms(), Ordering::Release);
+                    std::thread::sleep(Duration::from_millis(1));
+                });
+            if let Err(error) = &started {
                 tracing::warn!(%error, "cannot start the clock upkeep thread; reading the precise clock instead");
-                None
+            }
+            Timebase {
+                clock,
+                origin,
+                upkeep: started.is_ok(),
             }
         });
-        let clock = quanta::Clock::new();
-        let origin = clock.now();
-        Self { clock, origin }
+        Self { timebase }
     }
 }
 
@@ -70,21 +100,46 @@ impl Default for SystemClock {
 impl Clock for SystemClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        let now = if matches!(UPKEEP.get(), Some(Some(_))) {
-            self.clock.recent()
+        if self.timebase.upkeep {
+            RECENT_MS.load(Ordering::Acquire)
         } else {
-            self.clock.now()
-        };
-        // `recent` may lag `origin` by less than a tick right after start.
-        now.saturating_duration_since(self.origin).as_millis() as u64
+            self.timebase.elapsed_ms()
+        }
     }
 
     #[inline]
     fn now_nanos(&self) -> u64 {
-        self.clock
+        let elapsed = self
+            .timebase
+            .clock
             .now()
-            .saturating_duration_since(self.origin)
-            .as_nanos() as u64
+            .saturating_duration_since(self.timebase.origin);
+        u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The engine's clock: the system clock without dynamic dispatch, or an injected one.
+#[derive(Debug)]
+pub(crate) enum EngineClock {
+    System(SystemClock),
+    Injected(Arc<dyn Clock>),
+}
+
+impl EngineClock {
+    #[inline]
+    pub(crate) fn now_ms(&self) -> u64 {
+        match self {
+            EngineClock::System(clock) => clock.now_ms(),
+            EngineClock::Injected(clock) => clock.now_ms(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_dyn(&self) -> &dyn Clock {
+        match self {
+            EngineClock::System(clock) => clock,
+            EngineClock::Injected(clock) => &**clock,
+        }
     }
 }
 
@@ -164,5 +219,14 @@ mod tests {
         let b = clock.now_nanos();
         assert!(b > a);
         assert!(clock.now_ms() <= b / 1_000_000 + 1);
+        // The cached milliseconds follow the precise clock within a few ticks.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while clock.now_ms() < b / 1_000_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the upkeep thread does not tick"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::{BreakerState, CircuitBreaker, DegradeRule, DegradeTable};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, EngineClock, SystemClock};
 use crate::entry::{EntryBuilder, ResourceHandle};
 use crate::events::{EventBus, EventListener, SentinelEvent};
 use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
@@ -220,12 +221,51 @@ pub(crate) struct RuleSnapshot {
     pub(crate) degrade: Arc<DegradeTable>,
     pub(crate) system: Arc<SystemTable>,
     pub(crate) authority: Arc<Vec<Arc<AuthorityRule>>>,
-    pub(crate) resources: FastMap<Arc<str>, ResourceRules>,
+    /// Where each resource's rules sit in `resources`.
+    index: FastMap<Arc<str>, u32>,
+    resources: Vec<ResourceRules>,
+}
+
+/// A node's cached slot: the table version in the high bits, the index in the low ones.
+const SLOT_INDEX_BITS: u32 = 24;
+const SLOT_INDEX_MASK: u64 = (1 << SLOT_INDEX_BITS) - 1;
+/// The index of "no rules" (and of tables too large to cache).
+const NO_RULES: u64 = SLOT_INDEX_MASK;
+
+impl RuleSnapshot {
+    /// The rules of `node`'s resource.
+    ///
+    /// The node caches where its rules sit in the table it saw last, tagged with that table's
+    /// version, so the hot path skips hashing the name until the next reload. A stale or
+    /// racing cache entry only costs a lookup: the tag is checked on every read.
+    #[inline]
+    pub(crate) fn rules_of(&self, node: &ResourceNode) -> Option<&ResourceRules> {
+        let tag = self.version << SLOT_INDEX_BITS;
+        let slot = node.rule_slot.load(Ordering::Relaxed);
+        let index = if slot & !SLOT_INDEX_MASK == tag {
+            slot & SLOT_INDEX_MASK
+        } else {
+            let index = self
+                .index
+                .get(&*node.name)
+                .map_or(NO_RULES, |i| u64::from(*i).min(NO_RULES));
+            node.rule_slot.store(tag | index, Ordering::Relaxed);
+            index
+        };
+        if index == NO_RULES {
+            // Either no rules, or an index too large to cache.
+            return self
+                .index
+                .get(&*node.name)
+                .and_then(|i| self.resources.get(*i as usize));
+        }
+        self.resources.get(index as usize)
+    }
 }
 
 /// State shared by the engine, its resource nodes and its entries.
 pub(crate) struct Shared {
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) clock: EngineClock,
     pub(crate) rules: ArcSwap<RuleSnapshot>,
     pub(crate) inbound: StatNode,
     pub(crate) events: EventBus,
@@ -393,7 +433,10 @@ impl SentinelBuilder {
 
     /// Builds the engine.
     pub fn build(self) -> Sentinel {
-        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let clock = self.clock.map_or_else(
+            || EngineClock::System(SystemClock::new()),
+            EngineClock::Injected,
+        );
         let system_status = OnceLock::new();
         if let Some(status) = self.system_status {
             let _ = system_status.set(status);
@@ -482,7 +525,7 @@ impl Sentinel {
 
     /// The clock this engine reads.
     pub fn clock(&self) -> &dyn Clock {
-        &*self.inner.shared.clock
+        self.inner.shared.clock.as_dyn()
     }
 
     /// Registers an event listener. Listeners live as long as the engine.
@@ -712,18 +755,25 @@ impl Sentinel {
             current.authority.clone()
         };
 
-        let mut resources: FastMap<Arc<str>, ResourceRules> = FastMap::default();
+        let mut by_name: FastMap<Arc<str>, ResourceRules> = FastMap::default();
         for (name, rules) in &flow_table.by_resource {
-            resources.entry(name.clone()).or_default().flow = Some(rules.clone());
+            by_name.entry(name.clone()).or_default().flow = Some(rules.clone());
         }
         for (name, breakers) in &degrade_table.by_resource {
-            resources.entry(name.clone()).or_default().breakers = Some(breakers.clone());
+            by_name.entry(name.clone()).or_default().breakers = Some(breakers.clone());
         }
         for rule in authority_table.iter() {
-            resources
+            by_name
                 .entry(Arc::from(rule.resource.as_str()))
                 .or_default()
                 .authority = Some(rule.clone());
+        }
+        let mut index = FastMap::default();
+        index.reserve(by_name.len());
+        let mut resources = Vec::with_capacity(by_name.len());
+        for (name, rules) in by_name {
+            index.insert(name, u32::try_from(resources.len()).unwrap_or(u32::MAX));
+            resources.push(rules);
         }
 
         let next = RuleSnapshot {
@@ -733,6 +783,7 @@ impl Sentinel {
             degrade: degrade_table,
             system: system_table,
             authority: authority_table,
+            index,
             resources,
         };
         let counts: Vec<(RuleFamily, usize)> = changed

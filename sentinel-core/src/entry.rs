@@ -158,21 +158,22 @@ impl<'a> EntryBuilder<'a> {
         let inbound = self.entry_type == EntryType::Inbound;
         let batch = u64::from(self.batch);
 
-        let (blocked, wait, borrowed, breakers) = with_rules(&node.shared, |snapshot| {
-            let mut wait = Duration::ZERO;
-            let mut borrowed = false;
-            let mut breakers = false;
-            let rules = snapshot.resources.get(&*node.name);
-            let blocked = 'checks: {
+        // The closure reports through `blocked` and returns a register-sized verdict: moving
+        // a large return value out of it costs more than the checks themselves.
+        let mut blocked: Option<BlockError> = None;
+        let verdict = with_rules(&node.shared, |snapshot| {
+            let mut verdict = Verdict::default();
+            let rules = snapshot.rules_of(&node);
+            let error = 'checks: {
                 // Sentinel's slot order: authority, system, flow, circuit breaker.
                 if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
                     let origin = self.origin.unwrap_or("");
                     if !rule.passes(origin) {
-                        break 'checks Some(BlockError::Authority {
+                        break 'checks BlockError::Authority {
                             resource: node.name.clone(),
                             rule: rule.clone(),
                             origin: origin.to_owned(),
-                        });
+                        };
                     }
                 }
                 if inbound {
@@ -180,22 +181,22 @@ impl<'a> EntryBuilder<'a> {
                         if let Err(b) = thresholds
                             .check(&shared.inbound, now, self.batch, || shared.system_status())
                         {
-                            break 'checks Some(BlockError::System {
+                            break 'checks BlockError::System {
                                 resource: node.name.clone(),
                                 metric: b.metric,
                                 threshold: b.threshold,
                                 value: b.value,
-                            });
+                            };
                         }
                     }
                 }
                 let Some(rules) = rules else {
-                    break 'checks None;
+                    return verdict;
                 };
                 if let Some(flow) = &rules.flow {
                     let cx = CheckContext {
                         now_ms: now,
-                        clock: &*shared.clock,
+                        clock: shared.clock.as_dyn(),
                         node: &node,
                         origin: self.origin,
                         origin_node: origin_node.as_deref(),
@@ -206,28 +207,35 @@ impl<'a> EntryBuilder<'a> {
                     };
                     match flow.check(&cx) {
                         Ok((queued, from_future)) => {
-                            wait += queued;
-                            borrowed = from_future;
+                            verdict.wait_ns = u64::try_from(queued.as_nanos()).unwrap_or(u64::MAX);
+                            verdict.borrowed = from_future;
                         }
                         Err(rule) => {
-                            break 'checks Some(BlockError::Flow {
+                            break 'checks BlockError::Flow {
                                 resource: node.name.clone(),
                                 rule: rule.clone(),
-                            })
+                            }
                         }
                     }
                 }
                 // A call on a borrowed slot skips the circuit breakers, as in Sentinel.
-                if let Some(list) = rules.breakers.as_ref().filter(|_| !borrowed) {
+                if let Some(list) = rules.breakers.as_ref().filter(|_| !verdict.borrowed) {
                     if let Some(error) = check_breakers(list, now, &node) {
-                        break 'checks Some(error);
+                        break 'checks error;
                     }
-                    breakers = true;
+                    verdict.breakers = true;
                 }
-                None
+                return verdict;
             };
-            (blocked, wait, borrowed, breakers)
+            blocked = Some(error);
+            verdict
         });
+        let Verdict {
+            wait_ns,
+            borrowed,
+            breakers,
+        } = verdict;
+        let wait = Duration::from_nanos(wait_ns);
         if let Some(error) = blocked {
             record_block(
                 &node,
@@ -278,6 +286,18 @@ impl<'a> EntryBuilder<'a> {
             wait,
         ))
     }
+}
+
+/// What the checks decided for a call that passed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Verdict {
+    /// How long the call queues (rate limiter), in nanoseconds: a `Duration` would make
+    /// the verdict too large to return in registers.
+    wait_ns: u64,
+    /// It passed on a slot borrowed from a coming bucket.
+    borrowed: bool,
+    /// The resource has circuit breakers: exit reports to them.
+    breakers: bool,
 }
 
 /// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
@@ -456,7 +476,7 @@ impl Drop for Entry<'_> {
             // same object unless its rule changed.
             let (error, events) = (self.error, &shared.events);
             with_rules(&node.shared, |snapshot| {
-                let current = snapshot.resources.get(&*node.name);
+                let current = snapshot.rules_of(&node);
                 if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
                     for breaker in list {
                         breaker.on_complete(now, rt, error, events);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::rule::{DegradeGrade, DegradeRule};
 use super::state::BreakerState;
 use crate::events::{EventBus, SentinelEvent};
-use crate::stat::{Event, Window};
+use crate::stat::{my_stripe, Event, StripedWindow};
 
 /// What `try_pass` decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +41,21 @@ pub(crate) struct CircuitBreaker {
     next_retry_ms: AtomicU64,
     half_open_since_ms: AtomicU64,
     recovery_ms: u64,
-    /// `Pass` counts completed calls, `Error` counts slow or failed ones.
-    window: Window,
+    /// `Pass` counts completed calls, `Error` counts slow or failed ones. One bucket per
+    /// stripe, so a completion is a plain store by the thread that owns the stripe.
+    window: StripedWindow,
+    /// Added to the clock for the window. Closing the breaker clears the window by moving
+    /// this ahead by two intervals: every bucket then holds an old round, so readers skip it
+    /// and its owner resets it on its next write. No thread writes another's stripe.
+    shift_ms: AtomicU64,
 }
 
 impl CircuitBreaker {
     pub(crate) fn new(rule: Arc<DegradeRule>) -> Self {
         Self {
             recovery_ms: u64::from(rule.time_window) * 1000,
-            window: Window::new(1, u64::from(rule.stat_interval_ms.max(1))),
+            window: StripedWindow::new(1, u64::from(rule.stat_interval_ms.max(1)), 1),
+            shift_ms: AtomicU64::new(0),
             rule,
             state: AtomicU8::new(BreakerState::Closed as u8),
             next_retry_ms: AtomicU64::new(0),
@@ -127,16 +133,36 @@ impl CircuitBreaker {
         }
     }
 
+    /// The window's time for `now`.
+    #[inline]
+    fn window_time(&self, now: u64) -> u64 {
+        now.saturating_add(self.shift_ms.load(Ordering::Acquire))
+    }
+
+    /// Empties the window (on HALF_OPEN -> CLOSED).
+    fn clear_window(&self) {
+        let step = self.window.interval_ms().saturating_mul(2);
+        // `fetch_update` never fails with a closure that always returns `Some`.
+        let _ = self
+            .shift_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |shift| {
+                Some(shift.saturating_add(step))
+            });
+    }
+
     /// A call that passed this breaker completed.
+    #[inline]
     pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &EventBus) {
         let bad = match self.rule.grade {
             DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.rule.count,
             DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => error,
         };
-        let bucket = self.window.current(now);
-        bucket.add(Event::Pass, 1);
+        let t = self.window_time(now);
+        let (stripe, owned) = my_stripe();
+        let bucket = self.window.current_with(stripe, t, |_, _| {});
+        bucket.add_by(Event::Pass, 1, owned);
         if bad {
-            bucket.add(Event::Error, 1);
+            bucket.add_by(Event::Error, 1, owned);
         }
         match self.state() {
             BreakerState::Open => {}
@@ -144,35 +170,45 @@ impl CircuitBreaker {
                 if bad {
                     self.open_from(BreakerState::HalfOpen, now, 1.0, events);
                 } else if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
-                    self.window.current(now).reset();
+                    self.clear_window();
                     self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
                 }
             }
-            BreakerState::Closed => {
-                let total = self.window.sum(now, Event::Pass);
-                if total < u64::from(self.rule.min_request_amount) {
-                    return;
-                }
-                let bad_count = self.window.sum(now, Event::Error) as f64;
-                let (value, trips) = match self.rule.grade {
-                    DegradeGrade::SlowRequestRatio => {
-                        let ratio = bad_count / total as f64;
-                        let threshold = self.rule.slow_ratio_threshold;
-                        (
-                            ratio,
-                            ratio > threshold || (ratio == threshold && threshold == 1.0),
-                        )
-                    }
-                    DegradeGrade::ErrorRatio => {
-                        let ratio = bad_count / total as f64;
-                        (ratio, ratio > self.rule.count)
-                    }
-                    DegradeGrade::ErrorCount => (bad_count, bad_count > self.rule.count),
-                };
-                if trips {
-                    self.open_from(BreakerState::Closed, now, value, events);
-                }
+            BreakerState::Closed => self.check_closed(t, now, events),
+        }
+    }
+
+    /// In CLOSED: opens when the window is over the threshold.
+    #[inline]
+    fn check_closed(&self, t: u64, now: u64, events: &EventBus) {
+        let bad_count = self.window.sum(t, Event::Error);
+        if bad_count == 0 {
+            // Nothing is over a threshold of zero calls (thresholds are >= 0); a healthy
+            // resource stops here.
+            return;
+        }
+        let total = self.window.sum(t, Event::Pass);
+        if total < u64::from(self.rule.min_request_amount) {
+            return;
+        }
+        let bad_count = bad_count as f64;
+        let (value, trips) = match self.rule.grade {
+            DegradeGrade::SlowRequestRatio => {
+                let ratio = bad_count / total as f64;
+                let threshold = self.rule.slow_ratio_threshold;
+                (
+                    ratio,
+                    ratio > threshold || (ratio == threshold && threshold == 1.0),
+                )
             }
+            DegradeGrade::ErrorRatio => {
+                let ratio = bad_count / total as f64;
+                (ratio, ratio > self.rule.count)
+            }
+            DegradeGrade::ErrorCount => (bad_count, bad_count > self.rule.count),
+        };
+        if trips {
+            self.open_from(BreakerState::Closed, now, value, events);
         }
     }
 }

@@ -240,6 +240,48 @@ fn a_lost_probe_does_not_leave_the_breaker_stuck() {
 }
 
 #[test]
+fn a_good_call_that_reaches_min_request_amount_trips_on_earlier_errors() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.degrade_rules()
+        .load_rules(vec![DegradeRule::error_ratio("r", 0.5, 1)])
+        .unwrap();
+    calls(&s, &clock, 4, 4, 5); // 4 calls: under minRequestAmount 5
+    assert_eq!(state(&s), BreakerState::Closed);
+    calls(&s, &clock, 1, 0, 5); // the fifth, fine, call: 4/5 errors
+    assert_eq!(state(&s), BreakerState::Open);
+}
+
+#[test]
+fn closing_clears_the_window_of_every_thread() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.degrade_rules()
+        .load_rules(vec![DegradeRule::error_count("r", 2.0, 1)
+            .min_request_amount(1)
+            .stat_interval_ms(60_000)])
+        .unwrap();
+    // Two errors on another thread (its own stripe), one here: 3 > 2 opens.
+    std::thread::scope(|scope| {
+        scope.spawn(|| calls(&s, &clock, 2, 2, 1));
+    });
+    assert_eq!(state(&s), BreakerState::Closed);
+    calls(&s, &clock, 1, 1, 1);
+    assert_eq!(state(&s), BreakerState::Open);
+    // Still inside the 60 s interval, a good probe closes and empties the window.
+    clock.advance_ms(1_000);
+    drop(s.entry("r").enter().unwrap());
+    assert_eq!(state(&s), BreakerState::Closed);
+    calls(&s, &clock, 1, 1, 1);
+    std::thread::scope(|scope| {
+        scope.spawn(|| calls(&s, &clock, 1, 1, 1));
+    });
+    assert_eq!(state(&s), BreakerState::Closed, "2 errors since closing");
+    calls(&s, &clock, 1, 1, 1);
+    assert_eq!(state(&s), BreakerState::Open, "3 errors since closing");
+}
+
+#[test]
 fn reload_keeps_equal_breakers_and_their_state() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);

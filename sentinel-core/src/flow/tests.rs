@@ -386,6 +386,30 @@ fn qps_limit_holds_across_threads() {
 }
 
 #[test]
+fn a_handle_follows_every_reload() {
+    // A node caches where its rules sit in the table; each reload must invalidate that.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let handle = s.resource("r");
+    let passes = |n: usize| (0..n).filter(|_| handle.entry().enter().is_ok()).count();
+    assert_eq!(passes(3), 3, "no rules yet");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
+    assert_eq!(passes(3), 1, "3 earlier passes count");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("other", 1.0), FlowRule::qps("x", 1.0)])
+        .unwrap();
+    assert_eq!(passes(3), 3, "r lost its rule");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("x", 1.0), FlowRule::qps("r", 8.0)])
+        .unwrap();
+    assert_eq!(passes(3), 1, "7 earlier passes; r is back at another index");
+    s.flow_rules().load_rules(Vec::new()).unwrap();
+    assert_eq!(passes(2), 2);
+}
+
+#[test]
 fn handle_and_name_share_statistics() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);

@@ -10,4 +10,5 @@ pub use node::NodeStats;
 pub(crate) use node::StatNode;
 pub use registry::Limits;
 pub(crate) use registry::{Registry, ResourceNode};
-pub(crate) use window::{Event, Window};
+pub(crate) use stripe::{my_stripe, StripedWindow};
+pub(crate) use window::Event;

@@ -4,7 +4,7 @@
 //! the map under a writer mutex; names are few and inserted once, so the copy is cheap next to
 //! the contention a concurrent map would add on every lookup.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -150,6 +150,9 @@ pub(crate) struct ResourceNode {
     pub(crate) origins: CappedMap<StatNode>,
     pub(crate) contexts: CappedMap<StatNode>,
     pub(crate) shared: Arc<Shared>,
+    /// Where this resource's rules sit in the rule table last seen, tagged with its version
+    /// (see `RuleSnapshot::rules_of`).
+    pub(crate) rule_slot: AtomicU64,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
 }
@@ -224,6 +227,7 @@ impl Registry {
                 origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
                 contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
                 shared: shared.clone(),
+                rule_slot: AtomicU64::new(u64::MAX),
             })
     }
 
