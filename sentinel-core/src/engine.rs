@@ -229,7 +229,7 @@ pub(crate) struct RuleSnapshot {
 /// A node's cached slot: the table version in the high bits, the index in the low ones.
 const SLOT_INDEX_BITS: u32 = 24;
 const SLOT_INDEX_MASK: u64 = (1 << SLOT_INDEX_BITS) - 1;
-/// The index of "no rules" (and of tables too large to cache).
+/// The index of "no rules"; larger tables are not cached.
 const NO_RULES: u64 = SLOT_INDEX_MASK;
 
 impl RuleSnapshot {
@@ -238,28 +238,34 @@ impl RuleSnapshot {
     /// The node caches where its rules sit in the table it saw last, tagged with that table's
     /// version, so the hot path skips hashing the name until the next reload. A stale or
     /// racing cache entry only costs a lookup: the tag is checked on every read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn rules_of(&self, node: &ResourceNode) -> Option<&ResourceRules> {
-        let tag = self.version << SLOT_INDEX_BITS;
         let slot = node.rule_slot.load(Ordering::Relaxed);
-        let index = if slot & !SLOT_INDEX_MASK == tag {
-            slot & SLOT_INDEX_MASK
-        } else {
-            let index = self
-                .index
-                .get(&*node.name)
-                .map_or(NO_RULES, |i| u64::from(*i).min(NO_RULES));
-            node.rule_slot.store(tag | index, Ordering::Relaxed);
-            index
-        };
-        if index == NO_RULES {
-            // Either no rules, or an index too large to cache.
-            return self
-                .index
-                .get(&*node.name)
-                .and_then(|i| self.resources.get(*i as usize));
+        if slot & !SLOT_INDEX_MASK == self.version << SLOT_INDEX_BITS {
+            let index = slot & SLOT_INDEX_MASK;
+            if index == NO_RULES {
+                return None;
+            }
+            return self.resources.get(index as usize);
         }
-        self.resources.get(index as usize)
+        self.look_up(node)
+    }
+
+    /// `rules_of` past a reload: looks the name up and caches the slot in the node.
+    #[cold]
+    #[inline(never)]
+    fn look_up(&self, node: &ResourceNode) -> Option<&ResourceRules> {
+        let tag = self.version << SLOT_INDEX_BITS;
+        let index = self.index.get(&*node.name).copied();
+        match index {
+            None => node.rule_slot.store(tag | NO_RULES, Ordering::Relaxed),
+            // An index too large to cache is looked up every time.
+            Some(i) if u64::from(i) < NO_RULES => {
+                node.rule_slot.store(tag | u64::from(i), Ordering::Relaxed)
+            }
+            Some(_) => {}
+        }
+        index.and_then(|i| self.resources.get(i as usize))
     }
 }
 

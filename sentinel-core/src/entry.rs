@@ -144,13 +144,14 @@ impl<'a> EntryBuilder<'a> {
     #[inline(always)]
     fn check(&self) -> Result<(Entry<'a>, Duration), BlockError> {
         // A handle lends its node; a name lookup owns a reference to it.
-        let node = match self.target {
+        let node_ref = match self.target {
             Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
             Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
-        let Some(node) = node else {
+        let Some(node_ref) = node_ref else {
             return Ok((Entry::untracked(), Duration::ZERO));
         };
+        let node: &ResourceNode = &node_ref;
         let shared = &*node.shared;
         let now = shared.clock.now_ms();
         let origin_node = self.origin.and_then(|o| node.origin_node(o));
@@ -274,7 +275,7 @@ impl<'a> EntryBuilder<'a> {
         node.metrics.pass.increment(batch);
         Ok((
             Entry {
-                node: Some(node),
+                node: Some(node_ref),
                 origin_node,
                 context_node,
                 breakers,
@@ -453,9 +454,10 @@ impl<'a> Entry<'a> {
 
 impl Drop for Entry<'_> {
     fn drop(&mut self) {
-        let Some(node) = self.node.take() else {
+        let Some(node_ref) = self.node.take() else {
             return;
         };
+        let node: &ResourceNode = &node_ref;
         let shared = &*node.shared;
         let now = shared.clock.now_ms();
         let rt = now.saturating_sub(self.start_ms);

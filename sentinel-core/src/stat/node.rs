@@ -12,6 +12,8 @@ use super::window::{Event, Window};
 pub(crate) const SECOND_BUCKETS: usize = 2;
 /// Length of the second-level window.
 pub(crate) const SECOND_INTERVAL_MS: u64 = 1000;
+/// Length of a second-level bucket.
+const SECOND_BUCKET_MS: u64 = SECOND_INTERVAL_MS / SECOND_BUCKETS as u64;
 /// Buckets in the minute-level window.
 pub(crate) const MINUTE_BUCKETS: usize = 60;
 /// Length of the minute-level window.
@@ -28,14 +30,17 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 #[derive(Debug)]
 pub(crate) struct StatNode {
     concurrency: Box<[CachePadded<AtomicI64>]>,
-    second: StripedWindow,
-    minute: Window,
+    second: StripedWindow<SECOND_BUCKET_MS>,
+    minute: Window<MINUTE_BUCKET_MS>,
     /// Passes that prioritized calls borrowed from future buckets, keyed by the future
     /// bucket's start. They count as passes once their bucket has started.
-    borrowed: Window,
+    borrowed: Window<SECOND_BUCKET_MS>,
     /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
     has_borrowed: AtomicBool,
 }
+
+/// Length of a minute-level bucket.
+const MINUTE_BUCKET_MS: u64 = MINUTE_INTERVAL_MS / MINUTE_BUCKETS as u64;
 
 /// Longest a prioritized call may wait for a slot in a future bucket (Sentinel's
 /// `OccupyTimeoutProperty`, 500 ms).
@@ -165,7 +170,7 @@ impl StatNode {
     /// started.
     #[inline]
     fn passes(&self, now: u64) -> u64 {
-        let from = now.saturating_sub(self.second.interval_ms() - 1);
+        let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
         self.second.sum(now, Event::Pass) + self.borrowed_in(from, now + 1)
     }
 

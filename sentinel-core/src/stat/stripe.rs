@@ -68,21 +68,29 @@ pub(crate) fn my_stripe() -> (usize, bool) {
     (stripe, stripe < OWNED_STRIPES)
 }
 
-/// A window split into per-thread stripes.
+/// A window split into per-thread stripes (`BUCKET_MS` as in [`Window`]).
 #[derive(Debug)]
-pub(crate) struct StripedWindow {
-    stripes: Box<[Window]>,
+pub(crate) struct StripedWindow<const BUCKET_MS: u64 = 0> {
+    stripes: Box<[Window<BUCKET_MS>]>,
     /// Stripes ever written, one bit each: readers skip the others.
     active: AtomicU64,
+    bucket_ms: u64,
+    interval_ms: u64,
 }
 
-impl StripedWindow {
+impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
     pub(crate) fn new(buckets: usize, interval_ms: u64, retained: usize) -> Self {
+        let stripes: Box<[Window<BUCKET_MS>]> = (0..STRIPES)
+            .map(|_| Window::with_retention(buckets, interval_ms, retained))
+            .collect();
+        let (bucket_ms, interval_ms) = stripes
+            .first()
+            .map_or((1, interval_ms), |w| (w.bucket_ms(), w.interval_ms()));
         Self {
-            stripes: (0..STRIPES)
-                .map(|_| Window::with_retention(buckets, interval_ms, retained))
-                .collect(),
+            stripes,
             active: AtomicU64::new(0),
+            bucket_ms,
+            interval_ms,
         }
     }
 
@@ -95,8 +103,8 @@ impl StripedWindow {
     }
 
     /// The stripes that have been written.
-    #[inline]
-    fn active(&self) -> impl Iterator<Item = &Window> {
+    #[inline(always)]
+    fn active(&self) -> impl Iterator<Item = &Window<BUCKET_MS>> {
         let mut bits = self.active.load(Ordering::Relaxed);
         std::iter::from_fn(move || {
             if bits == 0 {
@@ -109,7 +117,7 @@ impl StripedWindow {
     }
 
     /// The bucket of `stripe` for `now`, handing a finished round to `retire`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn current_with(
         &self,
         stripe: usize,
@@ -121,16 +129,20 @@ impl StripedWindow {
     }
 
     pub(crate) fn interval_ms(&self) -> u64 {
-        self.stripes[0].interval_ms()
+        self.interval_ms
     }
 
     pub(crate) fn bucket_ms(&self) -> u64 {
-        self.stripes[0].bucket_ms()
+        self.bucket_ms
     }
 
     #[inline]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
-        self.active().map(|w| w.sum(now, event)).sum()
+        let Some(first) = self.stripes.first() else {
+            return 0;
+        };
+        let round = first.round_of(now);
+        self.active().map(|w| w.sum_at(round, event)).sum()
     }
 
     pub(crate) fn sum_range(&self, from: u64, to: u64, event: Event) -> u64 {
@@ -175,7 +187,7 @@ mod tests {
 
     #[test]
     fn sums_cover_every_written_stripe() {
-        let w = StripedWindow::new(2, 1000, 4);
+        let w: StripedWindow = StripedWindow::new(2, 1000, 4);
         w.current_with(0, 100, |_, _| {}).add(Event::Pass, 2);
         w.current_with(3, 100, |_, _| {}).add(Event::Pass, 5);
         w.current_with(SHARED_STRIPE, 600, |_, _| {})

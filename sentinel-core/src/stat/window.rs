@@ -12,6 +12,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use strength_reduce::StrengthReducedU64;
+
 /// Marks a bucket that has never been used.
 const EMPTY: u64 = u64::MAX;
 
@@ -186,43 +188,63 @@ impl Bucket {
 
 /// A sliding window of buckets: sums cover `interval_ms`; the array may retain more rounds
 /// than the interval (`retained` buckets), so the previous interval stays readable.
+///
+/// `BUCKET_MS` fixes the bucket length at compile time, so finding a bucket is a
+/// multiplication rather than a division; `0` (the default) takes it from the constructor.
 #[derive(Debug)]
-pub(crate) struct Window {
+pub(crate) struct Window<const BUCKET_MS: u64 = 0> {
     buckets: Box<[Bucket]>,
     bucket_ms: u64,
     interval_ms: u64,
-    /// `len - 1` when the bucket count is a power of two, so indexing needs no division.
-    mask: Option<u64>,
+    /// Buckets inside the interval.
+    per_interval: u64,
+    /// `bucket_ms` and the bucket count as divisors: a hardware division costs about as
+    /// much as the rest of an update.
+    per_bucket: StrengthReducedU64,
+    per_array: StrengthReducedU64,
 }
 
-impl Window {
+impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     /// `buckets` buckets over `interval_ms`, retaining exactly the interval.
     pub(crate) fn new(buckets: usize, interval_ms: u64) -> Self {
         Self::with_retention(buckets, interval_ms, buckets)
     }
 
-    /// `buckets` buckets over `interval_ms`, keeping the last `retained` buckets.
+    /// `buckets` buckets over `interval_ms`, keeping the last `retained` buckets. With a
+    /// fixed `BUCKET_MS`, that length wins over `interval_ms / buckets`.
     pub(crate) fn with_retention(buckets: usize, interval_ms: u64, retained: usize) -> Self {
         let buckets = buckets.max(1);
-        let bucket_ms = (interval_ms / buckets as u64).max(1);
+        let bucket_ms = if BUCKET_MS > 0 {
+            BUCKET_MS
+        } else {
+            (interval_ms / buckets as u64).max(1)
+        };
         let len = retained.max(buckets);
         Self {
             buckets: (0..len).map(|_| Bucket::new()).collect(),
             bucket_ms,
             interval_ms: bucket_ms * buckets as u64,
-            mask: len.is_power_of_two().then_some(len as u64 - 1),
+            per_interval: buckets as u64,
+            per_bucket: StrengthReducedU64::new(bucket_ms),
+            per_array: StrengthReducedU64::new(len as u64),
         }
     }
 
-    /// The slot and round start for time `t`.
-    #[inline]
-    fn locate(&self, t: u64) -> (usize, u64) {
-        let round = t / self.bucket_ms;
-        let index = match self.mask {
-            Some(mask) => round & mask,
-            None => round % self.buckets.len() as u64,
-        };
-        (index as usize, round * self.bucket_ms)
+    /// The round (bucket-length period since the clock's origin) of time `t`.
+    #[inline(always)]
+    pub(crate) fn round_of(&self, t: u64) -> u64 {
+        if BUCKET_MS > 0 {
+            t / BUCKET_MS
+        } else {
+            t / self.per_bucket
+        }
+    }
+
+    /// The bucket of `round`, and the start time that round has.
+    #[inline(always)]
+    fn slot(&self, round: u64) -> (&Bucket, u64) {
+        let index = (round % self.per_array) as usize;
+        (&self.buckets[index], round * self.bucket_ms)
     }
 
     pub(crate) fn interval_ms(&self) -> u64 {
@@ -241,39 +263,52 @@ impl Window {
 
     /// Like [`current`](Self::current); the thread that resets an old round first hands it
     /// (its start and counters) to `retire`, then the fresh bucket (its new start) to `seed`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn current_with(
         &self,
         now: u64,
         retire: impl FnOnce(u64, &Bucket),
         seed: impl FnOnce(u64, &Bucket),
     ) -> &Bucket {
-        let (index, start) = self.locate(now);
-        let bucket = &self.buckets[index];
+        let (bucket, start) = self.slot(self.round_of(now));
         let seen = bucket.start.load(Ordering::Acquire);
         if seen != start && (seen == EMPTY || seen < start) {
-            // Exactly one thread wins the reset of an old round.
-            if bucket
-                .start
-                .compare_exchange(seen, start, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                if seen != EMPTY {
-                    retire(seen, bucket);
-                }
-                bucket.reset();
-                seed(start, bucket);
-            }
+            self.renew(bucket, seen, start, retire, seed);
         }
         // A bucket newer than `now` means the clock went back: count into it anyway.
         bucket
     }
 
+    /// Starts a new round in `bucket`, which holds the older round `seen`.
+    #[cold]
+    #[inline(never)]
+    fn renew(
+        &self,
+        bucket: &Bucket,
+        seen: u64,
+        start: u64,
+        retire: impl FnOnce(u64, &Bucket),
+        seed: impl FnOnce(u64, &Bucket),
+    ) {
+        // Exactly one thread wins the reset of an old round.
+        if bucket
+            .start
+            .compare_exchange(seen, start, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            if seen != EMPTY {
+                retire(seen, bucket);
+            }
+            bucket.reset();
+            seed(start, bucket);
+        }
+    }
+
     /// The bucket for a past time `t` if it holds that round or an older one (reset first),
     /// `None` if it already holds a newer round.
     pub(crate) fn bucket_at(&self, t: u64) -> Option<&Bucket> {
-        let (index, start) = self.locate(t);
-        let seen = self.buckets[index].start.load(Ordering::Acquire);
+        let (bucket, start) = self.slot(self.round_of(t));
+        let seen = bucket.start.load(Ordering::Acquire);
         if seen != EMPTY && seen > start {
             return None;
         }
@@ -292,30 +327,42 @@ impl Window {
             .sum()
     }
 
+    /// The buckets inside the interval that ends in round `round`: the ones still holding
+    /// `round`, `round - 1`, ... (a bucket holding an older round, or a newer one after the
+    /// clock went back, is not inside).
+    #[inline(always)]
+    fn live(&self, round: u64) -> impl Iterator<Item = &Bucket> {
+        (0..self.per_interval)
+            .filter_map(move |back| round.checked_sub(back))
+            .filter_map(move |r| {
+                let (bucket, start) = self.slot(r);
+                (bucket.start.load(Ordering::Acquire) == start).then_some(bucket)
+            })
+    }
+
+    /// Sum of one event over the buckets inside the interval ending in `round`.
     #[inline]
-    fn is_valid(&self, bucket: &Bucket, now: u64) -> Option<u64> {
-        let start = bucket.start.load(Ordering::Acquire);
-        (start != EMPTY && start <= now && now - start < self.interval_ms).then_some(start)
+    pub(crate) fn sum_at(&self, round: u64, event: Event) -> u64 {
+        self.live(round).map(|b| b.get(event)).sum()
     }
 
     /// Sum of one event over the buckets still inside the interval.
     #[inline]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
-        self.buckets
-            .iter()
-            .filter(|b| self.is_valid(b, now).is_some())
-            .map(|b| b.get(event))
-            .sum()
+        self.sum_at(self.round_of(now), event)
+    }
+
+    /// The smallest RT seen inside the interval ending in `round`, if any call completed.
+    pub(crate) fn min_rt_at(&self, round: u64) -> Option<u64> {
+        self.live(round)
+            .map(|b| b.min_rt.load(Ordering::Relaxed))
+            .filter(|rt| *rt != u64::MAX)
+            .min()
     }
 
     /// The smallest RT seen inside the interval, if any call completed.
     pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
-        self.buckets
-            .iter()
-            .filter(|b| self.is_valid(b, now).is_some())
-            .map(|b| b.min_rt.load(Ordering::Relaxed))
-            .filter(|rt| *rt != u64::MAX)
-            .min()
+        self.min_rt_at(self.round_of(now))
     }
 }
 
@@ -326,7 +373,7 @@ mod tests {
 
     #[test]
     fn counts_slide_out_after_the_interval() {
-        let w = Window::new(2, 1000);
+        let w: Window = Window::new(2, 1000);
         w.current(100).add(Event::Pass, 3);
         w.current(600).add(Event::Pass, 4);
         assert_eq!(w.sum(999, Event::Pass), 7);
@@ -341,7 +388,7 @@ mod tests {
 
     #[test]
     fn min_rt_inside_the_interval() {
-        let w = Window::new(10, 1000);
+        let w: Window = Window::new(10, 1000);
         w.current(0).record_rt(30);
         w.current(150).record_rt(10);
         w.current(150).add(Event::Success, 5);
@@ -352,7 +399,7 @@ mod tests {
 
     #[test]
     fn completions_and_rt_share_one_counter() {
-        let w = Window::new(2, 1000);
+        let w: Window = Window::new(2, 1000);
         let b = w.current(0);
         b.add_completions(3, 250);
         b.add(Event::Success, 2);
@@ -367,7 +414,7 @@ mod tests {
 
     #[test]
     fn retained_rounds_and_roll_up() {
-        let w = Window::with_retention(2, 1000, 4);
+        let w: Window = Window::with_retention(2, 1000, 4);
         let retired = std::cell::Cell::new(0);
         w.current(0).add(Event::Pass, 1);
         w.current(500).add(Event::Pass, 2);
@@ -401,7 +448,7 @@ mod tests {
         /// interval, and always includes the current bucket.
         #[test]
         fn sum_matches_a_naive_model(steps in proptest::collection::vec((0u64..400, 1u64..5), 1..200)) {
-            let w = Window::new(2, 1000);
+            let w: Window = Window::new(2, 1000);
             let mut now = 5_000u64;
             let mut log: Vec<(u64, u64)> = Vec::new();
             for (dt, n) in steps {
