@@ -164,7 +164,7 @@ impl<'a> EntryBuilder<'a> {
         let mut blocked: Option<BlockError> = None;
         let verdict = with_rules(&node.shared, |snapshot| {
             let mut verdict = Verdict::default();
-            let rules = snapshot.rules_of(&node);
+            let rules = snapshot.rules_of(node);
             let error = 'checks: {
                 // Sentinel's slot order: authority, system, flow, circuit breaker.
                 if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
@@ -198,7 +198,7 @@ impl<'a> EntryBuilder<'a> {
                     let cx = CheckContext {
                         now_ms: now,
                         clock: shared.clock.as_dyn(),
-                        node: &node,
+                        node,
                         origin: self.origin,
                         origin_node: origin_node.as_deref(),
                         context: self.context,
@@ -221,7 +221,7 @@ impl<'a> EntryBuilder<'a> {
                 }
                 // A call on a borrowed slot skips the circuit breakers, as in Sentinel.
                 if let Some(list) = rules.breakers.as_ref().filter(|_| !verdict.borrowed) {
-                    if let Some(error) = check_breakers(list, now, &node) {
+                    if let Some(error) = check_breakers(list, now, node) {
                         break 'checks error;
                     }
                     verdict.breakers = true;
@@ -239,7 +239,7 @@ impl<'a> EntryBuilder<'a> {
         let wait = Duration::from_nanos(wait_ns);
         if let Some(error) = blocked {
             record_block(
-                &node,
+                node,
                 origin_node.as_deref(),
                 context_node.as_deref(),
                 inbound,
@@ -478,7 +478,7 @@ impl Drop for Entry<'_> {
             // same object unless its rule changed.
             let (error, events) = (self.error, &shared.events);
             with_rules(&node.shared, |snapshot| {
-                let current = snapshot.rules_of(&node);
+                let current = snapshot.rules_of(node);
                 if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
                     for breaker in list {
                         breaker.on_complete(now, rt, error, events);

@@ -233,11 +233,9 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     /// The round (bucket-length period since the clock's origin) of time `t`.
     #[inline(always)]
     pub(crate) fn round_of(&self, t: u64) -> u64 {
-        if BUCKET_MS > 0 {
-            t / BUCKET_MS
-        } else {
-            t / self.per_bucket
-        }
+        // With a fixed length this folds to a multiplication; `0` divides at run time.
+        t.checked_div(BUCKET_MS)
+            .unwrap_or_else(|| t / self.per_bucket)
     }
 
     /// The bucket of `round`, and the start time that round has.
