@@ -48,6 +48,10 @@ pub(crate) struct CircuitBreaker {
     /// this ahead by two intervals: every bucket then holds an old round, so readers skip it
     /// and its owner resets it on its next write. No thread writes another's stripe.
     shift_ms: AtomicU64,
+    /// The end of the window round (in window time) of the latest slow or failed call.
+    /// While it is behind the current round the window holds no bad call, so a good
+    /// completion need not read the window.
+    bad_until: AtomicU64,
 }
 
 impl CircuitBreaker {
@@ -56,6 +60,7 @@ impl CircuitBreaker {
             recovery_ms: u64::from(rule.time_window) * 1000,
             window: StripedWindow::new(1, u64::from(rule.stat_interval_ms.max(1)), 1),
             shift_ms: AtomicU64::new(0),
+            bad_until: AtomicU64::new(0),
             rule,
             state: AtomicU8::new(BreakerState::Closed as u8),
             next_retry_ms: AtomicU64::new(0),
@@ -163,6 +168,9 @@ impl CircuitBreaker {
         bucket.add_by(Event::Pass, 1, owned);
         if bad {
             bucket.add_by(Event::Error, 1, owned);
+            let interval = self.window.interval_ms();
+            let round_end = (t - t % interval).saturating_add(interval);
+            self.bad_until.fetch_max(round_end, Ordering::AcqRel);
         }
         match self.state() {
             BreakerState::Open => {}
@@ -181,6 +189,10 @@ impl CircuitBreaker {
     /// In CLOSED: opens when the window is over the threshold.
     #[inline]
     fn check_closed(&self, t: u64, now: u64, events: &EventBus) {
+        if self.bad_until.load(Ordering::Acquire) <= t {
+            // No bad call in the current round (a bad call sets this before it checks).
+            return;
+        }
         let bad_count = self.window.sum(t, Event::Error);
         if bad_count == 0 {
             // Nothing is over a threshold of zero calls (thresholds are >= 0); a healthy
