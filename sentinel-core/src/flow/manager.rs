@@ -15,6 +15,28 @@ pub(crate) struct CompiledFlowRule {
     pub(crate) rule: Arc<FlowRule>,
     controller: Arc<Controller>,
     ref_node: Option<Arc<ResourceNode>>,
+    app: LimitApp,
+}
+
+/// Which callers a rule's `limitApp` selects, decided once at compile time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LimitApp {
+    /// `default`: every caller, counted on the resource.
+    Default,
+    /// `other`: callers no specific rule of the resource names.
+    Other,
+    /// One named origin.
+    Specific,
+}
+
+impl LimitApp {
+    fn of(rule: &FlowRule) -> Self {
+        match rule.limit_app.as_str() {
+            LIMIT_APP_DEFAULT => LimitApp::Default,
+            LIMIT_APP_OTHER => LimitApp::Other,
+            _ => LimitApp::Specific,
+        }
+    }
 }
 
 /// The flow rules of one resource, in check order.
@@ -67,6 +89,7 @@ impl FlowTable {
             };
             let key: Arc<str> = Arc::from(rule.resource.as_str());
             grouped.entry(key).or_default().push(CompiledFlowRule {
+                app: LimitApp::of(rule),
                 rule: rule.clone(),
                 controller,
                 ref_node,
@@ -139,20 +162,21 @@ impl ResourceFlowRules {
         cx: &'a CheckContext<'_>,
     ) -> Option<&'a StatNode> {
         let rule = &c.rule;
-        let origin = cx.origin.unwrap_or("");
-        let app = rule.limit_app.as_str();
-        let direct_node = if app == LIMIT_APP_DEFAULT {
+        let direct_node = if c.app == LimitApp::Default {
             &cx.node.stat
-        } else if !origin.is_empty()
-            && origin != LIMIT_APP_DEFAULT
-            && origin != LIMIT_APP_OTHER
-            && (app == origin
-                || (app == LIMIT_APP_OTHER
-                    && !self.specific_origins.iter().any(|o| &**o == origin)))
-        {
-            cx.origin_node?
         } else {
-            return None;
+            let origin = cx.origin.filter(|o| !o.is_empty())?;
+            if origin == LIMIT_APP_DEFAULT || origin == LIMIT_APP_OTHER {
+                return None;
+            }
+            let selected = match c.app {
+                LimitApp::Specific => rule.limit_app == origin,
+                _ => !self.specific_origins.iter().any(|o| &**o == origin),
+            };
+            if !selected {
+                return None;
+            }
+            cx.origin_node?
         };
         match rule.strategy {
             FlowStrategy::Direct => Some(direct_node),

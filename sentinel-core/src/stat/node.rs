@@ -70,7 +70,7 @@ impl StatNode {
 
     /// This thread's live second-level bucket for `now` (rolling a finished round into the
     /// minute window), and whether this thread owns it.
-    #[inline]
+    #[inline(always)]
     fn bucket(&self, now: u64) -> (&super::window::Bucket, usize, bool) {
         let (stripe, owned) = my_stripe();
         let bucket = self.second.current_with(stripe, now, |start, finished| {
@@ -89,7 +89,7 @@ impl StatNode {
         bucket.add_by(event, n, owned);
     }
 
-    #[inline]
+    #[inline(always)]
     fn add_concurrency(&self, stripe: usize, owned: bool, delta: i64) {
         let gauge = &self.concurrency[stripe];
         if owned {
@@ -103,7 +103,7 @@ impl StatNode {
     }
 
     /// A call passed every check: count it and raise the concurrency.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
         let (bucket, stripe, owned) = self.bucket(now);
         bucket.add_by(Event::Pass, n, owned);
@@ -190,7 +190,7 @@ impl StatNode {
     }
 
     /// A passed call completed: record success and RT, lower the concurrency.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
         let (bucket, stripe, owned) = self.bucket(now);
         bucket.add_completions_by(n, rt, owned);

@@ -50,22 +50,43 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        // From now on this thread (in its remaining destructors) shares.
+        let _ = STRIPE.try_with(|s| s.set(SHARED_STRIPE as u8));
         if self.0 < OWNED_STRIPES {
             LEASED.fetch_and(!(1u64 << self.0), Ordering::AcqRel);
         }
     }
 }
 
+/// `STRIPE` before the thread's first use.
+const NO_STRIPE: u8 = u8::MAX;
+
 thread_local! {
+    /// The thread's lease, given back by its destructor when the thread exits.
     static LEASE: Lease = Lease::acquire();
+    /// The leased stripe, readable without the lazy-initialisation check of `LEASE`.
+    static STRIPE: std::cell::Cell<u8> = const { std::cell::Cell::new(NO_STRIPE) };
 }
 
 /// This thread's stripe, and whether the thread owns it.
-#[inline]
+#[inline(always)]
 pub(crate) fn my_stripe() -> (usize, bool) {
+    let stripe = match STRIPE.try_with(std::cell::Cell::get) {
+        Ok(NO_STRIPE) => lease_stripe(),
+        Ok(stripe) => usize::from(stripe),
+        Err(_) => SHARED_STRIPE,
+    };
+    (stripe, stripe < OWNED_STRIPES)
+}
+
+/// Takes the thread's lease on first use.
+#[cold]
+#[inline(never)]
+fn lease_stripe() -> usize {
     // During thread teardown the lease may be gone: use the shared stripe.
     let stripe = LEASE.try_with(|lease| lease.0).unwrap_or(SHARED_STRIPE);
-    (stripe, stripe < OWNED_STRIPES)
+    let _ = STRIPE.try_with(|s| s.set(stripe as u8));
+    stripe
 }
 
 /// A window split into per-thread stripes (`BUCKET_MS` as in [`Window`]).
@@ -136,13 +157,22 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         self.bucket_ms
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
         let Some(first) = self.stripes.first() else {
             return 0;
         };
         let round = first.round_of(now);
-        self.active().map(|w| w.sum_at(round, event)).sum()
+        let mut total = 0;
+        let mut bits = self.active.load(Ordering::Relaxed);
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if let Some(window) = self.stripes.get(i) {
+                total += window.sum_at(round, event);
+            }
+        }
+        total
     }
 
     pub(crate) fn sum_range(&self, from: u64, to: u64, event: Event) -> u64 {

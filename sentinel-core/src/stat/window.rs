@@ -149,7 +149,7 @@ impl Bucket {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, event: Event) -> u64 {
         let v = self.counters[event.slot()].load(Ordering::Relaxed);
         match event {
@@ -339,9 +339,19 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     }
 
     /// Sum of one event over the buckets inside the interval ending in `round`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sum_at(&self, round: u64, event: Event) -> u64 {
-        self.live(round).map(|b| b.get(event)).sum()
+        let mut total = 0;
+        for back in 0..self.per_interval {
+            let Some(r) = round.checked_sub(back) else {
+                break;
+            };
+            let (bucket, start) = self.slot(r);
+            if bucket.start.load(Ordering::Acquire) == start {
+                total += bucket.get(event);
+            }
+        }
+        total
     }
 
     /// Sum of one event over the buckets still inside the interval.
