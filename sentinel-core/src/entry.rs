@@ -103,20 +103,23 @@ impl<'a> EntryBuilder<'a> {
     /// this call sleep the calling thread while it queues; use
     /// [`enter_async`](Self::enter_async) in async code.
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
-        let (entry, wait) = self.check()?;
+        let mut wait = Duration::ZERO;
+        // The result is returned as it is, so it is built in place.
+        let result = self.check(&mut wait);
         if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
             std::thread::sleep(wait);
         }
-        Ok(entry)
+        result
     }
 
     /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`.
     pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
-        let (entry, wait) = self.check()?;
+        let mut wait = Duration::ZERO;
+        let result = self.check(&mut wait);
         if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
             tokio::time::sleep(wait).await;
         }
-        Ok(entry)
+        result
     }
 
     /// Runs `future` under the guard: the entry exits when the future completes.
@@ -142,14 +145,15 @@ impl<'a> EntryBuilder<'a> {
     }
 
     #[inline(always)]
-    fn check(&self) -> Result<(Entry<'a>, Duration), BlockError> {
+    /// Checks the rules and counts the call; `wait` receives how long the call must queue.
+    fn check(&self, wait_out: &mut Duration) -> Result<Entry<'a>, BlockError> {
         // A handle lends its node; a name lookup owns a reference to it.
         let node_ref = match self.target {
             Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
             Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
         let Some(node_ref) = node_ref else {
-            return Ok((Entry::untracked(), Duration::ZERO));
+            return Ok(Entry::untracked());
         };
         let node: &ResourceNode = &node_ref;
         let shared = &*node.shared;
@@ -236,7 +240,6 @@ impl<'a> EntryBuilder<'a> {
             borrowed,
             breakers,
         } = verdict;
-        let wait = Duration::from_nanos(wait_ns);
         if let Some(error) = blocked {
             record_block(
                 node,
@@ -247,6 +250,10 @@ impl<'a> EntryBuilder<'a> {
                 batch,
             );
             return Err(error);
+        }
+        if wait_ns != 0 {
+            // A blocked call never queues.
+            *wait_out = Duration::from_nanos(wait_ns);
         }
 
         if borrowed {
@@ -273,19 +280,16 @@ impl<'a> EntryBuilder<'a> {
         }
         #[cfg(feature = "metrics")]
         node.metrics.pass.increment(batch);
-        Ok((
-            Entry {
-                node: Some(node_ref),
-                origin_node,
-                context_node,
-                breakers,
-                start_ms: now,
-                batch: self.batch,
-                inbound,
-                error: false,
-            },
-            wait,
-        ))
+        Ok(Entry {
+            node: Some(node_ref),
+            origin_node,
+            context_node,
+            breakers,
+            start_ms: now,
+            batch: self.batch,
+            inbound,
+            error: false,
+        })
     }
 }
 

@@ -282,6 +282,35 @@ fn closing_clears_the_window_of_every_thread() {
 }
 
 #[test]
+fn a_call_queued_by_a_rate_limiter_then_blocked_by_a_breaker_does_not_wait() {
+    use crate::flow::{ControlBehavior, FlowRule};
+    use crate::Clock;
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(1_000)])
+        .unwrap();
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("r", 0.0, 10).min_request_amount(1)
+        ])
+        .unwrap();
+    let mut first = s.entry("r").enter().unwrap();
+    first.set_error();
+    drop(first);
+    assert_eq!(state(&s), BreakerState::Open);
+    // The rate limiter would queue this call 100 ms; the open breaker blocks it instead.
+    let before = clock.now_nanos();
+    assert!(matches!(
+        s.entry("r").enter(),
+        Err(BlockError::CircuitBreaker { .. })
+    ));
+    assert_eq!(clock.now_nanos(), before, "a blocked call never queues");
+}
+
+#[test]
 fn reload_keeps_equal_breakers_and_their_state() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
