@@ -307,20 +307,49 @@ struct Verdict {
 
 /// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
 /// call as their half-open probe go back to OPEN: the probe never ran.
+#[inline(always)]
 fn check_breakers(
     list: &[Arc<CircuitBreaker>],
     now: u64,
     node: &ResourceNode,
 ) -> Option<BlockError> {
     let events = &node.shared.events;
-    let mut probes: u64 = 0;
     for (i, breaker) in list.iter().enumerate() {
-        match breaker.try_pass(now, events) {
+        let admission = breaker.try_pass(now, events);
+        if admission != Admission::Pass {
+            return finish_breakers(list, i, admission, now, node);
+        }
+    }
+    None
+}
+
+/// The rest of [`check_breakers`] from `first`, the first breaker that did not simply pass
+/// (it decided `admission`).
+#[cold]
+#[inline(never)]
+fn finish_breakers(
+    list: &[Arc<CircuitBreaker>],
+    first: usize,
+    admission: Admission,
+    now: u64,
+    node: &ResourceNode,
+) -> Option<BlockError> {
+    let events = &node.shared.events;
+    // Probes admitted from `first` on, one bit each (the breakers before `first` passed).
+    let mut probes: u64 = 0;
+    let bit = |i: usize| 1u64.checked_shl((i - first) as u32).unwrap_or(0);
+    for (i, breaker) in list.iter().enumerate().skip(first) {
+        let decided = if i == first {
+            admission
+        } else {
+            breaker.try_pass(now, events)
+        };
+        match decided {
             Admission::Pass => {}
-            Admission::Probe => probes |= 1u64.checked_shl(i as u32).unwrap_or(0),
+            Admission::Probe => probes |= bit(i),
             Admission::Block => {
-                for (j, earlier) in list.iter().enumerate().take(i) {
-                    if probes & 1u64.checked_shl(j as u32).unwrap_or(0) != 0 {
+                for (j, earlier) in list.iter().enumerate().take(i).skip(first) {
+                    if probes & bit(j) != 0 {
                         earlier.abort_probe(now, events);
                     }
                 }

@@ -89,8 +89,18 @@ impl CircuitBreaker {
     }
 
     /// Decides whether a call may pass.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_pass(&self, now: u64, events: &EventBus) -> Admission {
+        if self.state.load(Ordering::Acquire) == BreakerState::Closed as u8 {
+            return Admission::Pass;
+        }
+        self.try_pass_not_closed(now, events)
+    }
+
+    /// `try_pass` when OPEN or HALF_OPEN.
+    #[cold]
+    #[inline(never)]
+    fn try_pass_not_closed(&self, now: u64, events: &EventBus) -> Admission {
         match self.state() {
             BreakerState::Closed => Admission::Pass,
             BreakerState::Open => {
@@ -156,7 +166,7 @@ impl CircuitBreaker {
     }
 
     /// A call that passed this breaker completed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &EventBus) {
         let bad = match self.rule.grade {
             DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.rule.count,
@@ -168,35 +178,44 @@ impl CircuitBreaker {
         bucket.add_by(Event::Pass, 1, owned);
         if bad {
             bucket.add_by(Event::Error, 1, owned);
-            let interval = self.window.interval_ms();
-            let round_end = (t - t % interval).saturating_add(interval);
-            self.bad_until.fetch_max(round_end, Ordering::AcqRel);
+            self.mark_bad(t);
         }
-        match self.state() {
-            BreakerState::Open => {}
-            BreakerState::HalfOpen => {
-                if bad {
-                    self.open_from(BreakerState::HalfOpen, now, 1.0, events);
-                } else if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
-                    self.clear_window();
-                    self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
-                }
-            }
-            BreakerState::Closed => self.check_closed(t, now, events),
+        if self.state.load(Ordering::Acquire) != BreakerState::Closed as u8 {
+            self.complete_not_closed(bad, now, events);
+        } else if self.bad_until.load(Ordering::Acquire) > t {
+            // Only a window holding a bad call can be over a threshold (they are >= 0).
+            self.check_closed(t, now, events);
         }
     }
 
-    /// In CLOSED: opens when the window is over the threshold.
-    #[inline]
-    fn check_closed(&self, t: u64, now: u64, events: &EventBus) {
-        if self.bad_until.load(Ordering::Acquire) <= t {
-            // No bad call in the current round (a bad call sets this before it checks).
+    /// Notes that the window round of `t` holds a bad call.
+    fn mark_bad(&self, t: u64) {
+        let interval = self.window.interval_ms();
+        let round_end = (t - t % interval).saturating_add(interval);
+        self.bad_until.fetch_max(round_end, Ordering::AcqRel);
+    }
+
+    /// `on_complete` in OPEN (nothing to do) or HALF_OPEN (the probe decides).
+    #[cold]
+    #[inline(never)]
+    fn complete_not_closed(&self, bad: bool, now: u64, events: &EventBus) {
+        if self.state() != BreakerState::HalfOpen {
             return;
         }
+        if bad {
+            self.open_from(BreakerState::HalfOpen, now, 1.0, events);
+        } else if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
+            self.clear_window();
+            self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
+        }
+    }
+
+    /// In CLOSED, with a bad call in the current round: opens when the window is over the
+    /// threshold.
+    #[inline(never)]
+    fn check_closed(&self, t: u64, now: u64, events: &EventBus) {
         let bad_count = self.window.sum(t, Event::Error);
         if bad_count == 0 {
-            // Nothing is over a threshold of zero calls (thresholds are >= 0); a healthy
-            // resource stops here.
             return;
         }
         let total = self.window.sum(t, Event::Pass);
