@@ -13,6 +13,11 @@
 //! A probe that never completes (an entry leaked with `mem::forget`) would leave the breaker
 //! HALF_OPEN forever in Sentinel. Here, once a further `timeWindow` has passed in HALF_OPEN,
 //! the next request becomes a new probe.
+//!
+//! The window (one bucket of `statIntervalMs`, as in Sentinel) is split into thread-owned
+//! stripes like the resource statistics, so a completion is a plain store. Closing the
+//! breaker empties the window, as Sentinel resets its bucket: here by moving the window's
+//! time ahead, so that no thread ever writes another thread's stripe.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
