@@ -317,7 +317,7 @@ thread_local! {
 }
 
 /// Runs `f` on the current rule table of `shared`'s engine.
-#[inline]
+#[inline(always)]
 pub(crate) fn with_rules<R>(shared: &Arc<Shared>, mut f: impl FnMut(&RuleSnapshot) -> R) -> R {
     let cached = RULES.try_with(|cell| {
         // A listener that enters from inside a check finds the cache borrowed: it falls back.

@@ -42,6 +42,7 @@ pub struct EntryBuilder<'a> {
 }
 
 impl<'a> EntryBuilder<'a> {
+    #[inline]
     pub(crate) fn new(sentinel: &'a Sentinel, resource: &'a str) -> Self {
         Self {
             sentinel,
@@ -166,75 +167,82 @@ impl<'a> EntryBuilder<'a> {
         // The closure reports through `blocked` and returns a register-sized verdict: moving
         // a large return value out of it costs more than the checks themselves.
         let mut blocked: Option<BlockError> = None;
-        let verdict = with_rules(&node.shared, |snapshot| {
-            let mut verdict = Verdict::default();
-            let rules = snapshot.rules_of(node);
-            let error = 'checks: {
-                // Sentinel's slot order: authority, system, flow, circuit breaker.
-                if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
-                    let origin = self.origin.unwrap_or("");
-                    if !rule.passes(origin) {
-                        break 'checks BlockError::Authority {
-                            resource: node.name.clone(),
-                            rule: rule.clone(),
-                            origin: origin.to_owned(),
-                        };
-                    }
-                }
-                if inbound {
-                    if let Some(thresholds) = &snapshot.system.thresholds {
-                        if let Err(b) = thresholds
-                            .check(&shared.inbound, now, self.batch, || shared.system_status())
-                        {
-                            break 'checks BlockError::System {
+        let verdict = with_rules(
+            &node.shared,
+            #[inline(always)]
+            |snapshot| {
+                let mut verdict = Verdict::default();
+                let rules = snapshot.rules_of(node);
+                let error = 'checks: {
+                    // Sentinel's slot order: authority, system, flow, circuit breaker.
+                    if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                        let origin = self.origin.unwrap_or("");
+                        if !rule.passes(origin) {
+                            break 'checks BlockError::Authority {
                                 resource: node.name.clone(),
-                                metric: b.metric,
-                                threshold: b.threshold,
-                                value: b.value,
+                                rule: rule.clone(),
+                                origin: origin.to_owned(),
                             };
                         }
                     }
-                }
-                let Some(rules) = rules else {
-                    return verdict;
-                };
-                if let Some(flow) = &rules.flow {
-                    let cx = CheckContext {
-                        now_ms: now,
-                        clock: shared.clock.as_dyn(),
-                        node,
-                        origin: self.origin,
-                        origin_node: origin_node.as_deref(),
-                        context: self.context,
-                        context_node: context_node.as_deref(),
-                        batch: self.batch,
-                        prioritized: self.prioritized,
-                    };
-                    match flow.check(&cx) {
-                        Ok((queued, from_future)) => {
-                            verdict.wait_ns = u64::try_from(queued.as_nanos()).unwrap_or(u64::MAX);
-                            verdict.borrowed = from_future;
-                        }
-                        Err(rule) => {
-                            break 'checks BlockError::Flow {
-                                resource: node.name.clone(),
-                                rule: rule.clone(),
+                    if inbound {
+                        if let Some(thresholds) = &snapshot.system.thresholds {
+                            if let Err(b) =
+                                thresholds.check(&shared.inbound, now, self.batch, || {
+                                    shared.system_status()
+                                })
+                            {
+                                break 'checks BlockError::System {
+                                    resource: node.name.clone(),
+                                    metric: b.metric,
+                                    threshold: b.threshold,
+                                    value: b.value,
+                                };
                             }
                         }
                     }
-                }
-                // A call on a borrowed slot skips the circuit breakers, as in Sentinel.
-                if let Some(list) = rules.breakers.as_ref().filter(|_| !verdict.borrowed) {
-                    if let Some(error) = check_breakers(list, now, node) {
-                        break 'checks error;
+                    let Some(rules) = rules else {
+                        return verdict;
+                    };
+                    if let Some(flow) = &rules.flow {
+                        let cx = CheckContext {
+                            now_ms: now,
+                            clock: shared.clock.as_dyn(),
+                            node,
+                            origin: self.origin,
+                            origin_node: origin_node.as_deref(),
+                            context: self.context,
+                            context_node: context_node.as_deref(),
+                            batch: self.batch,
+                            prioritized: self.prioritized,
+                        };
+                        match flow.check(&cx) {
+                            Ok((queued, from_future)) => {
+                                verdict.wait_ns =
+                                    u64::try_from(queued.as_nanos()).unwrap_or(u64::MAX);
+                                verdict.borrowed = from_future;
+                            }
+                            Err(rule) => {
+                                break 'checks BlockError::Flow {
+                                    resource: node.name.clone(),
+                                    rule: rule.clone(),
+                                }
+                            }
+                        }
                     }
-                    verdict.breakers = true;
-                }
-                return verdict;
-            };
-            blocked = Some(error);
-            verdict
-        });
+                    // A call on a borrowed slot skips the circuit breakers, as in Sentinel.
+                    if let Some(list) = rules.breakers.as_ref().filter(|_| !verdict.borrowed) {
+                        if let Some(error) = check_breakers(list, now, node) {
+                            break 'checks error;
+                        }
+                        verdict.breakers = true;
+                    }
+                    return verdict;
+                };
+                blocked = Some(error);
+                verdict
+            },
+        );
         let Verdict {
             wait_ns,
             borrowed,
@@ -510,14 +518,18 @@ impl Drop for Entry<'_> {
             // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
             // same object unless its rule changed.
             let (error, events) = (self.error, &shared.events);
-            with_rules(&node.shared, |snapshot| {
-                let current = snapshot.rules_of(node);
-                if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
-                    for breaker in list {
-                        breaker.on_complete(now, rt, error, events);
+            with_rules(
+                &node.shared,
+                #[inline(always)]
+                |snapshot| {
+                    let current = snapshot.rules_of(node);
+                    if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
+                        for breaker in list {
+                            breaker.on_complete(now, rt, error, events);
+                        }
                     }
-                }
-            });
+                },
+            );
         }
         #[cfg(feature = "metrics")]
         if self.error {
@@ -556,11 +568,11 @@ impl ResourceHandle {
     }
 
     /// Starts guarding a call to this resource.
+    #[inline]
     pub fn entry(&self) -> EntryBuilder<'_> {
-        let name = self.node.as_deref().map_or("", |n| &*n.name);
         EntryBuilder {
             target: Target::Handle(self),
-            ..EntryBuilder::new(&self.sentinel, name)
+            ..EntryBuilder::new(&self.sentinel, "")
         }
     }
 }

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::controller::{Controller, Decision};
-use super::rule::{FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER};
+use super::rule::{
+    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
+};
 use crate::engine::CheckContext;
 use crate::hash::FastMap;
 use crate::stat::{ResourceNode, StatNode};
@@ -16,6 +18,9 @@ pub(crate) struct CompiledFlowRule {
     controller: Arc<Controller>,
     ref_node: Option<Arc<ResourceNode>>,
     app: LimitApp,
+    /// `Some(count)` for the most common rule: QPS, reject, `default` limitApp, direct. Its
+    /// check is inlined into the loop; every other rule is checked out of line.
+    plain_qps: Option<f64>,
 }
 
 /// Which callers a rule's `limitApp` selects, decided once at compile time.
@@ -88,7 +93,12 @@ impl FlowTable {
                 _ => None,
             };
             let key: Arc<str> = Arc::from(rule.resource.as_str());
+            let plain = rule.grade == FlowGrade::Qps
+                && rule.control_behavior == ControlBehavior::Reject
+                && rule.strategy == FlowStrategy::Direct
+                && LimitApp::of(rule) == LimitApp::Default;
             grouped.entry(key).or_default().push(CompiledFlowRule {
+                plain_qps: plain.then_some(rule.count),
                 app: LimitApp::of(rule),
                 rule: rule.clone(),
                 controller,
@@ -127,18 +137,21 @@ impl FlowTable {
 impl ResourceFlowRules {
     /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing and
     /// whether the pass was borrowed from a future bucket.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<(Duration, bool), &Arc<FlowRule>> {
         let mut wait = Duration::ZERO;
         let mut borrowed = false;
         for compiled in &self.rules {
-            let Some(node) = self.select_node(compiled, cx) else {
-                continue;
-            };
-            match compiled
-                .controller
-                .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
-            {
+            if let Some(count) = compiled.plain_qps {
+                // The reject controller's pass test, inline; the rest (a block, a borrow)
+                // goes the general way below.
+                if !cx.prioritized
+                    && cx.node.stat.pass_qps(cx.now_ms) + f64::from(cx.batch) <= count
+                {
+                    continue;
+                }
+            }
+            match self.check_one(compiled, cx) {
                 Decision::Pass => {}
                 Decision::Wait(d) => wait += d,
                 Decision::Borrowed(d) => {
@@ -152,6 +165,17 @@ impl ResourceFlowRules {
             }
         }
         Ok((wait, borrowed))
+    }
+
+    /// One rule: its node, then its controller.
+    #[inline(never)]
+    fn check_one(&self, compiled: &CompiledFlowRule, cx: &CheckContext<'_>) -> Decision {
+        let Some(node) = self.select_node(compiled, cx) else {
+            return Decision::Pass;
+        };
+        compiled
+            .controller
+            .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
     }
 
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.

@@ -33,7 +33,8 @@ impl RateLimiter {
         }
     }
 
-    #[inline]
+    // Out of line: the reject controller's loop stays small.
+    #[inline(never)]
     pub(crate) fn check(&self, acquire: u32, now_ms: u64, clock: &dyn Clock) -> Decision {
         if acquire == 0 {
             return Decision::Pass;

@@ -21,7 +21,8 @@ impl WarmUpRateLimiter {
         }
     }
 
-    #[inline]
+    // Out of line: the reject controller's loop stays small.
+    #[inline(never)]
     pub(crate) fn check(&self, node: &StatNode, acquire: u32, now_ms: u64) -> Decision {
         if self.state.count <= 0.0 {
             return Decision::Block;
