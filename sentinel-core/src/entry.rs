@@ -495,10 +495,11 @@ impl<'a> Entry<'a> {
 
 impl Drop for Entry<'_> {
     fn drop(&mut self) {
-        let Some(node_ref) = self.node.take() else {
+        // The node itself is released with the entry's fields, after this.
+        let Some(node_ref) = &self.node else {
             return;
         };
-        let node: &ResourceNode = &node_ref;
+        let node: &ResourceNode = node_ref;
         let shared = &*node.shared;
         let now = shared.clock.now_ms();
         let rt = now.saturating_sub(self.start_ms);

@@ -202,6 +202,8 @@ pub(crate) struct Window<const BUCKET_MS: u64 = 0> {
     /// much as the rest of an update.
     per_bucket: StrengthReducedU64,
     per_array: StrengthReducedU64,
+    /// `len - 1` when the bucket count is a power of two: indexing is then a mask.
+    mask: Option<u64>,
 }
 
 impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
@@ -227,6 +229,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
             per_interval: buckets as u64,
             per_bucket: StrengthReducedU64::new(bucket_ms),
             per_array: StrengthReducedU64::new(len as u64),
+            mask: len.is_power_of_two().then_some(len as u64 - 1),
         }
     }
 
@@ -241,7 +244,10 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     /// The bucket of `round`, and the start time that round has.
     #[inline(always)]
     fn slot(&self, round: u64) -> (&Bucket, u64) {
-        let index = (round % self.per_array) as usize;
+        let index = match self.mask {
+            Some(mask) => round & mask,
+            None => round % self.per_array,
+        } as usize;
         (&self.buckets[index], round * self.bucket_ms)
     }
 
