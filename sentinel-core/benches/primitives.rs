@@ -36,6 +36,13 @@ fn primitives(c: &mut Criterion) {
             std::hint::black_box(t / divisor)
         })
     });
+    let reduced = strength_reduce::StrengthReducedU64::new(divisor);
+    group.bench_function("u64_division_strength_reduced", |b| {
+        b.iter(|| {
+            t += 1;
+            std::hint::black_box(t / reduced)
+        })
+    });
     let arc = Arc::new(1u64);
     group.bench_function("arc_clone_drop", |b| {
         b.iter(|| drop(std::hint::black_box(arc.clone())))
