@@ -217,9 +217,8 @@ impl<'a> EntryBuilder<'a> {
                             prioritized: self.prioritized,
                         };
                         match flow.check(&cx) {
-                            Ok((queued, from_future)) => {
-                                verdict.wait_ns =
-                                    u64::try_from(queued.as_nanos()).unwrap_or(u64::MAX);
+                            Ok((queued_ns, from_future)) => {
+                                verdict.wait_ns = queued_ns;
                                 verdict.borrowed = from_future;
                             }
                             Err(rule) => {

@@ -135,11 +135,11 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
-    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing and
-    /// whether the pass was borrowed from a future bucket.
+    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing (in
+    /// nanoseconds) and whether the pass was borrowed from a future bucket.
     #[inline(always)]
-    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<(Duration, bool), &Arc<FlowRule>> {
-        let mut wait = Duration::ZERO;
+    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<(u64, bool), &Arc<FlowRule>> {
+        let mut wait_ns: u64 = 0;
         let mut borrowed = false;
         for compiled in &self.rules {
             if let Some(count) = compiled.plain_qps {
@@ -153,18 +153,18 @@ impl ResourceFlowRules {
             }
             match self.check_one(compiled, cx) {
                 Decision::Pass => {}
-                Decision::Wait(d) => wait += d,
+                Decision::Wait(d) => wait_ns = wait_ns.saturating_add(nanos(d)),
                 Decision::Borrowed(d) => {
                     // As Sentinel's PriorityWaitException: the call has its slot; the
                     // remaining rules are not checked.
-                    wait += d;
+                    wait_ns = wait_ns.saturating_add(nanos(d));
                     borrowed = true;
                     break;
                 }
                 Decision::Block => return Err(&compiled.rule),
             }
         }
-        Ok((wait, borrowed))
+        Ok((wait_ns, borrowed))
     }
 
     /// One rule: its node, then its controller.
@@ -214,4 +214,9 @@ impl ResourceFlowRules {
             }
         }
     }
+}
+
+/// A wait in nanoseconds (saturating).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
