@@ -209,6 +209,8 @@ impl SourceRules {
 pub(crate) struct ResourceRules {
     pub(crate) authority: Option<Arc<AuthorityRule>>,
     pub(crate) flow: Option<Arc<ResourceFlowRules>>,
+    /// `flow`'s count when its only rule is a plain QPS reject rule.
+    pub(crate) plain_qps: Option<f64>,
     pub(crate) breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
 }
 
@@ -763,7 +765,9 @@ impl Sentinel {
 
         let mut by_name: FastMap<Arc<str>, ResourceRules> = FastMap::default();
         for (name, rules) in &flow_table.by_resource {
-            by_name.entry(name.clone()).or_default().flow = Some(rules.clone());
+            let entry = by_name.entry(name.clone()).or_default();
+            entry.plain_qps = rules.only_plain_qps();
+            entry.flow = Some(rules.clone());
         }
         for (name, breakers) in &degrade_table.by_resource {
             by_name.entry(name.clone()).or_default().breakers = Some(breakers.clone());

@@ -204,7 +204,12 @@ impl<'a> EntryBuilder<'a> {
                     let Some(rules) = rules else {
                         return verdict;
                     };
-                    if let Some(flow) = &rules.flow {
+                    let plain_pass = rules.plain_qps.is_some_and(|count| {
+                        // The common single plain QPS rule, without reading the flow table.
+                        !self.prioritized
+                            && node.stat.pass_qps(now) + f64::from(self.batch) <= count
+                    });
+                    if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
                         let cx = CheckContext {
                             now_ms: now,
                             clock: shared.clock.as_dyn(),

@@ -178,6 +178,15 @@ impl ResourceFlowRules {
             .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
     }
 
+    /// The count of the resource's only rule, when that rule is a plain QPS reject rule
+    /// (`default` limitApp, direct): the hot path can test it without this table.
+    pub(crate) fn only_plain_qps(&self) -> Option<f64> {
+        match self.rules.as_slice() {
+            [only] => only.plain_qps,
+            _ => None,
+        }
+    }
+
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
     #[inline]
     fn select_node<'a>(
