@@ -763,27 +763,23 @@ impl Sentinel {
             current.authority.clone()
         };
 
-        let mut by_name: FastMap<Arc<str>, ResourceRules> = FastMap::default();
+        // Every resource's rules, in one slot each; `index` maps names to slots.
+        let mut index: FastMap<Arc<str>, u32> = FastMap::default();
+        let mut resources: Vec<ResourceRules> = Vec::new();
+        let expected = flow_table.by_resource.len() + degrade_table.by_resource.len();
+        index.reserve(expected);
+        resources.reserve(expected);
         for (name, rules) in &flow_table.by_resource {
-            let entry = by_name.entry(name.clone()).or_default();
-            entry.plain_qps = rules.only_plain_qps();
-            entry.flow = Some(rules.clone());
+            let slot = slot_of(&mut index, &mut resources, name);
+            slot.plain_qps = rules.only_plain_qps();
+            slot.flow = Some(rules.clone());
         }
         for (name, breakers) in &degrade_table.by_resource {
-            by_name.entry(name.clone()).or_default().breakers = Some(breakers.clone());
+            slot_of(&mut index, &mut resources, name).breakers = Some(breakers.clone());
         }
         for rule in authority_table.iter() {
-            by_name
-                .entry(Arc::from(rule.resource.as_str()))
-                .or_default()
-                .authority = Some(rule.clone());
-        }
-        let mut index = FastMap::default();
-        index.reserve(by_name.len());
-        let mut resources = Vec::with_capacity(by_name.len());
-        for (name, rules) in by_name {
-            index.insert(name, u32::try_from(resources.len()).unwrap_or(u32::MAX));
-            resources.push(rules);
+            let name: Arc<str> = Arc::from(rule.resource.as_str());
+            slot_of(&mut index, &mut resources, &name).authority = Some(rule.clone());
         }
 
         let next = RuleSnapshot {
@@ -815,6 +811,22 @@ impl Sentinel {
             version,
         })
     }
+}
+
+/// The rules slot of resource `name`, added on first use.
+fn slot_of<'a>(
+    index: &mut FastMap<Arc<str>, u32>,
+    resources: &'a mut Vec<ResourceRules>,
+    name: &Arc<str>,
+) -> &'a mut ResourceRules {
+    let next = u32::try_from(resources.len()).unwrap_or(u32::MAX);
+    let i = *index.entry(name.clone()).or_insert(next);
+    if i == next {
+        resources.push(ResourceRules::default());
+    }
+    let last = resources.len().saturating_sub(1);
+    // `i` indexes `resources` (a slot is pushed with its index); `min` keeps that total.
+    &mut resources[(i as usize).min(last)]
 }
 
 /// Keeps the first authority rule of each resource; later ones become issues.
