@@ -1,6 +1,6 @@
 //! The `Sentinel` handle: resource registry, rule tables and clock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -359,6 +359,8 @@ pub(crate) struct Inner {
     validation: Validation,
     /// Serialises rule writers; readers never take it.
     writer: Mutex<()>,
+    /// Names of the running data sources: each names one part of the rule union.
+    source_names: Mutex<BTreeSet<String>>,
 }
 
 impl Drop for Inner {
@@ -461,7 +463,28 @@ impl SentinelBuilder {
                 registry: Registry::new(self.limits),
                 validation: self.validation,
                 writer: Mutex::new(()),
+                source_names: Mutex::new(BTreeSet::new()),
             }),
+        }
+    }
+}
+
+/// A data source's hold on its name (see `Sentinel::claim_source_name`).
+#[derive(Debug)]
+pub(crate) struct SourceNameClaim {
+    sentinel: WeakSentinel,
+    name: String,
+}
+
+impl Drop for SourceNameClaim {
+    fn drop(&mut self) {
+        if let Some(sentinel) = self.sentinel.upgrade() {
+            sentinel
+                .inner
+                .source_names
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&self.name);
         }
     }
 }
@@ -603,6 +626,20 @@ impl Sentinel {
             .iter()
             .map(|n| n.name.to_string())
             .collect()
+    }
+
+    /// Reserves `name` for one running data source: `None` while another source holds it.
+    /// The name is free again when the claim is dropped.
+    pub(crate) fn claim_source_name(&self, name: &str) -> Option<SourceNameClaim> {
+        let mut names = self
+            .inner
+            .source_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        names.insert(name.to_owned()).then(|| SourceNameClaim {
+            sentinel: self.downgrade(),
+            name: name.to_owned(),
+        })
     }
 
     /// A handle that does not keep the engine alive.

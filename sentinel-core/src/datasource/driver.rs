@@ -16,7 +16,7 @@ use super::converter::Converter;
 use super::snapshot;
 use super::source::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 use super::status::SourceStatus;
-use crate::engine::{RuleSet, Sentinel};
+use crate::engine::{RuleSet, Sentinel, SourceNameClaim};
 use crate::rules::{RuleError, RuleFamily, Validation};
 
 /// Default payload size cap: 4 MiB, as Sentinel's file data source.
@@ -76,6 +76,14 @@ pub enum DataSourceError {
         /// The data source.
         name: String,
     },
+    /// Another running source of this engine has the same name: the two would replace each
+    /// other's rules. Give one a distinct [`name`](DataSourceBuilder::name), or close the
+    /// other first.
+    #[error("data source {name}: another running source of this engine has this name")]
+    DuplicateName {
+        /// The data source.
+        name: String,
+    },
 }
 
 /// Configures a [`DataSource`]. Obtained from [`DataSource::builder`].
@@ -109,7 +117,8 @@ impl fmt::Debug for DataSourceBuilder {
 impl DataSourceBuilder {
     /// The source name: its key in the engine's union of sources, and the name in status,
     /// events and errors. Defaults to the backend's [`describe`](ReadableDataSource::describe).
-    /// Two live sources must not share a name.
+    /// Two running sources of one engine cannot share a name: `start` returns
+    /// [`DataSourceError::DuplicateName`] for the second until the first is closed.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -167,8 +176,12 @@ impl DataSourceBuilder {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(DataSourceError::NoRuntime { name });
         }
+        let Some(claim) = sentinel.claim_source_name(&name) else {
+            return Err(DataSourceError::DuplicateName { name });
+        };
         let (status_tx, status_rx) = watch::channel(SourceStatus::new(name.clone()));
         let mut driver = Driver {
+            _claim: claim,
             name: name.clone(),
             backend: self.backend,
             converter: self.converter,
@@ -364,6 +377,8 @@ impl Backoff {
 
 /// The state the background task owns.
 struct Driver {
+    /// Holds the source's name until the task ends (or `start` fails).
+    _claim: SourceNameClaim,
     name: String,
     backend: Box<dyn ReadableDataSource>,
     converter: Arc<dyn Converter<[u8], RuleSet>>,

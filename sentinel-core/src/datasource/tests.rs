@@ -261,6 +261,48 @@ async fn reconnects_with_capped_exponential_backoff() {
 }
 
 #[tokio::test]
+async fn two_running_sources_cannot_share_a_name() {
+    let store = MemoryStore::new();
+    store.put("a", flow_payload(1));
+    store.put("b", flow_payload(2));
+    let sentinel = Sentinel::new();
+    let first = DataSource::builder(store.source("a"), FlowJson::new())
+        .name("rules")
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let second = DataSource::builder(store.source("b"), FlowJson::new())
+        .name("rules")
+        .start(&sentinel)
+        .await;
+    assert!(
+        matches!(&second, Err(DataSourceError::DuplicateName { name }) if name == "rules"),
+        "{second:?}"
+    );
+    assert_eq!(
+        applied_seq(&sentinel),
+        Some(1),
+        "the first source's rules stay"
+    );
+    // Another engine may use the name; this one may once the first source is closed.
+    let other = Sentinel::new();
+    let elsewhere = DataSource::builder(store.source("b"), FlowJson::new())
+        .name("rules")
+        .start(&other)
+        .await
+        .expect("another engine");
+    first.close().await;
+    let again = DataSource::builder(store.source("b"), FlowJson::new())
+        .name("rules")
+        .start(&sentinel)
+        .await
+        .expect("the name is free after close");
+    assert_eq!(applied_seq(&sentinel), Some(2));
+    again.close().await;
+    elsewhere.close().await;
+}
+
+#[tokio::test]
 async fn dropping_the_handle_stops_the_task() {
     let store = MemoryStore::new();
     store.put("k", flow_payload(1));
