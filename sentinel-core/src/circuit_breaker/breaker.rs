@@ -187,9 +187,16 @@ impl CircuitBreaker {
         }
         if self.state.load(Ordering::Acquire) != BreakerState::Closed as u8 {
             self.complete_not_closed(bad, now, events);
-        } else if self.bad_until.load(Ordering::Acquire) > t {
-            // Only a window holding a bad call can be over a threshold (they are >= 0).
-            self.check_closed(t, now, events);
+        } else if self
+            .bad_until
+            .load(Ordering::Acquire)
+            .saturating_add(self.window.interval_ms())
+            > t
+        {
+            // Only a window holding a bad call can be over a threshold (they are >= 0). The
+            // slack of one round covers a bad call counted into a bucket that had already
+            // moved on to the next round (a racing writer on the shared stripe).
+            self.check_closed(now, events);
         }
     }
 
@@ -209,16 +216,22 @@ impl CircuitBreaker {
         }
         if bad {
             self.open_from(BreakerState::HalfOpen, now, 1.0, events);
-        } else if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
+        } else {
+            // Empty the window before CLOSED is visible: a completion that sees CLOSED then
+            // reads the window at its new time, never the round that opened the breaker.
             self.clear_window();
-            self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
+            if self.transition(BreakerState::HalfOpen, BreakerState::Closed) {
+                self.emit(events, BreakerState::HalfOpen, BreakerState::Closed, None);
+            }
         }
     }
 
     /// In CLOSED, with a bad call in the current round: opens when the window is over the
     /// threshold.
     #[inline(never)]
-    fn check_closed(&self, t: u64, now: u64, events: &EventBus) {
+    fn check_closed(&self, now: u64, events: &EventBus) {
+        // Read after the state: a breaker that just closed has emptied its window by then.
+        let t = self.window_time(now);
         let bad_count = self.window.sum(t, Event::Error);
         if bad_count == 0 {
             return;

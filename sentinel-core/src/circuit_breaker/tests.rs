@@ -253,6 +253,48 @@ fn a_good_call_that_reaches_min_request_amount_trips_on_earlier_errors() {
 }
 
 #[test]
+fn a_bad_call_counted_into_the_next_round_still_counts_for_a_good_call() {
+    // A writer that read the time just before a round boundary counts into a bucket that
+    // already holds the next round; the good call that then reaches minRequestAmount must
+    // still see those errors. (Replayed on one thread by stepping the clock back.)
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.degrade_rules()
+        .load_rules(vec![DegradeRule::error_ratio("r", 0.5, 1)
+            .min_request_amount(5)
+            .stat_interval_ms(1000)])
+        .unwrap();
+    clock.set_ms(11_000);
+    calls(&s, &clock, 1, 0, 0); // this thread's bucket now holds the round from 11 000
+    clock.set_ms(10_999);
+    calls(&s, &clock, 3, 3, 0); // counted in that bucket
+    clock.set_ms(11_000);
+    calls(&s, &clock, 1, 0, 0); // 5 calls, 3 errors: 0.6 > 0.5
+    assert_eq!(state(&s), BreakerState::Open);
+}
+
+#[test]
+fn an_owned_entry_may_outlive_its_engine() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("r", 0.0, 10).min_request_amount(1)
+        ])
+        .unwrap();
+    let mut entry = s.entry("r").enter().unwrap().into_owned();
+    entry.set_error();
+    let weak = s.downgrade();
+    drop(s);
+    assert!(
+        weak.upgrade().is_none(),
+        "the entry does not keep the engine alive"
+    );
+    // Its breaker is gone with the engine's rules: the exit reports to nothing.
+    drop(entry);
+}
+
+#[test]
 fn closing_clears_the_window_of_every_thread() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
