@@ -720,10 +720,7 @@ impl Sentinel {
         let system = set
             .system
             .map(|r| keep_valid(r, SystemRule::validate, &mut issues));
-        let authority = set
-            .authority
-            .map(|r| keep_valid(r, AuthorityRule::validate, &mut issues))
-            .map(|r| one_authority_rule_per_resource(r, &mut issues));
+        let authority = set.authority.map(|r| keep_valid_authority(r, &mut issues));
         if validation == Validation::Strict && !issues.is_empty() {
             return Err(RuleError::Invalid {
                 payload: source.to_owned(),
@@ -877,13 +874,39 @@ fn one_authority_rule_per_resource(
         if seen.insert(rule.resource.clone()) {
             kept.push(rule);
         } else {
-            issues.push(RuleIssue::new(
-                RuleFamily::Authority,
-                index,
-                Some(&rule.resource),
-                "resource",
-                "a resource may have only one authority rule",
-            ));
+            issues.push(second_authority_rule(index, &rule.resource));
+        }
+    }
+    kept
+}
+
+/// The issue of a second authority rule for `resource`, at `index`.
+fn second_authority_rule(index: usize, resource: &str) -> RuleIssue {
+    RuleIssue::new(
+        RuleFamily::Authority,
+        index,
+        Some(resource),
+        "resource",
+        "a resource may have only one authority rule",
+    )
+}
+
+/// Like [`keep_valid`], for authority rules: also skips a second rule for one resource. Issues
+/// name each rule's index in the payload.
+fn keep_valid_authority(
+    rules: Vec<AuthorityRule>,
+    issues: &mut Vec<RuleIssue>,
+) -> Vec<Arc<AuthorityRule>> {
+    let mut seen = FastSet::default();
+    let mut kept = Vec::with_capacity(rules.len());
+    for (index, rule) in rules.into_iter().enumerate() {
+        let found = rule.validate(index);
+        if !found.is_empty() {
+            issues.extend(found);
+        } else if !seen.insert(rule.resource.clone()) {
+            issues.push(second_authority_rule(index, &rule.resource));
+        } else {
+            kept.push(Arc::new(rule));
         }
     }
     kept

@@ -48,6 +48,23 @@ fn one_rule_per_resource() {
 }
 
 #[test]
+fn skipped_rules_name_their_index_in_the_payload() {
+    let s = Sentinel::new();
+    let rules = vec![
+        AuthorityRule::white_list("", "a"), // invalid: blank resource
+        AuthorityRule::white_list("r", "a"),
+        AuthorityRule::black_list("r", "b"), // a second rule for r
+    ];
+    let report = s.authority_rules().load_rules_lenient(rules).unwrap();
+    let indexes: Vec<usize> = report.skipped.iter().map(|i| i.index).collect();
+    assert_eq!(indexes, [0, 2]);
+    assert_eq!(
+        s.authority_rules().rules(),
+        vec![AuthorityRule::white_list("r", "a")]
+    );
+}
+
+#[test]
 fn authority_is_checked_before_flow() {
     let clock = FakeClock::at_ms(10_000);
     let s = Sentinel::builder().clock(clock).build();

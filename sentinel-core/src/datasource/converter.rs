@@ -258,11 +258,7 @@ fn convert_java(
     }
     let document = parse_document(source, JAVA_FORMAT)?;
     if !matches!(document, Value::Null | Value::Array(_) | Value::Object(_)) {
-        return Err(rule_list(document, family, JAVA_FORMAT)
-            .err()
-            .unwrap_or_else(|| {
-                format_error(JAVA_FORMAT, format!("expected a list of {family} rules"))
-            }));
+        return Err(not_a_rule_list(&document, family, JAVA_FORMAT));
     }
     let mut skipped = Vec::new();
     let set = family_rules(family, document, validation, &mut skipped).map_err(invalid)?;
@@ -492,14 +488,19 @@ pub(super) fn rule_list(
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
         Value::Object(_) => Ok(vec![value]),
-        other => Err(format_error(
-            format,
-            format!(
-                "expected a list of {family} rules or one rule object, found {}",
-                kind(&other)
-            ),
-        )),
+        other => Err(not_a_rule_list(&other, family, format)),
     }
+}
+
+/// The format error for a document that is neither a list of rules nor one rule object.
+fn not_a_rule_list(value: &Value, family: RuleFamily, format: &str) -> RuleError {
+    format_error(
+        format,
+        format!(
+            "expected a list of {family} rules or one rule object, found {}",
+            kind(value)
+        ),
+    )
 }
 
 /// Decodes and validates every rule of one family.
