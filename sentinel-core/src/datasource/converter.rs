@@ -352,33 +352,56 @@ fn family_rules(
 ) -> Result<RuleSet, Vec<RuleIssue>> {
     let items = rule_list(value, family, JAVA_FORMAT).map_err(|e| vec![shape_issue(family, e)])?;
     let shape = WireShape::java(family);
-    let set = match family {
-        RuleFamily::Flow => {
-            let (rules, mut skip) =
-                parse_family(items, &shape, FlowRuleWire::into_rule, validation)?;
-            skipped.append(&mut skip);
-            RuleSet::new().with_flow(rules)
-        }
-        RuleFamily::Degrade => {
-            let (rules, mut skip) =
-                parse_family(items, &shape, DegradeRuleWire::into_rule, validation)?;
-            skipped.append(&mut skip);
-            RuleSet::new().with_degrade(rules)
-        }
-        RuleFamily::System => {
-            let (rules, mut skip) =
-                parse_family(items, &shape, SystemRuleWire::into_rule, validation)?;
-            skipped.append(&mut skip);
-            RuleSet::new().with_system(rules)
-        }
-        RuleFamily::Authority => {
-            let (rules, mut skip) =
-                parse_family(items, &shape, AuthorityRuleWire::into_rule, validation)?;
-            skipped.append(&mut skip);
-            RuleSet::new().with_authority(rules)
-        }
-    };
-    Ok(set)
+    let shape = &shape;
+    match family {
+        RuleFamily::Flow => one_family(
+            items,
+            shape,
+            FlowRuleWire::into_rule,
+            validation,
+            skipped,
+            RuleSet::with_flow,
+        ),
+        RuleFamily::Degrade => one_family(
+            items,
+            shape,
+            DegradeRuleWire::into_rule,
+            validation,
+            skipped,
+            RuleSet::with_degrade,
+        ),
+        RuleFamily::System => one_family(
+            items,
+            shape,
+            SystemRuleWire::into_rule,
+            validation,
+            skipped,
+            RuleSet::with_system,
+        ),
+        RuleFamily::Authority => one_family(
+            items,
+            shape,
+            AuthorityRuleWire::into_rule,
+            validation,
+            skipped,
+            RuleSet::with_authority,
+        ),
+    }
+}
+
+/// [`parse_family`] into a rule set carrying that one family (`put` adds it); skipped rules
+/// are appended to `skipped`.
+fn one_family<W: DeserializeOwned, R>(
+    items: Vec<Value>,
+    shape: &WireShape,
+    into_rule: impl Fn(W, usize) -> Result<R, Vec<RuleIssue>>,
+    validation: Validation,
+    skipped: &mut Vec<RuleIssue>,
+    put: fn(RuleSet, Vec<R>) -> RuleSet,
+) -> Result<RuleSet, Vec<RuleIssue>> {
+    let (rules, mut skip) = parse_family(items, shape, into_rule, validation)?;
+    skipped.append(&mut skip);
+    Ok(put(RuleSet::new(), rules))
 }
 
 /// Turns a shape error (`"flow": 3`) into an issue of its family.
