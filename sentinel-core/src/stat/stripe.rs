@@ -164,13 +164,8 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         };
         let round = first.round_of(now);
         let mut total = 0;
-        let mut bits = self.active.load(Ordering::Relaxed);
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if let Some(window) = self.stripes.get(i) {
-                total += window.sum_at(round, event);
-            }
+        for window in self.active() {
+            total += window.sum_at(round, event);
         }
         total
     }

@@ -348,14 +348,8 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     #[inline(always)]
     pub(crate) fn sum_at(&self, round: u64, event: Event) -> u64 {
         let mut total = 0;
-        for back in 0..self.per_interval {
-            let Some(r) = round.checked_sub(back) else {
-                break;
-            };
-            let (bucket, start) = self.slot(r);
-            if bucket.start.load(Ordering::Acquire) == start {
-                total += bucket.get(event);
-            }
+        for bucket in self.live(round) {
+            total += bucket.get(event);
         }
         total
     }
