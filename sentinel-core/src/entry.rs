@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, CheckContext, Sentinel};
+use crate::flow::plain_qps_passes;
 use crate::stat::{ResourceNode, StatNode};
 
 /// Whether a call comes into this service or goes out of it. System rules apply to inbound
@@ -204,11 +205,14 @@ impl<'a> EntryBuilder<'a> {
                     let Some(rules) = rules else {
                         return verdict;
                     };
-                    let plain_pass = rules.plain_qps.is_some_and(|count| {
-                        // The common single plain QPS rule, without reading the flow table.
-                        !self.prioritized
-                            && node.stat.pass_qps(now) + f64::from(self.batch) <= count
-                    });
+                    // The common single plain QPS rule, without reading the flow table.
+                    let plain_pass = plain_qps_passes(
+                        rules.plain_qps,
+                        &node.stat,
+                        now,
+                        self.batch,
+                        self.prioritized,
+                    );
                     if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
                         let cx = CheckContext {
                             now_ms: now,

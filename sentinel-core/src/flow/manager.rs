@@ -23,6 +23,20 @@ pub(crate) struct CompiledFlowRule {
     plain_qps: Option<f64>,
 }
 
+/// The reject controller's pass test for a plain QPS rule (`plain_qps`, see
+/// [`CompiledFlowRule`]): `true` when the call passes it. A prioritized call, or one over the
+/// count, is left to the controller (it may borrow a future slot, or block).
+#[inline(always)]
+pub(crate) fn plain_qps_passes(
+    plain_qps: Option<f64>,
+    stat: &StatNode,
+    now_ms: u64,
+    batch: u32,
+    prioritized: bool,
+) -> bool {
+    plain_qps.is_some_and(|count| !prioritized && stat.pass_qps(now_ms) + f64::from(batch) <= count)
+}
+
 /// Which callers a rule's `limitApp` selects, decided once at compile time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LimitApp {
@@ -142,14 +156,16 @@ impl ResourceFlowRules {
         let mut wait_ns: u64 = 0;
         let mut borrowed = false;
         for compiled in &self.rules {
-            if let Some(count) = compiled.plain_qps {
-                // The reject controller's pass test, inline; the rest (a block, a borrow)
-                // goes the general way below.
-                if !cx.prioritized
-                    && cx.node.stat.pass_qps(cx.now_ms) + f64::from(cx.batch) <= count
-                {
-                    continue;
-                }
+            // A plain rule's pass test, inline; the rest (a block, a borrow) goes the general
+            // way below.
+            if plain_qps_passes(
+                compiled.plain_qps,
+                &cx.node.stat,
+                cx.now_ms,
+                cx.batch,
+                cx.prioritized,
+            ) {
+                continue;
             }
             match self.check_one(compiled, cx) {
                 Decision::Pass => {}

@@ -13,7 +13,7 @@ mod controller;
 pub(crate) mod manager;
 mod rule;
 
-pub(crate) use manager::{FlowTable, ResourceFlowRules};
+pub(crate) use manager::{plain_qps_passes, FlowTable, ResourceFlowRules};
 pub(crate) use rule::{u32_field, FlowRuleWire};
 pub use rule::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
