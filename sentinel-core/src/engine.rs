@@ -130,7 +130,7 @@ impl RuleSet {
         issues.extend(each(&self.system, SystemRule::validate));
         issues.extend(each(&self.authority, AuthorityRule::validate));
         if let Some(authority) = &self.authority {
-            let rules = authority.iter().cloned().map(Arc::new).collect();
+            let rules = authority.iter().cloned().map(Arc::new).enumerate();
             one_authority_rule_per_resource(rules, &mut issues);
         }
         issues
@@ -720,7 +720,20 @@ impl Sentinel {
         let system = set
             .system
             .map(|r| keep_valid(r, SystemRule::validate, &mut issues));
-        let authority = set.authority.map(|r| keep_valid_authority(r, &mut issues));
+        let authority = set.authority.map(|rules| {
+            // Valid rules with their places in the payload, then one per resource.
+            let valid: Vec<(usize, Arc<AuthorityRule>)> = rules
+                .into_iter()
+                .enumerate()
+                .filter_map(|(index, rule)| {
+                    let found = rule.validate(index);
+                    let valid = found.is_empty();
+                    issues.extend(found);
+                    valid.then(|| (index, Arc::new(rule)))
+                })
+                .collect();
+            one_authority_rule_per_resource(valid, &mut issues)
+        });
         if validation == Validation::Strict && !issues.is_empty() {
             return Err(RuleError::Invalid {
                 payload: source.to_owned(),
@@ -788,7 +801,8 @@ impl Sentinel {
         let authority_table = if changed.contains(&RuleFamily::Authority) {
             let union = union_of(sources.values().filter_map(|s| s.authority.as_deref()));
             let mut ignored = Vec::new();
-            let table = one_authority_rule_per_resource(union, &mut ignored);
+            let table =
+                one_authority_rule_per_resource(union.into_iter().enumerate(), &mut ignored);
             for issue in ignored {
                 tracing::warn!(%issue, "two sources bring an authority rule for one resource; keeping the first");
             }
@@ -853,60 +867,37 @@ fn slot_of<'a>(
     resources: &'a mut Vec<ResourceRules>,
     name: &Arc<str>,
 ) -> &'a mut ResourceRules {
-    let next = u32::try_from(resources.len()).unwrap_or(u32::MAX);
-    let i = *index.entry(name.clone()).or_insert(next);
-    if i == next {
+    let next = resources.len();
+    let i = *index
+        .entry(name.clone())
+        .or_insert(u32::try_from(next).unwrap_or(u32::MAX)) as usize;
+    if i >= next {
+        // A new name: its slot is the one pushed now.
         resources.push(ResourceRules::default());
+        return &mut resources[next];
     }
-    let last = resources.len().saturating_sub(1);
-    // `i` indexes `resources` (a slot is pushed with its index); `min` keeps that total.
-    &mut resources[(i as usize).min(last)]
+    &mut resources[i]
 }
 
-/// Keeps the first authority rule of each resource; later ones become issues.
+/// Keeps the first authority rule of each resource; later ones become issues, named by the
+/// index paired with each rule (its place in the payload).
 fn one_authority_rule_per_resource(
-    rules: Vec<Arc<AuthorityRule>>,
+    rules: impl IntoIterator<Item = (usize, Arc<AuthorityRule>)>,
     issues: &mut Vec<RuleIssue>,
 ) -> Vec<Arc<AuthorityRule>> {
     let mut seen = FastSet::default();
-    let mut kept = Vec::with_capacity(rules.len());
-    for (index, rule) in rules.into_iter().enumerate() {
+    let mut kept = Vec::new();
+    for (index, rule) in rules {
         if seen.insert(rule.resource.clone()) {
             kept.push(rule);
         } else {
-            issues.push(second_authority_rule(index, &rule.resource));
-        }
-    }
-    kept
-}
-
-/// The issue of a second authority rule for `resource`, at `index`.
-fn second_authority_rule(index: usize, resource: &str) -> RuleIssue {
-    RuleIssue::new(
-        RuleFamily::Authority,
-        index,
-        Some(resource),
-        "resource",
-        "a resource may have only one authority rule",
-    )
-}
-
-/// Like [`keep_valid`], for authority rules: also skips a second rule for one resource. Issues
-/// name each rule's index in the payload.
-fn keep_valid_authority(
-    rules: Vec<AuthorityRule>,
-    issues: &mut Vec<RuleIssue>,
-) -> Vec<Arc<AuthorityRule>> {
-    let mut seen = FastSet::default();
-    let mut kept = Vec::with_capacity(rules.len());
-    for (index, rule) in rules.into_iter().enumerate() {
-        let found = rule.validate(index);
-        if !found.is_empty() {
-            issues.extend(found);
-        } else if !seen.insert(rule.resource.clone()) {
-            issues.push(second_authority_rule(index, &rule.resource));
-        } else {
-            kept.push(Arc::new(rule));
+            issues.push(RuleIssue::new(
+                RuleFamily::Authority,
+                index,
+                Some(&rule.resource),
+                "resource",
+                "a resource may have only one authority rule",
+            ));
         }
     }
     kept
