@@ -4,6 +4,7 @@
 
 mod servers;
 
+pub use servers::run_services as services;
 pub use servers::*;
 
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
@@ -31,11 +32,6 @@ pub async fn next_value<S: ReadableDataSource>(source: &mut S) -> RawPayload {
         Ok(other) => panic!("unexpected watch event {other:?}"),
         Err(e) => panic!("watch failed: {e}"),
     }
-}
-
-/// Runs `scripts/services.sh` with `args` and fails the test if it fails.
-pub fn services(args: &[&str]) {
-    run_services(args);
 }
 
 /// The values of a payload as UTF-8 strings, by key.
