@@ -35,25 +35,22 @@ impl Reject {
         if used + acquire as f64 <= self.count {
             return Decision::Pass;
         }
-        self.over_threshold(node, acquire, now_ms, prioritized)
-    }
-
-    /// Past the threshold: a prioritized QPS call may borrow a future slot.
-    #[cold]
-    #[inline(never)]
-    fn over_threshold(
-        &self,
-        node: &StatNode,
-        acquire: u32,
-        now_ms: u64,
-        prioritized: bool,
-    ) -> Decision {
         if prioritized && self.grade == FlowGrade::Qps {
-            if let Some(wait) = node.try_occupy_next(now_ms, acquire, self.count) {
-                node.borrow_future(now_ms, now_ms + wait, u64::from(acquire));
-                return Decision::Borrowed(Duration::from_millis(wait));
-            }
+            return self.borrow_future(node, acquire, now_ms);
         }
         Decision::Block
+    }
+
+    /// Past the threshold, a prioritized QPS call may borrow a slot of a coming bucket.
+    #[cold]
+    #[inline(never)]
+    fn borrow_future(&self, node: &StatNode, acquire: u32, now_ms: u64) -> Decision {
+        match node.try_occupy_next(now_ms, acquire, self.count) {
+            Some(wait) => {
+                node.borrow_future(now_ms, now_ms + wait, u64::from(acquire));
+                Decision::Borrowed(Duration::from_millis(wait))
+            }
+            None => Decision::Block,
+        }
     }
 }
