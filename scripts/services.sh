@@ -31,8 +31,10 @@
 # `start` of an instance that is already running and healthy does nothing and succeeds.
 # `stop` kills exactly the PID recorded in the pidfile, never a process found by name.
 #
-# On a machine without the servers, `start` installs them with apt-get (protobuf-compiler is
-# installed too: the etcd-client crate's build script needs protoc).
+# `start` apt-get installs whichever of the Debian packages in ETCD_PACKAGES dpkg does not list
+# as installed: etcd-server and etcd-client for the servers and etcdctl, and protobuf-compiler
+# plus libprotobuf-dev because the etcd-client crate's build script needs protoc and the
+# google/protobuf/*.proto includes, which Debian ships in libprotobuf-dev.
 #
 # Adding a service: write `start_<name>` / `stop_<name>` functions (see the etcd ones, built on
 # spawn_detached / wait_ready / stop_instance), and add it to the dispatch in main() and
@@ -90,10 +92,22 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
 }
 
+# Debian packages the etcd instances and the etcd-client crate's build need.
+ETCD_PACKAGES=(protobuf-compiler libprotobuf-dev etcd-server etcd-client)
+
+# Checks packages, not commands: a working protoc says nothing about whether the
+# google/protobuf/*.proto includes (libprotobuf-dev) are there.
+pkg_installed() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
 ensure_etcd_installed() {
-  if ! command -v protoc >/dev/null 2>&1 || ! command -v etcd >/dev/null 2>&1 ||
-    ! command -v etcdctl >/dev/null 2>&1; then
-    apt_install protobuf-compiler etcd-server etcd-client
+  local pkg missing=()
+  for pkg in "${ETCD_PACKAGES[@]}"; do
+    pkg_installed "$pkg" || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    apt_install "${missing[@]}"
   fi
 }
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, on a fresh machine or a developer's:
 #   1. installs (apt) and starts the real servers the integration tests need,
-#   2. runs the quality gates (fmt, clippy, docs) and every test, doctests included,
+#   2. runs the quality gates (fmt, clippy, each feature alone via cargo-hack, docs) and every
+#      test, doctests included,
 #   3. stops the servers it started.
 # Usage: scripts/test.sh
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+# Pinned so every machine checks features with the same tool; bump it on purpose.
+CARGO_HACK_VERSION=0.6.46
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -28,6 +32,16 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+step "cargo hack check --each-feature"
+# A fresh machine has no cargo-hack, and an older or newer one may disagree with the pin.
+if [ "$(cargo hack --version 2>/dev/null || true)" != "cargo-hack $CARGO_HACK_VERSION" ]; then
+  cargo install cargo-hack --version "$CARGO_HACK_VERSION" --locked
+fi
+# Every feature of every crate must build on its own, not just in the default or
+# --all-features sets that clippy sees. --no-dev-deps edits Cargo.toml and Cargo.lock while it
+# runs and restores them after.
+cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use datasource_file::{FileSource, DEFAULT_DEBOUNCE};
 use sentinel_core::datasource::testkit::{applied_seq, flow_payload};
 use sentinel_core::datasource::{DataSource, FlowJson};
+use sentinel_core::flow::FlowRule;
 use sentinel_core::{Sentinel, SentinelEvent};
 use tokio::sync::mpsc;
 
@@ -102,7 +103,7 @@ async fn measure(write: fn(&Path, &[u8])) -> Vec<Duration> {
                 .await
                 .unwrap_or_else(|_| panic!("update {seq} not applied within {WAIT:?}"))
                 .expect("the listener lives as long as the engine");
-            if applied_seq(&sentinel) == Some(seq) {
+            if applied_seq::<FlowRule>(&sentinel) == Some(seq) {
                 latencies.push(at - written);
                 break;
             }

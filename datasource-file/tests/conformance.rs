@@ -8,32 +8,26 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use datasource_file::{FileSource, DEFAULT_DELETE_SETTLE};
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::testkit::{
-    applied_seq, check_ordered_updates, flow_payload, run_conformance, CheckOutcome,
-    ConformanceHarness, Unsupported, CONFORMANCE_RESOURCE,
+    applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
+    CheckOutcome, ConformanceHarness, EventRecorder, Unsupported, CONFORMANCE_RESOURCE, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceBuilder, DeletePolicy, FlowJson, ReadableDataSource,
-    SourceStatus,
 };
-use sentinel_core::{RuleFamily, Sentinel, SentinelEvent};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::{RuleFamily, Sentinel};
 use tokio::time::{timeout, Instant};
 
-/// Longest wait for anything expected to happen.
-const WAIT: Duration = Duration::from_secs(15);
 /// The name of every data source these tests start.
 const SOURCE: &str = "rules-file";
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// An editor's save: write the whole content to a temporary file next to the rules file, then
 /// rename it over the rules file, so a reader sees either the old or the new content.
@@ -147,88 +141,31 @@ async fn conformance_hundred_rapid_saves_apply_in_order() {
 // ---------------------------------------------------------------------------------------------
 // An engine that records what each apply left active
 
-/// One `RulesApplied` of [`SOURCE`], with what was active right after it.
-#[derive(Debug, Clone, PartialEq)]
-struct Applied {
-    version: u64,
-    families: Vec<RuleFamily>,
-    flow: Option<u64>,
-    degrade: Option<u64>,
-}
-
-/// The resource of the degrade rule in combined documents.
-const DEGRADE_RESOURCE: &str = "r";
-
-/// The count of the degrade rule on [`DEGRADE_RESOURCE`], if there is one.
+/// The degrade rules in combined documents carry their sequence on the conformance resource.
 fn degrade_seq(sentinel: &Sentinel) -> Option<u64> {
-    sentinel
-        .degrade_rules()
-        .rules()
-        .iter()
-        .find(|r| r.resource == DEGRADE_RESOURCE)
-        .map(|r| r.count as u64)
+    applied_seq::<DegradeRule>(sentinel)
 }
 
-/// A Sentinel whose listener logs every apply and rejection of [`SOURCE`].
+/// A Sentinel with a recorder of every apply and rejection of [`SOURCE`].
 struct Engine {
     sentinel: Sentinel,
-    applied: Arc<Mutex<Vec<Applied>>>,
-    rejected: Arc<AtomicUsize>,
-    /// The listener's way back to the engine; emptied on drop, so the listener (which the
-    /// engine owns) does not keep the engine alive.
-    slot: Arc<Mutex<Option<Sentinel>>>,
+    recorder: EventRecorder,
 }
 
 impl Engine {
     fn new() -> Self {
         let sentinel = Sentinel::new();
-        let applied = Arc::new(Mutex::new(Vec::new()));
-        let rejected = Arc::new(AtomicUsize::new(0));
-        let slot = Arc::new(Mutex::new(Some(sentinel.clone())));
-        let (log, rejections, engine) = (applied.clone(), rejected.clone(), slot.clone());
-        sentinel.add_listener(move |event: &SentinelEvent| match event {
-            SentinelEvent::RulesApplied {
-                source,
-                families,
-                version,
-                ..
-            } if source == SOURCE => {
-                // The driver applies one payload at a time and the listener runs right after
-                // the store, so the rules read here are the ones this apply published.
-                let (flow, degrade) = lock(&engine)
-                    .as_ref()
-                    .map_or((None, None), |s| (applied_seq(s), degrade_seq(s)));
-                lock(&log).push(Applied {
-                    version: *version,
-                    families: families.iter().map(|(family, _)| *family).collect(),
-                    flow,
-                    degrade,
-                });
-            }
-            SentinelEvent::RulesRejected { source, .. } if source == SOURCE => {
-                rejections.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {}
-        });
-        Self {
-            sentinel,
-            applied,
-            rejected,
-            slot,
-        }
-    }
-
-    fn applied(&self) -> Vec<Applied> {
-        lock(&self.applied).clone()
+        let recorder = EventRecorder::attach(&sentinel, SOURCE);
+        Self { sentinel, recorder }
     }
 
     /// The flow sequence after each apply, in order.
     fn seqs(&self) -> Vec<Option<u64>> {
-        self.applied().iter().map(|a| a.flow).collect()
+        self.recorder.seqs::<FlowRule>()
     }
 
     fn seq(&self) -> Option<u64> {
-        applied_seq(&self.sentinel)
+        applied_seq::<FlowRule>(&self.sentinel)
     }
 
     async fn start(&self, builder: DataSourceBuilder) -> DataSource {
@@ -241,22 +178,8 @@ impl Engine {
 
     /// Waits until the flow sequence `seq` is active.
     async fn wait_seq(&self, seq: Option<u64>) {
-        let deadline = Instant::now() + WAIT;
-        while self.seq() != seq {
-            assert!(
-                Instant::now() < deadline,
-                "sequence {seq:?} not applied within {WAIT:?}; active {:?}, applies {:?}",
-                self.seq(),
-                self.seqs()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        lock(&self.slot).take();
+        let what = format!("flow sequence {seq:?} (applies so far {:?})", self.seqs());
+        wait_until(&what, || self.seq() == seq).await;
     }
 }
 
@@ -265,25 +188,6 @@ fn flow(path: &Path) -> DataSourceBuilder {
         FileSource::new(path).expect("valid settings"),
         FlowJson::new(),
     )
-}
-
-/// Waits until the source's status satisfies `condition`.
-async fn wait_status(
-    source: &DataSource,
-    what: &str,
-    condition: impl Fn(&SourceStatus) -> bool,
-) -> SourceStatus {
-    let mut rx = source.status_watch();
-    let found = match timeout(WAIT, rx.wait_for(|s| condition(s))).await {
-        Ok(Ok(status)) => Some(status.clone()),
-        _ => None,
-    };
-    found.unwrap_or_else(|| {
-        panic!(
-            "no status `{what}` within {WAIT:?}; status {:?}",
-            source.status()
-        )
-    })
 }
 
 /// Asserts that for `window` the source applies, keeps and rejects nothing.
@@ -359,7 +263,7 @@ async fn in_place_write_rejects_the_partial_file_then_applies_the_complete_one()
     let status = wait_status(&source, "error cleared", |s| s.last_error.is_none()).await;
     assert_eq!(status.applied_count, 2, "{status:?}");
     assert_eq!(engine.seqs(), vec![Some(1), Some(2)]);
-    assert!(engine.rejected.load(Ordering::Relaxed) >= 1);
+    assert!(engine.recorder.rejections() >= 1);
     source.close().await;
 }
 
@@ -542,7 +446,7 @@ async fn hundred_rapid_in_place_writes_end_on_the_last_and_never_go_back() {
 fn combined(seq: u64) -> Vec<u8> {
     format!(
         r#"{{"flow":[{{"resource":"{CONFORMANCE_RESOURCE}","count":{seq},"grade":1}}],
-"degrade":[{{"resource":"{DEGRADE_RESOURCE}","grade":2,"count":{seq},"timeWindow":1}}]}}"#
+"degrade":[{{"resource":"{CONFORMANCE_RESOURCE}","grade":2,"count":{seq},"timeWindow":1}}]}}"#
     )
     .into_bytes()
 }
@@ -582,7 +486,7 @@ async fn combined_document_updates_flow_and_degrade_at_once() {
             let mut log = ReaderLog::default();
             while !stop.load(Ordering::Relaxed) {
                 let before = sentinel.rules_version();
-                let flow = applied_seq(&sentinel);
+                let flow = applied_seq::<FlowRule>(&sentinel);
                 let degrade = degrade_seq(&sentinel);
                 if sentinel.rules_version() == before {
                     log.consistent += 1;
@@ -612,12 +516,12 @@ async fn combined_document_updates_flow_and_degrade_at_once() {
     );
 
     // One apply, one version, both families, per document.
-    let applied = engine.applied();
+    let applied = engine.recorder.applied();
     assert_eq!(applied.len() as u64, DOCUMENTS, "{applied:?}");
     for (i, apply) in applied.iter().enumerate() {
         let seq = i as u64 + 1;
         assert_eq!(
-            (apply.flow, apply.degrade),
+            (apply.seq::<FlowRule>(), apply.seq::<DegradeRule>()),
             (Some(seq), Some(seq)),
             "{apply:?}"
         );
@@ -640,7 +544,7 @@ async fn combined_document_updates_flow_and_degrade_at_once() {
     assert_eq!(
         engine.sentinel.degrade_rules().rules(),
         vec![DegradeRule::error_count(
-            DEGRADE_RESOURCE,
+            CONFORMANCE_RESOURCE,
             DOCUMENTS as f64,
             1
         )]

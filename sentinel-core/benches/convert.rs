@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sentinel_core::datasource::{Converter, FlowJson};
-use sentinel_core::{Sentinel, Validation};
+use sentinel_core::Sentinel;
 
 fn payload(rules: usize, generation: usize) -> Vec<u8> {
     let items: Vec<String> = (0..rules)
@@ -35,7 +35,8 @@ fn convert_and_apply(c: &mut Criterion) {
                     .convert(&payloads[turn % 2])
                     .expect("valid payload");
                 sentinel
-                    .apply_rules("bench", set, Validation::Strict)
+                    .flow_rules()
+                    .load_rules(set.flow.unwrap_or_default())
                     .expect("applies")
             })
         });

@@ -82,3 +82,30 @@ impl BlockError {
         }
     }
 }
+
+/// A block error of each family: the match fails to compile when a family has no variant.
+#[cfg(test)]
+pub(crate) fn example(family: RuleFamily) -> BlockError {
+    let resource: Arc<str> = Arc::from("r");
+    match family {
+        RuleFamily::Authority => BlockError::Authority {
+            resource,
+            rule: Arc::new(AuthorityRule::white_list("r", "a")),
+            origin: "b".into(),
+        },
+        RuleFamily::System => BlockError::System {
+            resource,
+            metric: SystemMetric::Qps,
+            threshold: 1.0,
+            value: 2.0,
+        },
+        RuleFamily::Flow => BlockError::Flow {
+            resource,
+            rule: Arc::new(FlowRule::qps("r", 1.0)),
+        },
+        RuleFamily::Degrade => BlockError::CircuitBreaker {
+            resource,
+            rule: Arc::new(DegradeRule::error_count("r", 1.0, 1)),
+        },
+    }
+}

@@ -35,6 +35,16 @@ macro_rules! int_code_enum {
             }
         }
 
+        impl $crate::codes::IntCode for $name {
+            fn from_code(code: i64) -> Option<Self> {
+                Self::from_code(code)
+            }
+
+            fn known_codes() -> &'static str {
+                Self::known_codes()
+            }
+        }
+
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_i32(self.code())
@@ -57,29 +67,10 @@ macro_rules! int_code_enum {
 
 pub(crate) use int_code_enum;
 
-/// Checks an optional integer code against an enum, recording an issue on failure.
-macro_rules! code_field {
-    ($issues:expr, $family:expr, $index:expr, $resource:expr, $field:literal, $value:expr, $ty:ty, $default:expr) => {
-        match $value {
-            None => Some($default),
-            Some(code) => match <$ty>::from_code(code) {
-                Some(v) => Some(v),
-                None => {
-                    $issues.push($crate::rules::RuleIssue::new(
-                        $family,
-                        $index,
-                        $resource,
-                        $field,
-                        format!(
-                            "unknown value {code}; expected one of {}",
-                            <$ty>::known_codes().trim_end()
-                        ),
-                    ));
-                    None
-                }
-            },
-        }
-    };
+/// An enum that travels as an integer code (made by `int_code_enum!`).
+pub(crate) trait IntCode: Sized {
+    /// The value for an integer code, if it is known.
+    fn from_code(code: i64) -> Option<Self>;
+    /// The known codes, for error messages.
+    fn known_codes() -> &'static str;
 }
-
-pub(crate) use code_field;

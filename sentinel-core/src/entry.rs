@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
-use crate::engine::{with_rules, CheckContext, Sentinel};
-use crate::flow::plain_qps_passes;
-use crate::stat::{ResourceNode, StatNode};
+use crate::engine::{with_rules, ResourceNode, Sentinel};
+use crate::flow::{plain_qps_passes, CheckContext};
+use crate::stat::StatNode;
 
 /// Whether a call comes into this service or goes out of it. System rules apply to inbound
 /// calls only.
@@ -20,6 +20,18 @@ pub enum EntryType {
     /// A call this service makes (the default).
     #[default]
     Outbound,
+}
+
+impl Sentinel {
+    /// Starts guarding a call to `resource`.
+    pub fn entry<'a>(&'a self, resource: &'a str) -> EntryBuilder<'a> {
+        EntryBuilder::new(self, resource)
+    }
+
+    /// Resolves a resource once, so a hot loop skips the name lookup.
+    pub fn resource(&self, resource: &str) -> ResourceHandle {
+        ResourceHandle::new(self.clone(), self.node(resource))
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -173,7 +185,7 @@ impl<'a> EntryBuilder<'a> {
             #[inline(always)]
             |snapshot| {
                 let mut verdict = Verdict::default();
-                let rules = snapshot.rules_of(node);
+                let rules = node.rules_in(snapshot);
                 let error = 'checks: {
                     // Sentinel's slot order: authority, system, flow, circuit breaker.
                     if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
@@ -187,7 +199,7 @@ impl<'a> EntryBuilder<'a> {
                         }
                     }
                     if inbound {
-                        if let Some(thresholds) = &snapshot.system.thresholds {
+                        if let Some(thresholds) = &snapshot.tables.system.thresholds {
                             if let Err(b) =
                                 thresholds.check(&shared.inbound, now, self.batch, || {
                                     shared.system_status()
@@ -217,7 +229,7 @@ impl<'a> EntryBuilder<'a> {
                         let cx = CheckContext {
                             now_ms: now,
                             clock: shared.clock.as_dyn(),
-                            node,
+                            stat: &node.stat,
                             origin: self.origin,
                             origin_node: origin_node.as_deref(),
                             context: self.context,
@@ -531,7 +543,7 @@ impl Drop for Entry<'_> {
                 &node.shared,
                 #[inline(always)]
                 |snapshot| {
-                    let current = snapshot.rules_of(node);
+                    let current = node.rules_in(snapshot);
                     if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
                         for breaker in list {
                             breaker.on_complete(now, rt, error, events);

@@ -15,6 +15,32 @@
 //!     Err(blocked) => eprintln!("blocked: {blocked}"),
 //! };
 //! ```
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+/// The rule families, in one list. Every place that holds or handles one value per family
+/// (the [`RuleFamily`] enum, [`RuleSet`], the engine's rule tables and source parts,
+/// [`ActiveRules`], the combined document and the converter of each family) is generated
+/// from it, and [`family::Family`] is implemented once per entry. Adding a family is one line
+/// here and one `Family` impl (see the README's "how to add a rule family").
+///
+/// Each entry: the `RuleFamily` variant, the field and wire name, the rule type and the
+/// family's Sentinel (Java) JSON converter.
+macro_rules! for_each_family {
+    ($m:ident) => {
+        $m! {
+            /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
+            Flow, flow, crate::flow::FlowRule, crate::datasource::FlowJson;
+            /// Circuit-breaker (degrade) rules
+            /// ([`DegradeRule`](crate::circuit_breaker::DegradeRule)).
+            Degrade, degrade, crate::circuit_breaker::DegradeRule, crate::datasource::DegradeJson;
+            /// System adaptive protection rules ([`SystemRule`](crate::system::SystemRule)).
+            System, system, crate::system::SystemRule, crate::datasource::SystemJson;
+            /// Authority (origin white/black list) rules
+            /// ([`AuthorityRule`](crate::authority::AuthorityRule)).
+            Authority, authority, crate::authority::AuthorityRule, crate::datasource::AuthorityJson;
+        }
+    };
+}
 
 pub mod authority;
 mod block;
@@ -25,20 +51,25 @@ pub mod datasource;
 mod engine;
 mod entry;
 mod events;
+mod family;
 pub mod flow;
 mod hash;
+mod rule_set;
 mod rules;
 mod stat;
 pub mod system;
+#[cfg(test)]
+mod test_support;
 mod wire;
 
 pub use block::BlockError;
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{
-    ActiveRules, FamilyRule, RuleManager, RuleSet, Sentinel, SentinelBuilder, WeakSentinel,
+    ActiveRules, FamilyRule, Limits, RuleManager, Sentinel, SentinelBuilder, WeakSentinel,
     API_SOURCE,
 };
 pub use entry::{Entry, EntryBuilder, EntryType, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
+pub use rule_set::RuleSet;
 pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
-pub use stat::{Limits, NodeStats};
+pub use stat::NodeStats;

@@ -3,39 +3,30 @@
 
 use std::fmt;
 
-/// A rule family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum RuleFamily {
-    /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
-    Flow,
-    /// Circuit-breaker (degrade) rules.
-    Degrade,
-    /// System adaptive protection rules.
-    System,
-    /// Authority (origin white/black list) rules.
-    Authority,
-}
-
-impl RuleFamily {
-    /// Every family, in check order of their tables.
-    pub const ALL: [RuleFamily; 4] = [
-        RuleFamily::Flow,
-        RuleFamily::Degrade,
-        RuleFamily::System,
-        RuleFamily::Authority,
-    ];
-
-    /// The family's name, as used in combined documents (`flow`, `degrade`...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleFamily::Flow => "flow",
-            RuleFamily::Degrade => "degrade",
-            RuleFamily::System => "system",
-            RuleFamily::Authority => "authority",
+macro_rules! rule_family_enum {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+        /// A rule family.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum RuleFamily {
+            $($(#[$doc])* $variant,)*
         }
-    }
+
+        impl RuleFamily {
+            /// Every family, in the order of the combined document.
+            pub const ALL: &'static [RuleFamily] = &[$(RuleFamily::$variant),*];
+
+            /// The family's name, as used in combined documents (`flow`, `degrade`...).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(RuleFamily::$variant => stringify!($field),)*
+                }
+            }
+        }
+    };
 }
+
+for_each_family!(rule_family_enum);
 
 impl fmt::Display for RuleFamily {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -88,18 +79,95 @@ impl fmt::Display for RuleIssue {
     }
 }
 
-/// Finishes a wire-to-rule conversion: runs the rule's own validation after the wire-level
-/// issues, and returns the rule only if nothing is wrong.
-pub(crate) fn checked<R>(
-    rule: R,
-    mut issues: Vec<RuleIssue>,
-    validate: impl FnOnce(&R) -> Vec<RuleIssue>,
-) -> Result<R, Vec<RuleIssue>> {
-    issues.extend(validate(&rule));
-    if issues.is_empty() {
-        Ok(rule)
-    } else {
-        Err(issues)
+/// Collects the issues of one rule while it is decoded or validated: the family, the rule's
+/// index and its resource are given once, then each problem names only its field.
+#[derive(Debug)]
+pub(crate) struct Issues<'a> {
+    family: RuleFamily,
+    index: usize,
+    resource: Option<&'a str>,
+    found: Vec<RuleIssue>,
+}
+
+impl<'a> Issues<'a> {
+    pub(crate) fn new(family: RuleFamily, index: usize, resource: Option<&'a str>) -> Self {
+        Self {
+            family,
+            index,
+            resource,
+            found: Vec::new(),
+        }
+    }
+
+    /// Records a problem with `field`.
+    pub(crate) fn add(&mut self, field: &str, message: impl Into<String>) {
+        self.found.push(RuleIssue::new(
+            self.family,
+            self.index,
+            self.resource,
+            field,
+            message,
+        ));
+    }
+
+    /// Reports `regex: true`, which no family supports.
+    pub(crate) fn no_regex(&mut self, regex: Option<bool>) {
+        if regex == Some(true) {
+            self.add("regex", "regular-expression resources are not supported");
+        }
+    }
+
+    /// An optional integer field as a `u32`, `default` when absent; out of range is an issue.
+    pub(crate) fn u32(&mut self, field: &str, value: Option<i64>, default: u32) -> u32 {
+        match value {
+            None => default,
+            Some(v) => u32::try_from(v).unwrap_or_else(|_| {
+                self.add(
+                    field,
+                    format!("must be between 0 and {}, got {v}", u32::MAX),
+                );
+                default
+            }),
+        }
+    }
+
+    /// An optional integer code of enum `T`, `default` when absent; `None` (and an issue)
+    /// for an unknown code.
+    pub(crate) fn code<T: crate::codes::IntCode>(
+        &mut self,
+        field: &str,
+        value: Option<i64>,
+        default: T,
+    ) -> Option<T> {
+        match value {
+            None => Some(default),
+            Some(code) => {
+                let known = T::from_code(code);
+                if known.is_none() {
+                    self.add(
+                        field,
+                        format!(
+                            "unknown value {code}; expected one of {}",
+                            T::known_codes().trim_end()
+                        ),
+                    );
+                }
+                known
+            }
+        }
+    }
+
+    /// Everything found.
+    pub(crate) fn into_vec(self) -> Vec<RuleIssue> {
+        self.found
+    }
+
+    /// `value` when nothing was found, every issue otherwise.
+    pub(crate) fn finish<R>(self, value: Option<R>) -> Result<R, Vec<RuleIssue>> {
+        match value {
+            Some(value) if self.found.is_empty() => Ok(value),
+            _ => Err(self.found),
+        }
     }
 }
 

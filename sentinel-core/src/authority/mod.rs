@@ -5,9 +5,11 @@
 //! first source in name order wins and the other is logged.
 
 mod rule;
+mod table;
 
 pub(crate) use rule::AuthorityRuleWire;
 pub use rule::{AuthorityRule, AuthorityStrategy};
+pub(crate) use table::{one_rule_per_resource, AuthorityTable};
 
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,8 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codes::{code_field, int_code_enum};
-use crate::rules::{RuleFamily, RuleIssue};
+use crate::codes::int_code_enum;
+use crate::rules::{Issues, RuleFamily, RuleIssue};
 use crate::wire::{self, Int};
 
 int_code_enum! {
@@ -60,27 +60,14 @@ impl AuthorityRule {
 
     /// Checks the rule as Sentinel's `AuthorityRuleManager.isValidRule` does.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
-        let mut issues = Vec::new();
-        let res = Some(self.resource.as_str());
+        let mut issues = Issues::new(RuleFamily::Authority, index, Some(&self.resource));
         if self.resource.trim().is_empty() {
-            issues.push(RuleIssue::new(
-                RuleFamily::Authority,
-                index,
-                res,
-                "resource",
-                "must not be blank",
-            ));
+            issues.add("resource", "must not be blank");
         }
         if self.limit_app.trim().is_empty() {
-            issues.push(RuleIssue::new(
-                RuleFamily::Authority,
-                index,
-                res,
-                "limitApp",
-                "must list at least one origin",
-            ));
+            issues.add("limitApp", "must list at least one origin");
         }
-        issues
+        issues.into_vec()
     }
 
     /// Whether a call from `origin` passes (Sentinel's `AuthorityRuleChecker.passCheck`).
@@ -107,38 +94,22 @@ pub(crate) struct AuthorityRuleWire {
 }
 
 impl AuthorityRuleWire {
-    pub(crate) fn into_rule(self, index: usize) -> Result<AuthorityRule, Vec<RuleIssue>> {
-        let fam = RuleFamily::Authority;
-        let mut issues = Vec::new();
+    /// Builds the typed rule, reporting what the wire gets wrong; the rule's own checks are
+    /// [`AuthorityRule::validate`]'s.
+    pub(crate) fn decode(self, index: usize) -> Result<AuthorityRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
-        let res = Some(resource.as_str());
-        if wire::boolean(self.regex) == Some(true) {
-            issues.push(RuleIssue::new(
-                fam,
-                index,
-                res,
-                "regex",
-                "regular-expression resources are not supported",
-            ));
-        }
-        let strategy = code_field!(
-            issues,
-            fam,
-            index,
-            res,
+        let mut issues = Issues::new(RuleFamily::Authority, index, Some(&resource));
+        issues.no_regex(wire::boolean(self.regex));
+        let strategy = issues.code(
             "strategy",
             wire::int(self.strategy),
-            AuthorityStrategy,
-            AuthorityStrategy::White
+            AuthorityStrategy::White,
         );
-        let Some(strategy) = strategy else {
-            return Err(issues);
-        };
-        let rule = AuthorityRule {
+        let rule = strategy.map(|strategy| AuthorityRule {
             limit_app: self.limit_app.unwrap_or_default(),
             strategy,
-            resource,
-        };
-        crate::rules::checked(rule, issues, |r| r.validate(index))
+            resource: resource.clone(),
+        });
+        issues.finish(rule)
     }
 }

@@ -4,9 +4,9 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::codes::{code_field, int_code_enum};
-use crate::flow::{u32_field, LIMIT_APP_DEFAULT};
-use crate::rules::{RuleFamily, RuleIssue};
+use crate::codes::int_code_enum;
+use crate::flow::LIMIT_APP_DEFAULT;
+use crate::rules::{Issues, RuleFamily, RuleIssue};
 use crate::wire::{self, Float, Int};
 
 int_code_enum! {
@@ -125,17 +125,8 @@ impl DegradeRule {
 
     /// Checks the rule as Sentinel's `DegradeRuleManager.isValidRule` does.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
-        let mut issues = Vec::new();
-        let res = Some(self.resource.as_str());
-        let mut issue = |field: &str, message: String| {
-            issues.push(RuleIssue::new(
-                RuleFamily::Degrade,
-                index,
-                res,
-                field,
-                message,
-            ))
-        };
+        let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&self.resource));
+        let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.resource.trim().is_empty() {
             issue("resource", "must not be blank".into());
         }
@@ -176,7 +167,7 @@ impl DegradeRule {
             }
             DegradeGrade::ErrorCount => {}
         }
-        issues
+        issues.into_vec()
     }
 }
 
@@ -196,62 +187,22 @@ pub(crate) struct DegradeRuleWire {
 }
 
 impl DegradeRuleWire {
-    /// Builds the typed rule with Sentinel's defaults, then validates it.
-    pub(crate) fn into_rule(self, index: usize) -> Result<DegradeRule, Vec<RuleIssue>> {
-        let fam = RuleFamily::Degrade;
-        let mut issues = Vec::new();
+    /// Builds the typed rule with Sentinel's defaults, reporting what the wire gets wrong;
+    /// the rule's own checks are [`DegradeRule::validate`]'s.
+    pub(crate) fn decode(self, index: usize) -> Result<DegradeRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
-        let res = Some(resource.as_str());
-        if wire::boolean(self.regex) == Some(true) {
-            issues.push(RuleIssue::new(
-                fam,
-                index,
-                res,
-                "regex",
-                "regular-expression resources are not supported",
-            ));
-        }
-        let grade = code_field!(
-            issues,
-            fam,
-            index,
-            res,
+        let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&resource));
+        issues.no_regex(wire::boolean(self.regex));
+        let grade = issues.code(
             "grade",
             wire::int(self.grade),
-            DegradeGrade,
-            DegradeGrade::SlowRequestRatio
+            DegradeGrade::SlowRequestRatio,
         );
-        let time_window = u32_field(
-            &mut issues,
-            fam,
-            index,
-            res,
-            "timeWindow",
-            wire::int(self.time_window),
-            0,
-        );
-        let min_request_amount = u32_field(
-            &mut issues,
-            fam,
-            index,
-            res,
-            "minRequestAmount",
-            wire::int(self.min_request_amount),
-            5,
-        );
-        let stat_interval_ms = u32_field(
-            &mut issues,
-            fam,
-            index,
-            res,
-            "statIntervalMs",
-            wire::int(self.stat_interval_ms),
-            1000,
-        );
-        let Some(grade) = grade else {
-            return Err(issues);
-        };
-        let rule = DegradeRule {
+        let time_window = issues.u32("timeWindow", wire::int(self.time_window), 0);
+        let min_request_amount =
+            issues.u32("minRequestAmount", wire::int(self.min_request_amount), 5);
+        let stat_interval_ms = issues.u32("statIntervalMs", wire::int(self.stat_interval_ms), 1000);
+        let rule = grade.map(|grade| DegradeRule {
             limit_app: self
                 .limit_app
                 .filter(|a| !a.trim().is_empty())
@@ -262,8 +213,8 @@ impl DegradeRuleWire {
             min_request_amount,
             slow_ratio_threshold: wire::float(self.slow_ratio_threshold).unwrap_or(1.0),
             stat_interval_ms,
-            resource,
-        };
-        crate::rules::checked(rule, issues, |r| r.validate(index))
+            resource: resource.clone(),
+        });
+        issues.finish(rule)
     }
 }

@@ -10,12 +10,18 @@
 //! - the generic driver ([`DataSource`]) owns the loop for every backend: initial load,
 //!   dedupe, apply, status ([`SourceStatus`]), backoff and reconnect, local snapshot.
 //!
+//! Validation has one authority, each family's `validate` (for example
+//! [`FlowRule::validate`](crate::flow::FlowRule::validate)), and it runs once per rule: the
+//! built-in converters run it, so that their errors name each rule's place in its payload
+//! and lenient mode can skip rules; the engine runs it on what comes from
+//! `load_rules` and from converters that do not validate (a [`converter_fn`]).
+//!
 //! [`MemoryStore`] is an in-memory backend. With the `testkit` feature, `testkit` holds the
-//! conformance kit that backend crates run against their servers.
+//! conformance kit that backend crates run against their servers, and the helpers their
+//! tests wait with.
 
 mod converter;
 mod driver;
-mod golang;
 mod memory;
 mod snapshot;
 mod source;
@@ -25,15 +31,16 @@ pub mod testkit;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(crate) use converter::java_converter;
 pub use converter::{
     converter_fn, AuthorityJson, CombinedJson, Converted, Converter, DegradeJson, FlowJson,
-    FnConverter, SystemJson,
+    FnConverter, GoCircuitBreakerJson, GoFlowJson, GoSystemJson, SystemJson,
 };
-pub use driver::{
-    DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode,
+pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode};
+pub use memory::{MemorySource, MemoryStore};
+pub use source::{
+    BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
-pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoSystemJson};
-pub use memory::{MemorySource, MemoryStore};
-pub use source::{BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent};
 pub use status::SourceStatus;

@@ -9,22 +9,20 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::converter::{CombinedJson, Converter};
-use crate::engine::RuleSet;
-use crate::rules::{RuleError, Validation};
+use crate::rule_set::RuleSet;
+use crate::rules::{RuleError, RuleIssue, Validation};
 
 /// Encodes a rule set as a combined document.
-///
-/// Extension point: each family `RuleSet` carries adds one line here.
 pub(crate) fn encode(set: &RuleSet) -> Result<Vec<u8>, serde_json::Error> {
     set.to_combined_json()
 }
 
-/// Decodes a snapshot file's content.
-pub(crate) fn decode(bytes: &[u8], validation: Validation) -> Result<RuleSet, RuleError> {
-    CombinedJson::new()
-        .convert_with(bytes, validation)
-        .map(|c| c.value)
+/// Decodes a snapshot file's content, validated; lenient mode returns what it skipped.
+pub(crate) fn decode(
+    bytes: &[u8],
+    validation: Validation,
+) -> Result<(RuleSet, Vec<RuleIssue>), RuleError> {
+    RuleSet::from_combined_json(bytes, validation)
 }
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
@@ -93,7 +91,10 @@ mod tests {
             .await
             .expect("rewritten");
         let read_back = read(&path).await.expect("read").expect("present");
-        assert_eq!(decode(&read_back, Validation::Strict).ok(), Some(set));
+        assert_eq!(
+            decode(&read_back, Validation::Strict).ok().map(|(s, _)| s),
+            Some(set)
+        );
         let leftovers = std::fs::read_dir(dir.path())
             .map(|d| d.count())
             .unwrap_or(0);

@@ -4,6 +4,11 @@ use std::fmt;
 
 use async_trait::async_trait;
 
+/// The default payload size cap: 4 MiB, as Sentinel's file data source. The driver enforces
+/// it ([`DataSourceBuilder::max_payload_bytes`](super::DataSourceBuilder::max_payload_bytes));
+/// a backend that caps what it reads uses this value as its default too.
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 4 * 1024 * 1024;
+
 /// A boxed error from a backend client library.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 

@@ -184,7 +184,7 @@ async fn fail_fast_and_bad_first_payload() {
     store.put("k", flow_payload(7));
     store.set_down(false);
     wait_status(&source, "apply", |s| s.applied_count == 1 && s.connected).await;
-    assert_eq!(applied_seq(&sentinel), Some(7));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(7));
     source.close().await;
 }
 
@@ -210,7 +210,7 @@ async fn snapshot_start_when_first_payload_is_rejected() {
         .start(&sentinel)
         .await
         .expect("starts from the snapshot");
-    assert_eq!(applied_seq(&sentinel), Some(1));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
     let status = source.status();
     assert!(
         status.from_snapshot && status.connected && status.rejected_count == 1,
@@ -280,7 +280,7 @@ async fn two_running_sources_cannot_share_a_name() {
         "{second:?}"
     );
     assert_eq!(
-        applied_seq(&sentinel),
+        applied_seq::<FlowRule>(&sentinel),
         Some(1),
         "the first source's rules stay"
     );
@@ -297,7 +297,7 @@ async fn two_running_sources_cannot_share_a_name() {
         .start(&sentinel)
         .await
         .expect("the name is free after close");
-    assert_eq!(applied_seq(&sentinel), Some(2));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(2));
     again.close().await;
     elsewhere.close().await;
 }
@@ -318,7 +318,7 @@ async fn dropping_the_handle_stops_the_task() {
     assert!(closed.is_ok(), "task did not stop");
     store.put("k", flow_payload(2));
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(applied_seq(&sentinel), Some(1));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
 }
 
 #[tokio::test]
@@ -338,7 +338,7 @@ async fn keep_policy_and_identical_payloads() {
     store.put("k", flow_payload(1));
     wait_status(&source, "unchanged", |s| s.unchanged_count == 1).await;
     assert_eq!(source.status().applied_count, 2);
-    assert_eq!(applied_seq(&sentinel), Some(1));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
     source.close().await;
 }
 
@@ -376,12 +376,13 @@ async fn combined_document_is_seen_atomically() {
             let mut checked = 0usize;
             while !stop.load(Ordering::Relaxed) {
                 let snapshot = sentinel.inner.shared.rules.load();
-                let flow = snapshot.flow.rules.len();
-                let degrade = snapshot.degrade.rules.len();
+                let flow = snapshot.tables.flow.rules.len();
+                let degrade = snapshot.tables.degrade.rules.len();
                 assert_eq!(flow, degrade, "a half-applied document was visible");
-                if let (Some(f), Some(d)) =
-                    (snapshot.flow.rules.first(), snapshot.degrade.rules.first())
-                {
+                if let (Some(f), Some(d)) = (
+                    snapshot.tables.flow.rules.first(),
+                    snapshot.tables.degrade.rules.first(),
+                ) {
                     assert_eq!(
                         f.count, d.count,
                         "flow and degrade from different documents"

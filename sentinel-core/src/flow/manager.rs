@@ -7,16 +7,30 @@ use super::controller::{Controller, Decision};
 use super::rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
-use crate::engine::CheckContext;
+use crate::clock::Clock;
 use crate::hash::FastMap;
-use crate::stat::{ResourceNode, StatNode};
+use crate::stat::{OwnsStat, StatNode};
+
+/// What the flow check reads of one call.
+pub(crate) struct CheckContext<'a> {
+    pub(crate) now_ms: u64,
+    pub(crate) clock: &'a dyn Clock,
+    /// The resource's own statistics.
+    pub(crate) stat: &'a StatNode,
+    pub(crate) origin: Option<&'a str>,
+    pub(crate) origin_node: Option<&'a StatNode>,
+    pub(crate) context: Option<&'a str>,
+    pub(crate) context_node: Option<&'a StatNode>,
+    pub(crate) batch: u32,
+    pub(crate) prioritized: bool,
+}
 
 /// One compiled rule: the rule, its controller, and the related resource's node.
 #[derive(Debug)]
 pub(crate) struct CompiledFlowRule {
     pub(crate) rule: Arc<FlowRule>,
     controller: Arc<Controller>,
-    ref_node: Option<Arc<ResourceNode>>,
+    ref_node: Option<Arc<dyn OwnsStat>>,
     app: LimitApp,
     /// `Some(count)` for the most common rule: QPS, reject, `default` limitApp, direct. Its
     /// check is inlined into the loop; every other rule is checked out of line.
@@ -91,7 +105,7 @@ impl FlowTable {
     pub(crate) fn compile(
         rules: Vec<Arc<FlowRule>>,
         previous: &FlowTable,
-        node_for: &dyn Fn(&str) -> Option<Arc<ResourceNode>>,
+        node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
@@ -160,7 +174,7 @@ impl ResourceFlowRules {
             // way below.
             if plain_qps_passes(
                 compiled.plain_qps,
-                &cx.node.stat,
+                cx.stat,
                 cx.now_ms,
                 cx.batch,
                 cx.prioritized,
@@ -212,7 +226,7 @@ impl ResourceFlowRules {
     ) -> Option<&'a StatNode> {
         let rule = &c.rule;
         let direct_node = if c.app == LimitApp::Default {
-            &cx.node.stat
+            cx.stat
         } else {
             let origin = cx.origin.filter(|o| !o.is_empty())?;
             if origin == LIMIT_APP_DEFAULT || origin == LIMIT_APP_OTHER {
@@ -229,7 +243,7 @@ impl ResourceFlowRules {
         };
         match rule.strategy {
             FlowStrategy::Direct => Some(direct_node),
-            FlowStrategy::Relate => c.ref_node.as_deref().map(|n| &n.stat),
+            FlowStrategy::Relate => c.ref_node.as_deref().map(OwnsStat::stat),
             FlowStrategy::Chain => {
                 if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
                     cx.context_node

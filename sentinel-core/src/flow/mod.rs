@@ -13,8 +13,8 @@ mod controller;
 pub(crate) mod manager;
 mod rule;
 
-pub(crate) use manager::{plain_qps_passes, FlowTable, ResourceFlowRules};
-pub(crate) use rule::{u32_field, FlowRuleWire};
+pub(crate) use manager::{plain_qps_passes, CheckContext, FlowTable, ResourceFlowRules};
+pub(crate) use rule::FlowRuleWire;
 pub use rule::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
     LIMIT_APP_OTHER,

@@ -4,8 +4,8 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use crate::codes::{code_field, int_code_enum};
-use crate::rules::{RuleFamily, RuleIssue};
+use crate::codes::int_code_enum;
+use crate::rules::{Issues, RuleFamily, RuleIssue};
 use crate::wire::{self, Bool, Float, Int};
 
 /// `limitApp` value that matches every origin.
@@ -214,11 +214,8 @@ impl FlowRule {
 
     /// Checks the rule as Sentinel's `FlowRuleUtil.isValidRule` does, returning every problem.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
-        let mut issues = Vec::new();
-        let res = Some(self.resource.as_str());
-        let mut issue = |field: &str, message: String| {
-            issues.push(RuleIssue::new(RuleFamily::Flow, index, res, field, message))
-        };
+        let mut issues = Issues::new(RuleFamily::Flow, index, Some(&self.resource));
+        let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.resource.trim().is_empty() {
             issue("resource", "must not be blank".into());
         }
@@ -299,7 +296,7 @@ impl FlowRule {
                 }
             }
         }
-        issues
+        issues.into_vec()
     }
 }
 
@@ -333,91 +330,24 @@ struct ClusterFlowConfigWire {
     window_interval_ms: Option<Int>,
 }
 
-/// Converts an integer field into a `u32`, recording an issue when it does not fit.
-pub(crate) fn u32_field(
-    issues: &mut Vec<RuleIssue>,
-    family: RuleFamily,
-    index: usize,
-    resource: Option<&str>,
-    field: &str,
-    value: Option<i64>,
-    default: u32,
-) -> u32 {
-    match value {
-        None => default,
-        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
-            issues.push(RuleIssue::new(
-                family,
-                index,
-                resource,
-                field,
-                format!("must be between 0 and {}, got {v}", u32::MAX),
-            ));
-            default
-        }),
-    }
-}
-
 impl FlowRuleWire {
-    /// Builds the typed rule, applying Sentinel's defaults, then validates it.
-    pub(crate) fn into_rule(self, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
-        let mut issues = Vec::new();
-        let fam = RuleFamily::Flow;
+    /// Builds the typed rule with Sentinel's defaults. Reports what the wire gets wrong
+    /// (unknown codes, out-of-range integers, `regex`); the rule's own checks are
+    /// [`FlowRule::validate`]'s.
+    pub(crate) fn decode(self, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
-        let res = Some(resource.as_str());
-        if wire::boolean(self.regex) == Some(true) {
-            issues.push(RuleIssue::new(
-                fam,
-                index,
-                res,
-                "regex",
-                "regular-expression resources are not supported",
-            ));
-        }
-        let grade = code_field!(
-            issues,
-            fam,
-            index,
-            res,
-            "grade",
-            wire::int(self.grade),
-            FlowGrade,
-            FlowGrade::Qps
-        );
-        let strategy = code_field!(
-            issues,
-            fam,
-            index,
-            res,
-            "strategy",
-            wire::int(self.strategy),
-            FlowStrategy,
-            FlowStrategy::Direct
-        );
-        let behavior = code_field!(
-            issues,
-            fam,
-            index,
-            res,
+        let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
+        issues.no_regex(wire::boolean(self.regex));
+        let grade = issues.code("grade", wire::int(self.grade), FlowGrade::Qps);
+        let strategy = issues.code("strategy", wire::int(self.strategy), FlowStrategy::Direct);
+        let behavior = issues.code(
             "controlBehavior",
             wire::int(self.control_behavior),
-            ControlBehavior,
-            ControlBehavior::Reject
+            ControlBehavior::Reject,
         );
-        let warm_up_period_sec = u32_field(
-            &mut issues,
-            fam,
-            index,
-            res,
-            "warmUpPeriodSec",
-            wire::int(self.warm_up_period_sec),
-            10,
-        );
-        let max_queueing_time_ms = u32_field(
-            &mut issues,
-            fam,
-            index,
-            res,
+        let warm_up_period_sec =
+            issues.u32("warmUpPeriodSec", wire::int(self.warm_up_period_sec), 10);
+        let max_queueing_time_ms = issues.u32(
             "maxQueueingTimeMs",
             wire::int(self.max_queueing_time_ms),
             500,
@@ -439,40 +369,46 @@ impl FlowRuleWire {
                     .map_or(d.window_interval_ms, |v| v as i32),
             }
         });
-        let (Some(grade), Some(strategy), Some(control_behavior)) = (grade, strategy, behavior)
-        else {
-            return Err(issues);
+        let rule = match (grade, strategy, behavior) {
+            (Some(grade), Some(strategy), Some(control_behavior)) => Some(FlowRule {
+                resource: resource.clone(),
+                limit_app,
+                grade,
+                count: wire::float(self.count).unwrap_or(0.0),
+                strategy,
+                ref_resource: self.ref_resource.filter(|r| !r.is_empty()),
+                control_behavior,
+                warm_up_period_sec,
+                max_queueing_time_ms,
+                cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
+                cluster_config,
+            }),
+            _ => None,
         };
-        let rule = FlowRule {
-            resource,
-            limit_app,
-            grade,
-            count: wire::float(self.count).unwrap_or(0.0),
-            strategy,
-            ref_resource: self.ref_resource.filter(|r| !r.is_empty()),
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
-            cluster_config,
-        };
-        crate::rules::checked(rule, issues, |r| r.validate(index))
+        issues.finish(rule)
     }
 }
 
 impl<'de> Deserialize<'de> for FlowRule {
     /// Reads Sentinel JSON with its defaults; an invalid rule is a deserialisation error.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        FlowRuleWire::deserialize(d)?
-            .into_rule(0)
-            .map_err(|issues| {
-                serde::de::Error::custom(
-                    issues
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })
+        let rule = FlowRuleWire::deserialize(d)?.decode(0);
+        rule.and_then(|r| {
+            let issues = r.validate(0);
+            if issues.is_empty() {
+                Ok(r)
+            } else {
+                Err(issues)
+            }
+        })
+        .map_err(|issues| {
+            serde::de::Error::custom(
+                issues
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
     }
 }

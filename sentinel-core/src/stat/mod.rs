@@ -2,13 +2,18 @@
 //! and one global inbound node.
 
 mod node;
-mod registry;
 mod stripe;
 mod window;
 
 pub use node::NodeStats;
 pub(crate) use node::StatNode;
-pub use registry::Limits;
-pub(crate) use registry::{Registry, ResourceNode};
 pub(crate) use stripe::{my_stripe, StripedWindow};
 pub(crate) use window::Event;
+
+/// Something that owns a statistics node and keeps it alive: the engine's resource node.
+/// A compiled rule holds another resource's statistics through it (a relate rule) without
+/// knowing the engine.
+pub(crate) trait OwnsStat: Send + Sync + std::fmt::Debug {
+    /// The statistics.
+    fn stat(&self) -> &StatNode;
+}

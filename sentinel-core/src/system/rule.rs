@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::{RuleFamily, RuleIssue};
+use crate::rules::{Issues, RuleFamily, RuleIssue};
 use crate::wire::{self, Float};
 
 /// A system adaptive protection rule, with Sentinel 1.8's fields. Every threshold defaults to
@@ -93,16 +93,8 @@ impl SystemRule {
     /// Checks the rule. Sentinel ignores a `highestCpuUsage` outside [0, 1] with a warning;
     /// here it is an error (strict) or a skipped rule (lenient).
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
-        let mut issues = Vec::new();
-        let mut issue = |field: &str, message: String| {
-            issues.push(RuleIssue::new(
-                RuleFamily::System,
-                index,
-                None,
-                field,
-                message,
-            ))
-        };
+        let mut issues = Issues::new(RuleFamily::System, index, None);
+        let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.highest_cpu_usage > 1.0 || self.highest_cpu_usage.is_nan() {
             issue(
                 "highestCpuUsage",
@@ -120,7 +112,7 @@ impl SystemRule {
                 issue(field, format!("must be a finite number, got {v}"));
             }
         }
-        issues
+        issues.into_vec()
     }
 }
 
@@ -136,14 +128,15 @@ pub(crate) struct SystemRuleWire {
 }
 
 impl SystemRuleWire {
-    pub(crate) fn into_rule(self, index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
-        let rule = SystemRule {
+    /// Builds the typed rule (every threshold off unless set); the rule's checks are
+    /// [`SystemRule::validate`]'s.
+    pub(crate) fn decode(self, _index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
+        Ok(SystemRule {
             highest_system_load: wire::float(self.highest_system_load).unwrap_or(-1.0),
             highest_cpu_usage: wire::float(self.highest_cpu_usage).unwrap_or(-1.0),
             qps: wire::float(self.qps).unwrap_or(-1.0),
             avg_rt: wire::float(self.avg_rt).map_or(-1, |v| v as i64),
             max_thread: wire::float(self.max_thread).map_or(-1, |v| v as i64),
-        };
-        crate::rules::checked(rule, Vec::new(), |r| r.validate(index))
+        })
     }
 }

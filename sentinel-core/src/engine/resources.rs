@@ -1,4 +1,5 @@
-//! The resource registry: names to statistics nodes, with caps.
+//! The resource registry: names to resource nodes (statistics, and where the resource's rules
+//! sit in the rule table), with caps.
 //!
 //! Lookups are lock-free (one `ArcSwap` load and a hash lookup). Inserting a new name copies
 //! the map under a writer mutex; names are few and inserted once, so the copy is cheap next to
@@ -9,9 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-use super::StatNode;
-use crate::engine::Shared;
+use super::shared::Shared;
+use super::snapshot::{ResourceRules, RuleSnapshot};
 use crate::hash::FastMap;
+use crate::stat::{OwnsStat, StatNode};
 
 /// Caps on the number of distinct names the statistics keep, so that hostile or unbounded
 /// names cannot exhaust memory.
@@ -151,7 +153,7 @@ pub(crate) struct ResourceNode {
     pub(crate) contexts: CappedMap<StatNode>,
     pub(crate) shared: Arc<Shared>,
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
-    /// (see `RuleSnapshot::rules_of`).
+    /// (see [`ResourceNode::rules_in`]).
     pub(crate) rule_slot: AtomicU64,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
@@ -179,7 +181,48 @@ impl NodeMetrics {
     }
 }
 
+/// A node's cached slot: the table version in the high bits, the index in the low ones.
+const SLOT_INDEX_BITS: u32 = 24;
+const SLOT_INDEX_MASK: u64 = (1 << SLOT_INDEX_BITS) - 1;
+/// The index of "no rules"; larger tables are not cached.
+const NO_RULES: u64 = SLOT_INDEX_MASK;
+
 impl ResourceNode {
+    /// This resource's rules in `snapshot`.
+    ///
+    /// The node caches where its rules sit in the table it saw last, tagged with that table's
+    /// version, so the hot path skips hashing the name until the next reload. A stale or
+    /// racing cache entry only costs a lookup: the tag is checked on every read.
+    #[inline(always)]
+    pub(crate) fn rules_in<'s>(&self, snapshot: &'s RuleSnapshot) -> Option<&'s ResourceRules> {
+        let slot = self.rule_slot.load(Ordering::Relaxed);
+        if slot & !SLOT_INDEX_MASK == snapshot.version << SLOT_INDEX_BITS {
+            let index = slot & SLOT_INDEX_MASK;
+            if index == NO_RULES {
+                return None;
+            }
+            return snapshot.resources.get(index as usize);
+        }
+        self.look_up(snapshot)
+    }
+
+    /// `rules_in` past a reload: looks the name up and caches the slot in the node.
+    #[cold]
+    #[inline(never)]
+    fn look_up<'s>(&self, snapshot: &'s RuleSnapshot) -> Option<&'s ResourceRules> {
+        let tag = snapshot.version << SLOT_INDEX_BITS;
+        let index = snapshot.index.get(&*self.name).copied();
+        match index {
+            None => self.rule_slot.store(tag | NO_RULES, Ordering::Relaxed),
+            // An index too large to cache is looked up every time.
+            Some(i) if u64::from(i) < NO_RULES => {
+                self.rule_slot.store(tag | u64::from(i), Ordering::Relaxed)
+            }
+            Some(_) => {}
+        }
+        index.and_then(|i| snapshot.resources.get(i as usize))
+    }
+
     #[inline]
     pub(crate) fn origin_node(&self, origin: &str) -> Option<Arc<StatNode>> {
         self.origins.get_or_insert_with(origin, |_| StatNode::new())
@@ -189,6 +232,12 @@ impl ResourceNode {
     pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
         self.contexts
             .get_or_insert_with(context, |_| StatNode::new())
+    }
+}
+
+impl OwnsStat for ResourceNode {
+    fn stat(&self) -> &StatNode {
+        &self.stat
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use datasource_etcd::EtcdSource;
 use sentinel_core::datasource::{ReadableDataSource, SourceError, WatchEvent};
 use support::{
-    auth_endpoints, builder, config, endpoints, fault_endpoints, next_value, read, services,
+    auth_endpoints, builder, config, endpoints, fault_endpoints, next_value, read, run_services,
     unique_key, values, watch, writer, WAIT,
 };
 
@@ -254,7 +254,7 @@ async fn unreachable_server_is_a_connection_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
-    services(&["start", "etcd-fault"]);
+    run_services(&["start", "etcd-fault"]);
     let cfg = config(&fault_endpoints());
     let key = unique_key("/sentinel-test", "restart");
     {
@@ -277,7 +277,7 @@ async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
         (source, result)
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    services(&["stop", "etcd-fault", "--keep-data"]);
+    run_services(&["stop", "etcd-fault", "--keep-data"]);
 
     let (mut source, result) = tokio::time::timeout(WAIT, waiting)
         .await
@@ -293,7 +293,7 @@ async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
         other => panic!("expected a connection error while down, got {other:?}"),
     }
 
-    services(&["start", "etcd-fault", "--keep-data"]);
+    run_services(&["start", "etcd-fault", "--keep-data"]);
     // Written after the restart but before the source reconnects.
     let w = writer(cfg).await;
     w.put_bytes(&key, "v3").await.expect("put v3");
@@ -306,7 +306,7 @@ async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
     let payload = next_value(&mut source).await;
     assert_eq!(values(&payload), [(key, "v4".to_owned())]);
 
-    services(&["stop", "etcd-fault"]);
+    run_services(&["stop", "etcd-fault"]);
 }
 
 mod auth {

@@ -5,24 +5,20 @@
 
 use serde::Deserialize;
 
-use super::converter::{
-    converter_with_mode, invalid, lowercase_keys, parse_document, parse_family, rule_list,
-    Converted, Converter, WireShape,
-};
+use super::{converter_with_mode, Converted, Converter};
 use crate::circuit_breaker::{DegradeGrade, DegradeRule};
-use crate::engine::RuleSet;
-use crate::flow::{
-    u32_field, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
-};
-use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
+use crate::family::Family;
+use crate::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT};
+use crate::rule_set::RuleSet;
+use crate::rules::{Issues, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
-use crate::wire::{self, Bool, Float, Int};
+use crate::wire::{self, Bool, Float, Int, WireShape};
 
 /// Declares a sentinel-golang JSON converter for one rule family.
 macro_rules! go_converter {
     (
         $(#[$meta:meta])* $name:ident, $family:expr, $format:literal,
-        $wire:ty, $into:path, $fields:expr, $with:ident
+        $wire:ty, $into:path, $fields:expr
     ) => {
         converter_with_mode!($(#[$meta])* $name);
 
@@ -36,19 +32,18 @@ macro_rules! go_converter {
                 source: &[u8],
                 validation: Validation,
             ) -> Result<Converted<RuleSet>, RuleError> {
-                let document = parse_document(source, $format)?;
-                let items = rule_list(document, $family, $format)?;
+                let document = wire::parse_document(source, $format)?;
+                let items = wire::rule_list(document, $family, $format)?;
                 let shape = WireShape {
                     family: $family,
-                    prepare: lowercase_keys,
+                    prepare: wire::lowercase_keys,
                     field_name: |path| go_field_name($fields, path),
                 };
                 let (rules, skipped) =
-                    parse_family::<$wire, _>(items, &shape, $into, validation).map_err(invalid)?;
-                Ok(Converted {
-                    value: RuleSet::new().$with(rules),
-                    skipped,
-                })
+                    wire::parse_family::<$wire, _>(items, &shape, $into, Family::validate, validation)
+                        .map_err(wire::invalid)?;
+                let rules = rules.into_iter().map(|(_, rule)| rule).collect();
+                Ok(Converted::validated(RuleSet::of(rules), skipped))
             }
         }
     };
@@ -93,8 +88,7 @@ go_converter!(
         "warmUpColdFactor",
         "statIntervalInMs",
         "regex",
-    ],
-    with_flow
+    ]
 );
 
 go_converter!(
@@ -131,8 +125,7 @@ go_converter!(
         "maxAllowedRtMs",
         "threshold",
         "probeNum",
-    ],
-    with_degrade
+    ]
 );
 
 go_converter!(
@@ -154,8 +147,7 @@ go_converter!(
     "sentinel-golang system-rule JSON",
     GoSystemRuleWire,
     into_go_system_rule,
-    &["metricType", "triggerCount", "strategy"],
-    with_system
+    &["metricType", "triggerCount", "strategy"]
 );
 
 /// Go's camelCase spelling of a lower-cased key path, for messages.
@@ -190,15 +182,11 @@ struct GoFlowRuleWire {
     regex: Option<Bool>,
 }
 
-/// Maps a Go flow rule onto Sentinel's, then validates it.
+/// Maps a Go flow rule onto Sentinel's; issues are what Sentinel cannot express.
 fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
-    let fam = RuleFamily::Flow;
     let resource = wire.resource.unwrap_or_default();
-    let res = Some(resource.as_str());
-    let mut issues = Vec::new();
-    let mut issue = |field: &str, message: String| {
-        issues.push(RuleIssue::new(fam, index, res, field, message));
-    };
+    let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
+    let mut issue = |field: &str, message: String| issues.add(field, message);
 
     let warm_up = match wire::int(wire.token_calculate_strategy).unwrap_or(0) {
         0 => false,
@@ -257,30 +245,10 @@ fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec
             format!("only the default cold factor 3 is supported, got {other}"),
         ),
     }
-    if wire::boolean(wire.regex) == Some(true) {
-        issue(
-            "regex",
-            "regular-expression resources are not supported".into(),
-        );
-    }
-    let warm_up_period_sec = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "warmUpPeriodSec",
-        wire::int(wire.warm_up_period_sec),
-        0,
-    );
-    let max_queueing_time_ms = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "maxQueueingTimeMs",
-        wire::int(wire.max_queueing_time_ms),
-        0,
-    );
+    issues.no_regex(wire::boolean(wire.regex));
+    let warm_up_period_sec = issues.u32("warmUpPeriodSec", wire::int(wire.warm_up_period_sec), 0);
+    let max_queueing_time_ms =
+        issues.u32("maxQueueingTimeMs", wire::int(wire.max_queueing_time_ms), 0);
     let control_behavior = match (warm_up, throttling) {
         (false, false) => ControlBehavior::Reject,
         (true, false) => ControlBehavior::WarmUp,
@@ -312,7 +280,7 @@ fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec
         cluster_mode: false,
         cluster_config: None,
     };
-    crate::rules::checked(rule, issues, |r| r.validate(index))
+    issues.finish(Some(rule))
 }
 
 /// sentinel-golang's circuit-breaker rule on the wire, keys lower-cased.
@@ -331,67 +299,34 @@ struct GoBreakerRuleWire {
     threshold: Option<Float>,
 }
 
-/// Maps a Go circuit-breaker rule onto Sentinel's, then validates it.
+/// Maps a Go circuit-breaker rule onto Sentinel's; issues are what Sentinel cannot express.
 fn into_go_breaker_rule(
     wire: GoBreakerRuleWire,
     index: usize,
 ) -> Result<DegradeRule, Vec<RuleIssue>> {
-    let fam = RuleFamily::Degrade;
     let resource = wire.resource.unwrap_or_default();
-    let res = Some(resource.as_str());
-    let mut issues = Vec::new();
+    let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&resource));
     let grade = match wire::int(wire.strategy).unwrap_or(0) {
         0 => DegradeGrade::SlowRequestRatio,
         1 => DegradeGrade::ErrorRatio,
         2 => DegradeGrade::ErrorCount,
         other => {
-            issues.push(RuleIssue::new(
-                fam,
-                index,
-                res,
+            issues.add(
                 "strategy",
                 format!("unknown value {other}; expected 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)"),
-            ));
+            );
             DegradeGrade::ErrorCount
         }
     };
-    let retry_ms = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "retryTimeoutMs",
-        wire::int(wire.retry_timeout_ms),
-        0,
-    );
+    let retry_ms = issues.u32("retryTimeoutMs", wire::int(wire.retry_timeout_ms), 0);
     if retry_ms == 0 {
-        issues.push(RuleIssue::new(
-            fam,
-            index,
-            res,
-            "retryTimeoutMs",
-            "must be > 0",
-        ));
+        // Reported in Go's terms here, so validation never sees a `timeWindow` of 0.
+        issues.add("retryTimeoutMs", "must be > 0");
     }
-    let min_request_amount = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "minRequestAmount",
-        wire::int(wire.min_request_amount),
-        0,
-    )
-    .max(1);
-    let stat_interval_ms = u32_field(
-        &mut issues,
-        fam,
-        index,
-        res,
-        "statIntervalMs",
-        wire::int(wire.stat_interval_ms),
-        0,
-    );
+    let min_request_amount = issues
+        .u32("minRequestAmount", wire::int(wire.min_request_amount), 0)
+        .max(1);
+    let stat_interval_ms = issues.u32("statIntervalMs", wire::int(wire.stat_interval_ms), 0);
     let threshold = wire::float(wire.threshold).unwrap_or(0.0);
     let (count, slow_ratio_threshold) = match grade {
         DegradeGrade::SlowRequestRatio => (
@@ -411,13 +346,7 @@ fn into_go_breaker_rule(
     .stat_interval_ms(stat_interval_ms);
     rule.time_window = retry_ms.div_ceil(1000);
     rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
-    // A missing retryTimeoutMs is already reported in Go's terms, not as `timeWindow`.
-    crate::rules::checked(rule, issues, |r| {
-        r.validate(index)
-            .into_iter()
-            .filter(|i| !(i.field == "timeWindow" && retry_ms == 0))
-            .collect()
-    })
+    issues.finish(Some(rule))
 }
 
 /// sentinel-golang's system rule on the wire, keys lower-cased.
@@ -432,18 +361,12 @@ struct GoSystemRuleWire {
 
 /// Maps a Go system rule onto a Sentinel system rule with one threshold.
 fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
-    let fam = RuleFamily::System;
+    // `strategy` is read (so a wrong type is reported) but not needed: see GoSystemJson.
     let _ = wire::int(wire.strategy);
     let trigger = wire::float(wire.trigger_count).unwrap_or(0.0);
-    let mut issues = Vec::new();
+    let mut issues = Issues::new(RuleFamily::System, index, None);
     if trigger < 0.0 {
-        issues.push(RuleIssue::new(
-            fam,
-            index,
-            None,
-            "triggerCount",
-            format!("must be >= 0, got {trigger}"),
-        ));
+        issues.add("triggerCount", format!("must be >= 0, got {trigger}"));
     }
     let rule = SystemRule::new();
     let rule = match wire::int(wire.metric_type).unwrap_or(0) {
@@ -453,28 +376,22 @@ fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRul
         3 => rule.qps(trigger),
         4 => {
             if trigger > 1.0 {
-                issues.push(RuleIssue::new(
-                    fam,
-                    index,
-                    None,
+                issues.add(
                     "triggerCount",
                     format!("a CPU usage must be in [0, 1], got {trigger}"),
-                ));
+                );
             }
             rule.highest_cpu_usage(trigger.min(1.0))
         }
         other => {
-            issues.push(RuleIssue::new(
-                fam,
-                index,
-                None,
+            issues.add(
                 "metricType",
                 format!("unknown value {other}; expected 0 (Load), 1 (AvgRT), 2 (Concurrency), 3 (InboundQPS) or 4 (CpuUsage)"),
-            ));
+            );
             rule
         }
     };
-    crate::rules::checked(rule, issues, |r| r.validate(index))
+    issues.finish(Some(rule))
 }
 
 #[cfg(test)]

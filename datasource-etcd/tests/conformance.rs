@@ -4,7 +4,7 @@
 //! ```text
 //! scripts/services.sh start etcd
 //! eval "$(scripts/services.sh env)"
-//! cargo test -p sentinel-tests --test etcd
+//! cargo test -p datasource-etcd --test conformance
 //! ```
 //!
 //! The tests that stop and restart a server use their own instance, `etcd-fault`, which they
@@ -15,14 +15,14 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource, WriteError};
 use sentinel_core::datasource::testkit::{
-    applied_seq, check_ordered_updates, flow_payload, run_conformance, CheckOutcome,
-    ConformanceHarness, Unsupported,
+    applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
+    CheckOutcome, ConformanceHarness, EventRecorder, Unsupported,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -30,10 +30,10 @@ use sentinel_core::datasource::{
 };
 use sentinel_core::flow::FlowRule;
 use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleSet, Sentinel, SentinelEvent};
+use sentinel_core::{RuleSet, Sentinel};
 use support::{
     auth_endpoints, builder, config, endpoints, fault_endpoints, fault_lock, services, unique_key,
-    wait_status, wait_until, writer, WAIT,
+    writer, WAIT,
 };
 
 /// The conformance kit's view of one etcd key.
@@ -129,38 +129,14 @@ impl ConformanceHarness for EtcdHarness {
     }
 }
 
-/// Engine version and active flow resources after each apply.
-type ApplyLog = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
-
-/// Records, for every apply by the source `name`, the engine version and the flow resources
-/// active right after it.
-fn record_applies(sentinel: &Sentinel, name: &str) -> ApplyLog {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (engine, name, sink) = (sentinel.clone(), name.to_owned(), log.clone());
-    sentinel.add_listener(move |event: &SentinelEvent| {
-        if let SentinelEvent::RulesApplied {
-            source, version, ..
-        } = event
-        {
-            if *source == name {
-                let resources = flow_resources(&engine);
-                sink.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((*version, resources));
-            }
-        }
-    });
-    log
-}
-
 /// The active flow rules' resources, sorted.
 fn flow_resources(sentinel: &Sentinel) -> Vec<String> {
-    let set: BTreeSet<String> = sentinel
-        .flow_rules()
-        .rules()
-        .into_iter()
-        .map(|r| r.resource)
-        .collect();
+    resources_of(&sentinel.flow_rules().rules())
+}
+
+/// The resources of `rules`, sorted, once each.
+fn resources_of(rules: &[FlowRule]) -> Vec<String> {
+    let set: BTreeSet<String> = rules.iter().map(|r| r.resource.clone()).collect();
     set.into_iter().collect()
 }
 
@@ -217,7 +193,7 @@ async fn prefix_union_changes_atomically_as_keys_come_and_go() {
         .expect("put b");
 
     let sentinel = Sentinel::new();
-    let log = record_applies(&sentinel, "prefix");
+    let recorder = EventRecorder::attach(&sentinel, "prefix");
     let source = DataSource::builder(EtcdSource::prefix(cfg, prefix.clone()), FlowJson::new())
         .name("prefix")
         .start(&sentinel)
@@ -264,7 +240,18 @@ async fn prefix_union_changes_atomically_as_keys_come_and_go() {
     for (i, (_, resources)) in steps.iter().enumerate() {
         expected.push((v0 + 1 + i as u64, resources.clone()));
     }
-    let seen = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let seen: Vec<(u64, Vec<String>)> = recorder
+        .applied()
+        .iter()
+        .map(|a| {
+            (
+                a.version,
+                a.rules
+                    .as_ref()
+                    .map_or_else(Vec::new, |r| resources_of(&r.flow)),
+            )
+        })
+        .collect();
     assert_eq!(seen, expected);
     let status = source.status();
     assert_eq!(status.applied_count, 1 + steps.len() as u64, "{status:?}");
@@ -322,7 +309,7 @@ async fn compaction_past_the_watch_position_converges_on_the_latest_value() {
         .start(&sentinel)
         .await
         .expect("start");
-    assert_eq!(applied_seq(&sentinel), Some(1));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
 
     // The source has read at some revision R and not opened its watch yet. The key changes
     // twice and the history is compacted past R.
@@ -332,7 +319,7 @@ async fn compaction_past_the_watch_position_converges_on_the_latest_value() {
     open.send(true).expect("open the gate");
 
     wait_until("sequence 3 after the compaction", || {
-        applied_seq(&sentinel) == Some(3)
+        applied_seq::<FlowRule>(&sentinel) == Some(3)
     })
     .await;
     assert!(resyncs.load(Ordering::SeqCst) >= 1, "no resync happened");
@@ -345,7 +332,10 @@ async fn compaction_past_the_watch_position_converges_on_the_latest_value() {
 
     // The watch opened after the re-read follows later changes.
     w.put_bytes(&key, flow_payload(4)).await.expect("put 4");
-    wait_until("sequence 4", || applied_seq(&sentinel) == Some(4)).await;
+    wait_until("sequence 4", || {
+        applied_seq::<FlowRule>(&sentinel) == Some(4)
+    })
+    .await;
     source.close().await;
 }
 
@@ -374,7 +364,11 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
         !s.connected && s.last_error.is_some()
     })
     .await;
-    assert_eq!(applied_seq(&sentinel), Some(1), "rules lost while down");
+    assert_eq!(
+        applied_seq::<FlowRule>(&sentinel),
+        Some(1),
+        "rules lost while down"
+    );
 
     services(&["start", "etcd-fault", "--keep-data"]).await;
     let status = wait_status(&source, "reconnected", |s| s.connected).await;
@@ -389,7 +383,7 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
         .await
         .expect("put 2");
     wait_until("sequence 2 after the restart", || {
-        applied_seq(&sentinel) == Some(2)
+        applied_seq::<FlowRule>(&sentinel) == Some(2)
     })
     .await;
     let status = wait_status(&source, "error cleared", |s| s.last_error.is_none()).await;
@@ -431,12 +425,12 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     w.compact(last).await.expect("compact");
     let status = source.status();
     assert!(
-        !status.connected && applied_seq(&sentinel) == Some(1),
+        !status.connected && applied_seq::<FlowRule>(&sentinel) == Some(1),
         "the source reconnected before the change was written; status {status:?}"
     );
 
     wait_until("sequence 3 after the reconnect", || {
-        applied_seq(&sentinel) == Some(3)
+        applied_seq::<FlowRule>(&sentinel) == Some(3)
     })
     .await;
     let status = wait_status(&source, "reconnected", |s| s.connected).await;
@@ -444,7 +438,10 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     assert_eq!(status.disconnects, 1, "{status:?}");
 
     w.put_bytes(&key, flow_payload(4)).await.expect("put 4");
-    wait_until("sequence 4", || applied_seq(&sentinel) == Some(4)).await;
+    wait_until("sequence 4", || {
+        applied_seq::<FlowRule>(&sentinel) == Some(4)
+    })
+    .await;
     source.close().await;
 }
 
@@ -495,7 +492,7 @@ async fn right_password_loads_and_follows_updates() {
         .start(&sentinel)
         .await
         .expect("app may read /rules/");
-    assert_eq!(applied_seq(&sentinel), Some(1));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
     // The app user writes its own rules too.
     EtcdRuleWriter::connect(cfg)
         .await
@@ -503,11 +500,17 @@ async fn right_password_loads_and_follows_updates() {
         .put_bytes(&key, flow_payload(2))
         .await
         .expect("app may write /rules/");
-    wait_until("sequence 2", || applied_seq(&sentinel) == Some(2)).await;
+    wait_until("sequence 2", || {
+        applied_seq::<FlowRule>(&sentinel) == Some(2)
+    })
+    .await;
     // Simple tokens expire after 2 s idle; the open watch keeps delivering.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     root.put_bytes(&key, flow_payload(3)).await.expect("put 3");
-    wait_until("sequence 3", || applied_seq(&sentinel) == Some(3)).await;
+    wait_until("sequence 3", || {
+        applied_seq::<FlowRule>(&sentinel) == Some(3)
+    })
+    .await;
     source.close().await;
 }
 

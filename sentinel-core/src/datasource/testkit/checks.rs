@@ -1,278 +1,14 @@
-//! The data-source conformance kit (cargo feature `testkit`): checks a backend against the
-//! data-source contract (DESIGN §4) with [`run_conformance`].
-//!
-//! A backend crate's test implements [`ConformanceHarness`] over a real server and calls
-//! [`run_conformance`], or single checks such as [`check_ordered_updates`] with its own
-//! numbers. Every wait is bounded by [`ConformanceHarness::timeout`].
+//! The ten checks of the data-source contract (DESIGN §4).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
-use async_trait::async_trait;
-
-use super::converter::FlowJson;
-use super::driver::{DataSource, DataSourceBuilder, DeletePolicy, StartMode};
-use super::memory::{MemorySource, MemoryStore};
-use super::snapshot;
-use super::source::ReadableDataSource;
-use super::status::SourceStatus;
-use crate::engine::{Inner, Sentinel};
-use crate::events::SentinelEvent;
+use super::fixture::Fixture;
+use super::observe::flow_payload;
+use super::{CheckOutcome, ConformanceFailure, ConformanceHarness};
+use crate::datasource::snapshot;
+use crate::datasource::{DeletePolicy, StartMode};
 use crate::rules::{RuleFamily, Validation};
-
-/// A check that the backend cannot run (it cannot stop its server, for example).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Unsupported;
-
-/// What a backend's conformance test provides: fresh sources for one fixed key, and ways to
-/// change what the key holds.
-#[async_trait]
-pub trait ConformanceHarness: Send + Sync {
-    /// The backend's source type.
-    type Source: ReadableDataSource;
-
-    /// A new source reading the harness's key.
-    fn make_source(&self) -> Self::Source;
-
-    /// Stores `bytes` under the key. Panics if the server refuses.
-    async fn write(&self, bytes: &[u8]);
-
-    /// Deletes the key.
-    async fn delete(&self);
-
-    /// Stops the server (for the disconnect and snapshot-start checks).
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        Err(Unsupported)
-    }
-
-    /// Starts the server again.
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        Err(Unsupported)
-    }
-
-    /// The longest any single wait may take (10 s by default).
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(10)
-    }
-
-    /// Adjusts every data source the kit builds (the kit already sets a 20 ms - 500 ms
-    /// backoff).
-    fn configure(&self, builder: DataSourceBuilder) -> DataSourceBuilder {
-        builder
-    }
-}
-
-/// A conformance check that did not hold.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("conformance check `{check}` failed: {message}")]
-#[non_exhaustive]
-pub struct ConformanceFailure {
-    /// The check.
-    pub check: &'static str,
-    /// What was expected and what happened.
-    pub message: String,
-}
-
-/// The result of one check that did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CheckOutcome {
-    /// Every assertion held.
-    Passed,
-    /// The harness cannot run it (it cannot stop its server).
-    Skipped,
-}
-
-/// The results of [`run_conformance`], by check name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ConformanceReport {
-    /// Each check and its outcome, in run order.
-    pub checks: Vec<(&'static str, CheckOutcome)>,
-}
-
-/// Runs every check of the data-source contract (DESIGN §4, points 1 to 10), in order,
-/// stopping at the first failure.
-pub async fn run_conformance<H: ConformanceHarness>(
-    harness: &H,
-) -> Result<ConformanceReport, ConformanceFailure> {
-    let mut checks = Vec::new();
-    checks.push(("initial_load", check_initial_load(harness).await?));
-    checks.push(("ordered_updates", check_ordered_updates(harness, 50).await?));
-    checks.push(("bad_payload", check_bad_payload(harness).await?));
-    checks.push(("identical_payload", check_identical_payload(harness).await?));
-    checks.push(("delete", check_delete(harness).await?));
-    checks.push(("disconnect", check_disconnect(harness).await?));
-    checks.push(("status", check_status(harness).await?));
-    checks.push(("close", check_close(harness).await?));
-    checks.push(("snapshot", check_snapshot(harness).await?));
-    checks.push(("size_cap", check_size_cap(harness).await?));
-    Ok(ConformanceReport { checks })
-}
-
-/// The resource every conformance payload limits.
-pub const CONFORMANCE_RESOURCE: &str = "conformance";
-
-/// A flow payload whose one rule carries `seq` as its `count`.
-pub fn flow_payload(seq: u64) -> Vec<u8> {
-    format!(r#"[{{"resource":"{CONFORMANCE_RESOURCE}","count":{seq},"grade":1}}]"#).into_bytes()
-}
-
-/// The sequence number currently applied to `sentinel`, if any.
-pub fn applied_seq(sentinel: &Sentinel) -> Option<u64> {
-    sentinel
-        .flow_rules()
-        .rules()
-        .iter()
-        .find(|r| r.resource == CONFORMANCE_RESOURCE)
-        .map(|r| r.count as u64)
-}
-
-/// Everything one check observes from its engine's events.
-#[derive(Debug, Default)]
-struct Seen {
-    /// Sequence applied at each `RulesApplied` of the check's source (`None` = no rule).
-    applied: Vec<Option<u64>>,
-    rejected: usize,
-}
-
-/// One check's engine, source name and event log.
-struct Fixture {
-    check: &'static str,
-    sentinel: Sentinel,
-    name: String,
-    seen: Arc<Mutex<Seen>>,
-    timeout: Duration,
-}
-
-impl Fixture {
-    fn new(check: &'static str, timeout: Duration) -> Self {
-        let sentinel = Sentinel::new();
-        let name = format!("conformance-{check}");
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let weak: Weak<Inner> = Arc::downgrade(&sentinel.inner);
-        let (log, source) = (seen.clone(), name.clone());
-        sentinel.add_listener(move |event: &SentinelEvent| {
-            let mut seen = log.lock().unwrap_or_else(|e| e.into_inner());
-            match event {
-                SentinelEvent::RulesApplied { source: s, .. } if *s == source => {
-                    let seq = weak
-                        .upgrade()
-                        .and_then(|inner| applied_seq(&Sentinel { inner }));
-                    seen.applied.push(seq);
-                }
-                SentinelEvent::RulesRejected { source: s, .. } if *s == source => {
-                    seen.rejected += 1
-                }
-                _ => {}
-            }
-        });
-        Self {
-            check,
-            sentinel,
-            name,
-            seen,
-            timeout,
-        }
-    }
-
-    fn fail(&self, message: impl Into<String>) -> ConformanceFailure {
-        ConformanceFailure {
-            check: self.check,
-            message: message.into(),
-        }
-    }
-
-    fn ensure(&self, ok: bool, message: impl FnOnce() -> String) -> Result<(), ConformanceFailure> {
-        if ok {
-            Ok(())
-        } else {
-            Err(self.fail(message()))
-        }
-    }
-
-    fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
-        f(&self.seen.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn seq(&self) -> Option<u64> {
-        applied_seq(&self.sentinel)
-    }
-
-    fn builder<H: ConformanceHarness>(&self, harness: &H) -> DataSourceBuilder {
-        let builder = DataSource::builder(harness.make_source(), FlowJson::new())
-            .name(self.name.clone())
-            .backoff(Duration::from_millis(20), Duration::from_millis(500));
-        harness.configure(builder)
-    }
-
-    async fn start<H: ConformanceHarness>(
-        &self,
-        harness: &H,
-        tune: impl FnOnce(DataSourceBuilder) -> DataSourceBuilder,
-    ) -> Result<DataSource, ConformanceFailure> {
-        tune(self.builder(harness))
-            .start(&self.sentinel)
-            .await
-            .map_err(|e| self.fail(format!("start failed: {e}")))
-    }
-
-    /// Polls `condition` until it holds or the timeout passes.
-    async fn wait(
-        &self,
-        what: &str,
-        mut condition: impl FnMut() -> bool,
-    ) -> Result<(), ConformanceFailure> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        while !condition() {
-            if tokio::time::Instant::now() >= deadline {
-                return Err(self.fail(format!(
-                    "timed out after {:?} waiting for {what}",
-                    self.timeout
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        Ok(())
-    }
-
-    async fn wait_seq(&self, seq: Option<u64>) -> Result<(), ConformanceFailure> {
-        let what = format!("applied sequence {seq:?} (now {:?})", self.seq());
-        self.wait(&what, || self.seq() == seq).await
-    }
-
-    /// Waits for the `RulesApplied` event of sequence `seq`. The engine publishes a table
-    /// before its event reaches listeners, so checks that read the event log wait on the log.
-    async fn wait_applied(&self, seq: u64) -> Result<(), ConformanceFailure> {
-        let what = format!("the event applying sequence {seq}");
-        self.wait(&what, || {
-            self.seen(|s| s.applied.last() == Some(&Some(seq)))
-        })
-        .await
-    }
-
-    async fn wait_status(
-        &self,
-        source: &DataSource,
-        what: &str,
-        condition: impl Fn(&SourceStatus) -> bool,
-    ) -> Result<SourceStatus, ConformanceFailure> {
-        let mut rx = source.status_watch();
-        let found = match tokio::time::timeout(self.timeout, rx.wait_for(|s| condition(s))).await {
-            Ok(Ok(status)) => Some(status.clone()),
-            _ => None,
-        };
-        match found {
-            Some(status) => Ok(status),
-            None => Err(self.fail(format!(
-                "timed out after {:?} waiting for status: {what}; status is {:?}",
-                self.timeout,
-                source.status()
-            ))),
-        }
-    }
-}
 
 /// Point 1, initial load: `start` applies the current value before it returns, an absent key
 /// starts with no rules, and with the server down `FailFast` fails.
@@ -335,7 +71,7 @@ pub async fn check_ordered_updates<H: ConformanceHarness>(
     }
     let last = writes.max(2);
     fx.wait_applied(last).await?;
-    let applied = fx.seen(|s| s.applied.clone());
+    let applied = fx.applied();
     let ordered = applied.windows(2).all(|w| w[0] < w[1]);
     fx.ensure(ordered && applied.last() == Some(&Some(last)), || {
         format!("applied sequence not increasing or not ending at {last}: {applied:?}")
@@ -381,7 +117,7 @@ pub async fn check_bad_payload<H: ConformanceHarness>(
     fx.ensure(fx.seq() == Some(1), || {
         format!("rules changed to {:?}", fx.seq())
     })?;
-    let rejected = fx.seen(|s| s.rejected);
+    let rejected = fx.recorder.rejections();
     fx.ensure(rejected == 2, || {
         format!("{rejected} rejection events, expected 2")
     })?;
@@ -408,7 +144,7 @@ pub async fn check_identical_payload<H: ConformanceHarness>(
     harness.write(&flow_payload(1)).await;
     harness.write(&flow_payload(2)).await;
     fx.wait_applied(2).await?;
-    let applied = fx.seen(|s| s.applied.clone());
+    let applied = fx.applied();
     fx.ensure(applied == vec![Some(1), Some(2)], || {
         format!("identical payload re-applied: applies {applied:?}")
     })?;
@@ -537,7 +273,7 @@ pub async fn check_close<H: ConformanceHarness>(
     fx.ensure(fx.seq() == Some(1), || {
         format!("applied after close: {:?}", fx.seq())
     })?;
-    let applies = fx.seen(|s| s.applied.len());
+    let applies = fx.recorder.applied().len();
     fx.ensure(applies == 1, || format!("{applies} applies, expected 1"))?;
     Ok(CheckOutcome::Passed)
 }
@@ -554,7 +290,7 @@ pub async fn check_snapshot<H: ConformanceHarness>(
         std::fs::read(&path)
             .ok()
             .and_then(|b| snapshot::decode(&b, Validation::Strict).ok())
-            .and_then(|set| set.flow)
+            .and_then(|(set, _)| set.flow)
             .and_then(|rules| rules.first().map(|r| r.count as u64))
     };
     harness.write(&flow_payload(1)).await;
@@ -654,54 +390,5 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A [`ConformanceHarness`] over a [`MemoryStore`]; `stop_server` makes the store
-/// unreachable.
-#[derive(Debug, Clone, Default)]
-pub struct MemoryHarness {
-    store: MemoryStore,
-}
-
-impl MemoryHarness {
-    /// The key the harness writes.
-    pub const KEY: &'static str = "conformance/flow";
-
-    /// A harness over a new store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The store.
-    pub fn store(&self) -> &MemoryStore {
-        &self.store
-    }
-}
-
-#[async_trait]
-impl ConformanceHarness for MemoryHarness {
-    type Source = MemorySource;
-
-    fn make_source(&self) -> MemorySource {
-        self.store.source(Self::KEY)
-    }
-
-    async fn write(&self, bytes: &[u8]) {
-        self.store.put(Self::KEY, bytes);
-    }
-
-    async fn delete(&self) {
-        self.store.delete(Self::KEY);
-    }
-
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        self.store.set_down(true);
-        Ok(())
-    }
-
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        self.store.set_down(false);
-        Ok(())
     }
 }

@@ -1,0 +1,215 @@
+//! Converters: the bytes a config store holds, turned into typed rules.
+//!
+//! Built in:
+//! - [`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`]: Sentinel (Java) rule
+//!   JSON, exactly as Sentinel and its dashboard write it;
+//! - [`CombinedJson`]: one document carrying several families,
+//!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...]}`;
+//! - [`GoFlowJson`] and its siblings: sentinel-golang's JSON (`threshold`,
+//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules;
+//! - [`converter_fn`]: any closure, for a custom format.
+//!
+//! # Wire tolerance
+//!
+//! The JSON converters read what real payloads contain: unknown keys (`id`, `app`, `ip`,
+//! `gmtCreate`...) are ignored, an explicit `null` means the default, a single object where a
+//! list is expected is one rule, the dashboard's nested entity `{"rule": {...}, "app": ...}` is
+//! unwrapped, and an empty, whitespace-only or `null` payload is an empty list (which clears
+//! the family, as Sentinel does). Payloads written with single quotes, which Java's fastjson
+//! accepts, are read through a JSON5 fallback.
+//!
+//! # Errors
+//!
+//! A syntax error is a [`RuleError::Format`] whose message names the line and column. A value
+//! of the wrong type and an invalid rule are [`RuleError::Invalid`], with one [`RuleIssue`] per
+//! problem naming the rule's index, its resource and the field. Conversion is strict by
+//! default: one bad rule rejects the payload. In [`Validation::Lenient`] mode the bad rules are
+//! skipped and returned in [`Converted::skipped`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::rules::{RuleError, RuleIssue, Validation};
+
+mod golang;
+mod java;
+
+pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoSystemJson};
+#[cfg(test)]
+pub(crate) use java::java_converter;
+pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, SystemJson};
+
+/// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::RuleSet), for
+/// data sources.
+///
+/// Implement it for a custom format, or wrap a closure with [`converter_fn`].
+pub trait Converter<S: ?Sized, T>: Send + Sync {
+    /// Converts `source`, with the converter's own validation mode.
+    fn convert(&self, source: &S) -> Result<T, RuleError>;
+
+    /// Converts `source` with the given validation mode, reporting the rules skipped in
+    /// lenient mode. The data-source driver calls this with its own mode.
+    ///
+    /// The default calls [`convert`](Self::convert) and reports nothing skipped, which is
+    /// right for converters that do not validate (the engine validates every rule again).
+    fn convert_with(&self, source: &S, validation: Validation) -> Result<Converted<T>, RuleError> {
+        let _ = validation;
+        self.convert(source).map(Converted::new)
+    }
+}
+
+/// What a conversion produced, and what lenient mode skipped on the way.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Converted<T> {
+    /// The converted value.
+    pub value: T,
+    /// Rules skipped because they are invalid (lenient mode only).
+    pub skipped: Vec<RuleIssue>,
+    /// Every rule passed the families' validity checks: the engine need not run them again.
+    /// Only the built-in converters, which run them, set it.
+    pub(crate) validated: bool,
+}
+
+impl<T> Converted<T> {
+    /// A conversion that skipped nothing. The engine validates its rules when it applies
+    /// them.
+    pub fn new(value: T) -> Self {
+        Self {
+            value,
+            skipped: Vec::new(),
+            validated: false,
+        }
+    }
+
+    /// A conversion whose rules were all validated, with what a lenient pass skipped.
+    pub(crate) fn validated(value: T, skipped: Vec<RuleIssue>) -> Self {
+        Self {
+            value,
+            skipped,
+            validated: true,
+        }
+    }
+}
+
+impl<S: ?Sized, T, C: Converter<S, T> + ?Sized> Converter<S, T> for Arc<C> {
+    fn convert(&self, source: &S) -> Result<T, RuleError> {
+        (**self).convert(source)
+    }
+
+    fn convert_with(&self, source: &S, validation: Validation) -> Result<Converted<T>, RuleError> {
+        (**self).convert_with(source, validation)
+    }
+}
+
+impl<S: ?Sized, T, C: Converter<S, T> + ?Sized> Converter<S, T> for Box<C> {
+    fn convert(&self, source: &S) -> Result<T, RuleError> {
+        (**self).convert(source)
+    }
+
+    fn convert_with(&self, source: &S, validation: Validation) -> Result<Converted<T>, RuleError> {
+        (**self).convert_with(source, validation)
+    }
+}
+
+/// A converter made from a closure. Built by [`converter_fn`].
+#[derive(Clone, Copy)]
+pub struct FnConverter<F> {
+    f: F,
+}
+
+impl<F> fmt::Debug for FnConverter<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnConverter").finish_non_exhaustive()
+    }
+}
+
+/// Wraps a closure as a [`Converter`], for a custom payload format.
+///
+/// ```
+/// use sentinel_core::datasource::{converter_fn, Converter};
+/// use sentinel_core::{flow::FlowRule, RuleSet};
+///
+/// // One resource name per line, each limited to 10 QPS.
+/// let lines = converter_fn(|bytes: &[u8]| {
+///     let text = String::from_utf8_lossy(bytes);
+///     let rules = text.lines().filter(|l| !l.trim().is_empty());
+///     Ok(RuleSet::new().with_flow(rules.map(|r| FlowRule::qps(r.trim(), 10.0)).collect()))
+/// });
+/// let set = lines.convert(b"GET:/a\nGET:/b\n").unwrap();
+/// assert_eq!(set.flow.map(|f| f.len()), Some(2));
+/// ```
+pub fn converter_fn<F>(f: F) -> FnConverter<F> {
+    FnConverter { f }
+}
+
+impl<S: ?Sized, T, F> Converter<S, T> for FnConverter<F>
+where
+    F: Fn(&S) -> Result<T, RuleError> + Send + Sync,
+{
+    fn convert(&self, source: &S) -> Result<T, RuleError> {
+        (self.f)(source)
+    }
+}
+
+/// Declares a converter type that carries a validation mode (strict by default), with its
+/// constructors.
+macro_rules! converter_with_mode {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name {
+            validation: Validation,
+        }
+
+        impl $name {
+            /// A strict converter: one invalid rule rejects the payload.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// A lenient converter: invalid rules are skipped and reported.
+            pub fn lenient() -> Self {
+                Self {
+                    validation: Validation::Lenient,
+                }
+            }
+
+            /// Sets the validation mode used by [`Converter::convert`].
+            pub fn validation(mut self, validation: Validation) -> Self {
+                self.validation = validation;
+                self
+            }
+        }
+    };
+}
+
+use converter_with_mode;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::FlowRule;
+    use crate::RuleSet;
+
+    fn flow(set: RuleSet) -> Vec<FlowRule> {
+        set.flow.unwrap_or_default()
+    }
+
+    #[test]
+    fn closures_convert() {
+        let c = converter_fn(|bytes: &[u8]| {
+            Ok(RuleSet::new().with_flow(vec![FlowRule::qps(
+                String::from_utf8_lossy(bytes).into_owned(),
+                1.0,
+            )]))
+        });
+        let out = c.convert_with(b"x", Validation::Lenient).ok();
+        assert_eq!(
+            out.map(|o| flow(o.value)),
+            Some(vec![FlowRule::qps("x", 1.0)])
+        );
+        let boxed: Box<dyn Converter<[u8], RuleSet>> = Box::new(FlowJson::new());
+        assert!(boxed.convert(b"[]").is_ok());
+    }
+}

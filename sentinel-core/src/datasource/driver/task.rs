@@ -1,0 +1,493 @@
+//! The background task of one data source: read, watch, and push each payload through the
+//! pipeline (size cap, dedupe, delete policy, convert, validate, apply), with status.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use super::backoff::Backoff;
+use super::error::DataSourceError;
+use super::options::{DeletePolicy, StartMode};
+use crate::datasource::converter::Converter;
+use crate::datasource::snapshot;
+use crate::datasource::source::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
+use crate::datasource::status::SourceStatus;
+use crate::engine::{Incoming, Sentinel, SourceNameClaim};
+use crate::rule_set::RuleSet;
+use crate::rules::{RuleError, RuleFamily, Validation};
+
+/// How long a watch must have run before its failure counts as a new outage (the backoff
+/// starts again from the initial delay).
+const HEALTHY_WATCH: Duration = Duration::from_secs(10);
+
+/// The state the background task owns.
+pub(super) struct Driver {
+    /// Holds the source's name until the task ends (or `start` fails).
+    pub(super) _claim: SourceNameClaim,
+    pub(super) name: String,
+    pub(super) backend: Box<dyn ReadableDataSource>,
+    pub(super) converter: Arc<dyn Converter<[u8], RuleSet>>,
+    pub(super) sentinel: Sentinel,
+    pub(super) delete_policy: DeletePolicy,
+    pub(super) validation: Validation,
+    pub(super) snapshot_file: Option<PathBuf>,
+    pub(super) max_payload_bytes: usize,
+    /// Every family this source has applied.
+    pub(super) owned: BTreeSet<RuleFamily>,
+    /// Hash of the last payload processed (applied, rejected or kept).
+    pub(super) last_hash: Option<[u8; 32]>,
+    pub(super) status: watch::Sender<SourceStatus>,
+}
+
+/// Resolves when `close` was called or the handle dropped.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+impl Driver {
+    /// The first read, before `start` returns. `Ok(true)`: started from the snapshot with the
+    /// server unreachable, so the task reads again first.
+    pub(super) async fn initial_load(
+        &mut self,
+        start_mode: StartMode,
+    ) -> Result<bool, DataSourceError> {
+        match self.backend.read().await {
+            Ok(payload) => {
+                self.connected();
+                match self.process(payload).await {
+                    Ok(()) => Ok(false),
+                    Err(error) if start_mode == StartMode::Snapshot => {
+                        tracing::warn!(source = %self.name, %error, "initial payload not applied; starting from the local snapshot");
+                        self.load_snapshot().await;
+                        Ok(false)
+                    }
+                    Err(error) => {
+                        self.backend.close().await;
+                        Err(error)
+                    }
+                }
+            }
+            Err(error) => {
+                self.disconnected(&error);
+                if start_mode == StartMode::FailFast {
+                    self.backend.close().await;
+                    return Err(DataSourceError::Source {
+                        name: self.name.clone(),
+                        source: error,
+                    });
+                }
+                tracing::warn!(source = %self.name, %error, "initial read failed; starting from the local snapshot");
+                self.load_snapshot().await;
+                Ok(true)
+            }
+        }
+    }
+
+    pub(super) async fn run(
+        mut self,
+        mut stop: watch::Receiver<bool>,
+        mut backoff: Backoff,
+        mut need_read: bool,
+    ) {
+        loop {
+            if need_read {
+                let delay = backoff.next_delay();
+                tracing::debug!(source = %self.name, ?delay, "reconnecting after backoff");
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut stop) => break,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                let read = tokio::select! {
+                    biased;
+                    () = stopped(&mut stop) => break,
+                    read = self.backend.read() => read,
+                };
+                match read {
+                    Ok(payload) => {
+                        self.connected();
+                        need_read = false;
+                        let _ = self.process(payload).await;
+                    }
+                    Err(SourceError::Closed) => break,
+                    Err(error @ SourceError::TooLarge { .. }) => {
+                        // The server answered: connected, but the value is rejected. Watch
+                        // for the next value (a backend reports an unchanged oversized
+                        // value once).
+                        self.connected();
+                        need_read = false;
+                        self.oversized(&error, None);
+                    }
+                    Err(error) => {
+                        self.disconnected(&error);
+                        continue;
+                    }
+                }
+            }
+            let watching_since = tokio::time::Instant::now();
+            let event = tokio::select! {
+                biased;
+                () = stopped(&mut stop) => break,
+                event = self.backend.watch() => event,
+            };
+            match event {
+                Ok(WatchEvent::Changed(payload)) => {
+                    backoff.reset();
+                    let _ = self.process(payload).await;
+                }
+                Ok(WatchEvent::Resync) => {
+                    backoff.reset();
+                    let read = tokio::select! {
+                        biased;
+                        () = stopped(&mut stop) => break,
+                        read = self.backend.read() => read,
+                    };
+                    match read {
+                        Ok(payload) => {
+                            let _ = self.process(payload).await;
+                        }
+                        Err(SourceError::Closed) => break,
+                        Err(error @ SourceError::TooLarge { .. }) => {
+                            self.oversized(&error, None);
+                        }
+                        Err(error) => {
+                            self.disconnected(&error);
+                            need_read = true;
+                        }
+                    }
+                }
+                Err(SourceError::Closed) => break,
+                Err(error @ SourceError::TooLarge { .. }) => {
+                    // A backend's own size cap: a rejected payload, not a lost connection.
+                    // Keep watching, so a fixed value is picked up at once.
+                    self.oversized(&error, None);
+                }
+                Err(error) => {
+                    // A watch that was healthy for a while ends an outage streak: the next
+                    // reconnect starts from the initial delay. A watch that fails at once
+                    // keeps doubling it, so a broken backend cannot spin.
+                    if watching_since.elapsed() >= HEALTHY_WATCH {
+                        backoff.reset();
+                    }
+                    self.disconnected(&error);
+                    need_read = true;
+                }
+            }
+        }
+        self.backend.close().await;
+        self.status.send_modify(|s| {
+            s.connected = false;
+            s.closed = true;
+        });
+        tracing::debug!(source = %self.name, "data source closed");
+    }
+
+    fn connected(&self) {
+        self.status.send_if_modified(|s| {
+            let was = s.connected;
+            s.connected = true;
+            if !was {
+                tracing::info!(source = %self.name, "data source connected");
+            }
+            !was
+        });
+    }
+
+    /// A payload over a size cap (the driver's or the backend's): rejected, rules kept.
+    fn oversized(&mut self, error: &SourceError, revision: Option<String>) {
+        tracing::warn!(source = %self.name, %error, "payload rejected; previous rules kept");
+        // Forget the last hash: the next acceptable payload is applied even if it equals the
+        // one before the oversized one, which clears this error.
+        self.last_hash = None;
+        self.status.send_modify(|s| {
+            s.rejected_count += 1;
+            s.last_error = Some(error.to_string());
+            if revision.is_some() {
+                s.last_revision = revision;
+            }
+        });
+    }
+
+    fn disconnected(&self, error: &SourceError) {
+        tracing::warn!(source = %self.name, %error, "data source read or watch failed; will retry");
+        self.status.send_modify(|s| {
+            if s.connected {
+                s.disconnects += 1;
+            }
+            s.connected = false;
+            s.last_error = Some(error.to_string());
+        });
+    }
+
+    /// Converts and applies one payload. Errors are reported in status (and by event); the
+    /// returned error only matters for the initial load.
+    async fn process(&mut self, payload: RawPayload) -> Result<(), DataSourceError> {
+        let size = payload.size();
+        if size > self.max_payload_bytes {
+            let error = SourceError::TooLarge {
+                size,
+                limit: self.max_payload_bytes,
+            };
+            self.oversized(&error, payload.revision.clone());
+            return Err(DataSourceError::Source {
+                name: self.name.clone(),
+                source: error,
+            });
+        }
+
+        let hash = content_hash(&payload);
+        if self.last_hash == Some(hash) {
+            tracing::debug!(source = %self.name, "payload unchanged; not applied again");
+            self.status.send_modify(|s| {
+                s.unchanged_count += 1;
+                if payload.revision.is_some() {
+                    s.last_revision = payload.revision.clone();
+                }
+            });
+            return Ok(());
+        }
+        self.last_hash = Some(hash);
+        let hash_hex = hex(&hash);
+        let blank = payload
+            .entries
+            .iter()
+            .all(|e| e.value.iter().all(u8::is_ascii_whitespace));
+
+        if blank && self.delete_policy == DeletePolicy::Keep {
+            tracing::info!(source = %self.name, "key deleted or empty; rules kept (DeletePolicy::Keep)");
+            self.status.send_modify(|s| {
+                s.kept_count += 1;
+                s.last_hash = Some(hash_hex);
+                s.last_revision = payload.revision.clone();
+            });
+            return Ok(());
+        }
+
+        let (mut set, skipped) = if payload.is_absent() {
+            let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
+            (RuleSet::cleared(&owned), Vec::new())
+        } else {
+            match self.convert(&payload) {
+                Ok(converted) => converted,
+                Err(error) => {
+                    // Through `apply`, the one place that reports a rejection.
+                    let _ = self
+                        .sentinel
+                        .apply(&self.name, &self.name, Err(error.clone()));
+                    return Err(self.rejected(error, &payload, hash_hex));
+                }
+            }
+        };
+
+        // Ownership: every family applied before is replaced, cleared if not carried now.
+        let carried: BTreeSet<RuleFamily> = set.families().into_iter().collect();
+        let missing: Vec<RuleFamily> = self.owned.difference(&carried).copied().collect();
+        set.merge(RuleSet::cleared(&missing));
+        let families: BTreeSet<RuleFamily> = set.families().into_iter().collect();
+        if families.is_empty() {
+            // Nothing stored and nothing owned: there is nothing to change.
+            self.status.send_modify(|s| {
+                s.last_hash = Some(hash_hex);
+                s.last_revision = payload.revision.clone();
+                s.last_error = None;
+            });
+            return Ok(());
+        }
+
+        let for_snapshot = self.snapshot_file.as_ref().map(|_| set.clone());
+        let incoming = Incoming::checked(set, skipped);
+        match self.sentinel.apply(&self.name, &self.name, Ok(incoming)) {
+            Ok(report) => {
+                self.owned.extend(families);
+                let skipped = report.skipped;
+                let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
+                self.status.send_modify(|s| {
+                    s.applied_count += 1;
+                    s.last_applied_at = Some(SystemTime::now());
+                    s.rules_version = Some(report.version);
+                    s.last_hash = Some(hash_hex);
+                    s.last_revision = payload.revision.clone();
+                    s.last_error = None;
+                    s.skipped = skipped;
+                    s.families = owned;
+                    s.from_snapshot = false;
+                });
+                if let (Some(path), Some(set)) = (self.snapshot_file.clone(), for_snapshot) {
+                    self.write_snapshot(&path, &set).await;
+                }
+                Ok(())
+            }
+            Err(error) => Err(self.rejected(error, &payload, hash_hex)),
+        }
+    }
+
+    /// Converts each entry and validates it (unless its converter did), naming errors after
+    /// the entry's key, and merges the entries into one set.
+    fn convert(
+        &self,
+        payload: &RawPayload,
+    ) -> Result<(RuleSet, Vec<crate::rules::RuleIssue>), RuleError> {
+        let mut set = RuleSet::new();
+        let mut skipped = Vec::new();
+        for entry in &payload.entries {
+            let label = if entry.key.is_empty() {
+                self.name.as_str()
+            } else {
+                entry.key.as_str()
+            };
+            let converted = self
+                .converter
+                .convert_with(&entry.value, self.validation)
+                .map_err(|error| error.with_payload(label))?;
+            skipped.extend(converted.skipped);
+            let value = if converted.validated {
+                converted.value
+            } else {
+                let (value, mut found) =
+                    converted.value.checked(self.validation).map_err(|issues| {
+                        RuleError::Invalid {
+                            payload: label.to_owned(),
+                            issues,
+                        }
+                    })?;
+                skipped.append(&mut found);
+                value
+            };
+            set.merge(value);
+        }
+        Ok((set, skipped))
+    }
+
+    fn rejected(
+        &self,
+        error: RuleError,
+        payload: &RawPayload,
+        hash_hex: String,
+    ) -> DataSourceError {
+        self.status.send_modify(|s| {
+            s.rejected_count += 1;
+            s.last_error = Some(error.to_string());
+            s.last_hash = Some(hash_hex);
+            s.last_revision = payload.revision.clone();
+        });
+        DataSourceError::Rejected {
+            name: self.name.clone(),
+            source: error,
+        }
+    }
+
+    async fn write_snapshot(&mut self, path: &Path, set: &RuleSet) {
+        let result = match snapshot::encode(set) {
+            Ok(bytes) => snapshot::write_atomic(path, bytes).await,
+            Err(error) => Err(std::io::Error::other(error)),
+        };
+        let error = result
+            .err()
+            .map(|e| format!("writing {}: {e}", path.display()));
+        if let Some(error) = &error {
+            tracing::warn!(source = %self.name, %error, "snapshot not written");
+        }
+        self.status.send_if_modified(|s| {
+            let changed = s.snapshot_error != error;
+            s.snapshot_error = error;
+            changed
+        });
+    }
+
+    /// Applies the local snapshot, if there is one.
+    async fn load_snapshot(&mut self) {
+        let Some(path) = self.snapshot_file.clone() else {
+            tracing::warn!(source = %self.name, "no snapshot file configured; starting without rules from this source");
+            return;
+        };
+        let bytes = match snapshot::read(&path).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                tracing::warn!(source = %self.name, path = %path.display(), "no snapshot yet; starting without rules from this source");
+                return;
+            }
+            Err(error) => {
+                let error = format!("reading {}: {error}", path.display());
+                tracing::warn!(source = %self.name, %error, "snapshot not read");
+                self.status.send_modify(|s| s.snapshot_error = Some(error));
+                return;
+            }
+        };
+        let applied = snapshot::decode(&bytes, self.validation).and_then(|(set, skipped)| {
+            let families: Vec<RuleFamily> = set.families();
+            let incoming = Incoming::checked(set, skipped);
+            self.sentinel
+                .apply(&self.name, &path.display().to_string(), Ok(incoming))
+                .map(|report| (families, report))
+        });
+        match applied {
+            Ok((families, report)) => {
+                tracing::info!(source = %self.name, path = %path.display(), "rules applied from the local snapshot");
+                self.owned.extend(families);
+                let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
+                self.status.send_modify(|s| {
+                    s.from_snapshot = true;
+                    s.rules_version = Some(report.version);
+                    s.families = owned;
+                    s.snapshot_error = None;
+                });
+            }
+            Err(error) => {
+                let error = format!("{}: {error}", path.display());
+                tracing::warn!(source = %self.name, %error, "snapshot not applied");
+                self.status.send_modify(|s| s.snapshot_error = Some(error));
+            }
+        }
+    }
+}
+
+/// SHA-256 over every entry's key and value, length-prefixed so that entry boundaries count.
+fn content_hash(payload: &RawPayload) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update((payload.entries.len() as u64).to_le_bytes());
+    for entry in &payload.entries {
+        hasher.update((entry.key.len() as u64).to_le_bytes());
+        hasher.update(entry.key.as_bytes());
+        hasher.update((entry.value.len() as u64).to_le_bytes());
+        hasher.update(&entry.value);
+    }
+    hasher.finalize().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datasource::RawEntry;
+
+    #[test]
+    fn hash_sees_entry_boundaries() {
+        let a = RawPayload {
+            entries: vec![RawEntry::new("k", "ab"), RawEntry::new("l", "c")],
+            revision: None,
+        };
+        let b = RawPayload {
+            entries: vec![RawEntry::new("k", "a"), RawEntry::new("l", "bc")],
+            revision: None,
+        };
+        assert_ne!(content_hash(&a), content_hash(&b));
+        assert_ne!(
+            content_hash(&RawPayload::absent()),
+            content_hash(&RawPayload::single("", ""))
+        );
+        assert_eq!(hex(&[0, 255, 16]), "00ff10");
+    }
+}

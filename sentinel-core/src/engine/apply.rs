@@ -1,0 +1,194 @@
+//! The last stages of the rule pipeline, for every payload from every source: validate
+//! (unless a converter did), replace the source's part, compile the changed families'
+//! tables, and publish them all in one store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::sentinel::Sentinel;
+use super::snapshot::{RuleSnapshot, SourceRules, Tables};
+use crate::events::SentinelEvent;
+use crate::family::{CompileEnv, Family};
+use crate::hash::FastSet;
+use crate::rule_set::RuleSet;
+use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
+use crate::stat::OwnsStat;
+
+/// A payload on its way into the engine: converted, and validated or not yet.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    set: RuleSet,
+    /// Issues of rules a lenient conversion left out.
+    skipped: Vec<RuleIssue>,
+    /// `None`: already validated (by a converter that validates); the set is applied as it
+    /// is. `Some(mode)`: validate here, in this mode.
+    validate: Option<Validation>,
+}
+
+impl Incoming {
+    /// A set that still has to be validated (from the API, or from a converter that does not
+    /// validate).
+    pub(crate) fn unchecked(set: RuleSet, validation: Validation) -> Self {
+        Self {
+            set,
+            skipped: Vec::new(),
+            validate: Some(validation),
+        }
+    }
+
+    /// A set every rule of which passed validation, with what a lenient pass skipped.
+    pub(crate) fn checked(set: RuleSet, skipped: Vec<RuleIssue>) -> Self {
+        Self {
+            set,
+            skipped,
+            validate: None,
+        }
+    }
+}
+
+macro_rules! apply_families {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+        /// Replaces the part of `mine` of each family `set` carries; returns those families.
+        fn replace_parts(mine: &mut SourceRules, set: RuleSet) -> Vec<RuleFamily> {
+            let mut changed = Vec::new();
+            $(if let Some(rules) = set.$field {
+                mine.$field = part(rules);
+                changed.push(RuleFamily::$variant);
+            })*
+            changed
+        }
+
+        /// Compiles the union of every source's rules of each changed family; the other
+        /// families keep their table.
+        fn compile_tables(
+            changed: &[RuleFamily],
+            sources: &BTreeMap<Arc<str>, SourceRules>,
+            current: &Tables,
+            env: &CompileEnv<'_>,
+        ) -> Tables {
+            Tables {
+                $($field: if changed.contains(&RuleFamily::$variant) {
+                    let union = union_of(sources.values().filter_map(|s| s.$field.as_deref()));
+                    Arc::new(<$rule as Family>::compile(union, &current.$field, env))
+                } else {
+                    current.$field.clone()
+                },)*
+            }
+        }
+    };
+}
+
+for_each_family!(apply_families);
+
+impl Sentinel {
+    /// Applies one payload of `source` (named `payload` in errors), or reports why it cannot
+    /// be: the one place that emits [`SentinelEvent::RulesRejected`].
+    ///
+    /// Two sources feeding one family are unioned: each source owns its part, and an update
+    /// from one replaces only that part. Rules equal to active ones (ignoring `id` and unknown
+    /// fields) keep their compiled state. Duplicates collapse.
+    pub(crate) fn apply(
+        &self,
+        source: &str,
+        payload: &str,
+        incoming: Result<Incoming, RuleError>,
+    ) -> Result<LoadReport, RuleError> {
+        let result = incoming.and_then(|incoming| self.apply_incoming(source, payload, incoming));
+        if let Err(error) = &result {
+            self.inner.shared.events.emit(SentinelEvent::RulesRejected {
+                source: source.to_owned(),
+                error: error.clone(),
+            });
+        }
+        result
+    }
+
+    fn apply_incoming(
+        &self,
+        source: &str,
+        payload: &str,
+        incoming: Incoming,
+    ) -> Result<LoadReport, RuleError> {
+        let Incoming {
+            set,
+            mut skipped,
+            validate,
+        } = incoming;
+        let set = match validate {
+            None => set,
+            Some(mode) => {
+                let (set, mut found) = set.checked(mode).map_err(|issues| RuleError::Invalid {
+                    payload: payload.to_owned(),
+                    issues,
+                })?;
+                skipped.append(&mut found);
+                set
+            }
+        };
+
+        let writer = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.inner.shared.rules.load_full();
+        let mut sources = current.sources.clone();
+        let key: Arc<str> = Arc::from(source);
+        let mut mine = sources.get(&key).cloned().unwrap_or_default();
+        let changed = replace_parts(&mut mine, set);
+        if mine.is_empty() {
+            sources.remove(&key);
+        } else {
+            sources.insert(key, mine);
+        }
+        let node = |name: &str| self.node(name).map(|n| n as Arc<dyn OwnsStat>);
+        let tables = compile_tables(
+            &changed,
+            &sources,
+            &current.tables,
+            &CompileEnv { node: &node },
+        );
+        let mut next = RuleSnapshot {
+            version: current.version + 1,
+            sources,
+            tables,
+            ..RuleSnapshot::default()
+        };
+        next.index_resources();
+        let counts: Vec<(RuleFamily, usize)> = changed
+            .iter()
+            .map(|family| (*family, next.tables.count(*family)))
+            .collect();
+        let version = next.version;
+        self.inner.shared.rules.store(Arc::new(next));
+        drop(writer);
+
+        self.inner.shared.events.emit(SentinelEvent::RulesApplied {
+            source: source.to_owned(),
+            families: counts.clone(),
+            version,
+        });
+        Ok(LoadReport {
+            applied: counts,
+            skipped,
+            version,
+        })
+    }
+}
+
+/// A source's part of one family: `None` when it brings no rule.
+fn part<T>(rules: Vec<T>) -> Option<Arc<Vec<Arc<T>>>> {
+    (!rules.is_empty()).then(|| Arc::new(rules.into_iter().map(Arc::new).collect()))
+}
+
+/// The union of several sources' rules, in source order, without duplicates.
+fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
+    parts: impl Iterator<Item = &'a Vec<Arc<T>>>,
+) -> Vec<Arc<T>> {
+    let mut seen: FastSet<&T> = FastSet::default();
+    let mut out = Vec::new();
+    for part in parts {
+        for rule in part {
+            if seen.insert(rule) {
+                out.push(rule.clone());
+            }
+        }
+    }
+    out
+}

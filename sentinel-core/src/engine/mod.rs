@@ -1,0 +1,30 @@
+//! The engine: the [`Sentinel`] handle, its resources, its rule tables and how rules get
+//! into them.
+//!
+//! - `sentinel`: the handle, its builder and its read-only views;
+//! - `shared`: what resource nodes and entries share with the engine, and the hot path's
+//!   cached access to the rule table;
+//! - `snapshot`: the published rule table (every family's compiled table, per-resource slots);
+//! - `resources`: the resource registry and its caps;
+//! - `apply`: the pipeline's validate, compile and swap stages;
+//! - `manager`: the per-family rule managers;
+//! - `sources`: the names of running data sources.
+
+mod apply;
+mod manager;
+mod resources;
+mod sentinel;
+mod shared;
+mod snapshot;
+mod sources;
+
+pub(crate) use apply::Incoming;
+pub use manager::{FamilyRule, RuleManager, API_SOURCE};
+pub use resources::Limits;
+pub(crate) use resources::ResourceNode;
+pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
+pub(crate) use shared::with_rules;
+pub(crate) use sources::SourceNameClaim;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,279 @@
+//! The `Sentinel` handle and its builder: the engine's resources, rule tables and clock.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use arc_swap::ArcSwap;
+
+use super::resources::{Limits, Registry, ResourceNode};
+use super::shared::Shared;
+use super::snapshot::RuleSnapshot;
+use crate::circuit_breaker::{BreakerState, DegradeRule};
+use crate::clock::{Clock, EngineClock, SystemClock};
+use crate::events::{EventBus, EventListener};
+use crate::rules::Validation;
+use crate::stat::{NodeStats, StatNode};
+use crate::system::SystemStatus;
+
+pub(crate) struct Inner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) registry: Registry,
+    pub(crate) validation: Validation,
+    /// Serialises rule writers; readers never take it.
+    pub(crate) writer: Mutex<()>,
+    /// Names of the running data sources: each names one part of the rule union.
+    pub(crate) source_names: Mutex<BTreeSet<String>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Compiled rules can hold resource nodes (a relate rule's node), and nodes hold the
+        // shared state that holds the rules: break that cycle when the last handle goes.
+        self.shared.rules.store(Arc::new(RuleSnapshot::default()));
+    }
+}
+
+/// A Sentinel engine: resources, their statistics, the rule tables and the clock.
+///
+/// Cheap to clone: clones share everything. Build isolated instances for tests with
+/// [`Sentinel::builder`], or use the process-wide [`Sentinel::global`].
+///
+/// ```
+/// use sentinel_core::{flow::FlowRule, Sentinel};
+///
+/// let sentinel = Sentinel::new();
+/// sentinel.flow_rules().load_rules(vec![FlowRule::qps("GET:/order", 2.0)]).unwrap();
+/// let a = sentinel.entry("GET:/order").enter();
+/// let b = sentinel.entry("GET:/order").enter();
+/// let c = sentinel.entry("GET:/order").enter();
+/// assert!(a.is_ok() && b.is_ok());
+/// assert!(c.is_err());
+/// ```
+#[derive(Clone)]
+pub struct Sentinel {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Sentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sentinel")
+            .field("resources", &self.inner.registry.len())
+            .field("version", &self.inner.shared.rules.load().version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Sentinel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Builds a [`Sentinel`].
+#[derive(Debug, Default)]
+pub struct SentinelBuilder {
+    system_status: Option<Arc<dyn SystemStatus>>,
+    clock: Option<Arc<dyn Clock>>,
+    limits: Limits,
+    validation: Validation,
+}
+
+impl SentinelBuilder {
+    /// Uses this clock (a [`FakeClock`](crate::FakeClock) in tests).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Reads load and CPU usage from `status` instead of sampling `/proc`.
+    pub fn system_status(mut self, status: impl SystemStatus) -> Self {
+        self.system_status = Some(Arc::new(status));
+        self
+    }
+
+    /// Sets the statistics caps.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets how `load_rules` treats invalid rules (strict by default).
+    pub fn validation(mut self, validation: Validation) -> Self {
+        self.validation = validation;
+        self
+    }
+
+    /// Builds the engine.
+    pub fn build(self) -> Sentinel {
+        let clock = self.clock.map_or_else(
+            || EngineClock::System(SystemClock::new()),
+            EngineClock::Injected,
+        );
+        let system_status = OnceLock::new();
+        if let Some(status) = self.system_status {
+            let _ = system_status.set(status);
+        }
+        Sentinel {
+            inner: Arc::new(Inner {
+                shared: Arc::new(Shared {
+                    clock,
+                    rules: ArcSwap::from_pointee(RuleSnapshot::default()),
+                    inbound: StatNode::new(),
+                    events: EventBus::default(),
+                    system_status,
+                }),
+                registry: Registry::new(self.limits),
+                validation: self.validation,
+                writer: Mutex::new(()),
+                source_names: Mutex::new(BTreeSet::new()),
+            }),
+        }
+    }
+}
+
+/// A handle that does not keep the engine alive: for listeners and background tasks that
+/// must not leak it. Obtained from [`Sentinel::downgrade`].
+#[derive(Clone)]
+pub struct WeakSentinel {
+    inner: Weak<Inner>,
+}
+
+impl fmt::Debug for WeakSentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakSentinel").finish_non_exhaustive()
+    }
+}
+
+impl WeakSentinel {
+    /// The engine, if it is still alive.
+    pub fn upgrade(&self) -> Option<Sentinel> {
+        self.inner.upgrade().map(|inner| Sentinel { inner })
+    }
+}
+
+macro_rules! active_rules {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+        /// Every active rule, of every family, read from one rule table. Obtained from
+        /// [`Sentinel::active_rules`].
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub struct ActiveRules {
+            /// The rule-table version these rules belong to.
+            pub version: u64,
+            $($(#[$doc])* pub $field: Vec<$rule>,)*
+        }
+
+        impl ActiveRules {
+            fn of(snapshot: &RuleSnapshot) -> Self {
+                Self {
+                    version: snapshot.version,
+                    $($field: <$rule as crate::family::Family>::active(&snapshot.tables.$field)
+                        .iter()
+                        .map(|r| <$rule>::clone(r))
+                        .collect(),)*
+                }
+            }
+        }
+    };
+}
+
+for_each_family!(active_rules);
+
+static GLOBAL: OnceLock<Sentinel> = OnceLock::new();
+
+impl Sentinel {
+    /// An engine with the system clock and default limits.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// A builder for an engine.
+    pub fn builder() -> SentinelBuilder {
+        SentinelBuilder::default()
+    }
+
+    /// The process-wide engine, created on first use.
+    pub fn global() -> &'static Sentinel {
+        GLOBAL.get_or_init(Sentinel::new)
+    }
+
+    /// The clock this engine reads.
+    pub fn clock(&self) -> &dyn Clock {
+        self.inner.shared.clock.as_dyn()
+    }
+
+    /// Registers an event listener. Listeners live as long as the engine.
+    pub fn add_listener(&self, listener: impl EventListener) {
+        self.inner.shared.events.add(Arc::new(listener));
+    }
+
+    /// Every circuit breaker with its rule and current state.
+    pub fn circuit_breakers(&self) -> Vec<(DegradeRule, BreakerState)> {
+        let snapshot = self.inner.shared.rules.load();
+        snapshot
+            .tables
+            .degrade
+            .breakers()
+            .map(|b| (DegradeRule::clone(&b.rule), b.state()))
+            .collect()
+    }
+
+    /// Current statistics of a resource, if it has been entered.
+    pub fn resource_stats(&self, resource: &str) -> Option<NodeStats> {
+        let now = self.inner.shared.clock.now_ms();
+        self.inner
+            .registry
+            .get(resource)
+            .map(|n| n.stat.snapshot(now))
+    }
+
+    /// Current statistics of a resource for one origin.
+    pub fn origin_stats(&self, resource: &str, origin: &str) -> Option<NodeStats> {
+        let now = self.inner.shared.clock.now_ms();
+        let node = self.inner.registry.get(resource)?;
+        node.origins.get(origin).map(|n| n.snapshot(now))
+    }
+
+    /// Statistics of the global inbound node (all inbound calls).
+    pub fn inbound_stats(&self) -> NodeStats {
+        self.inner
+            .shared
+            .inbound
+            .snapshot(self.inner.shared.clock.now_ms())
+    }
+
+    /// Names of every resource with statistics, sorted.
+    pub fn resources(&self) -> Vec<String> {
+        self.inner
+            .registry
+            .all()
+            .iter()
+            .map(|n| n.name.to_string())
+            .collect()
+    }
+
+    /// A handle that does not keep the engine alive.
+    pub fn downgrade(&self) -> WeakSentinel {
+        WeakSentinel {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Every active rule with its table version, read consistently in one load: a combined
+    /// update is either wholly in it or not at all.
+    pub fn active_rules(&self) -> ActiveRules {
+        ActiveRules::of(&self.inner.shared.rules.load())
+    }
+
+    /// The rule-table version; it rises with every applied update.
+    pub fn rules_version(&self) -> u64 {
+        self.inner.shared.rules.load().version
+    }
+
+    pub(crate) fn node(&self, resource: &str) -> Option<Arc<ResourceNode>> {
+        self.inner
+            .registry
+            .get_or_create(resource, &self.inner.shared)
+    }
+}

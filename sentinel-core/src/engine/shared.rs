@@ -1,0 +1,81 @@
+//! The state an engine shares with its resource nodes and entries, and the hot path's
+//! access to the current rule table.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+
+use super::snapshot::RuleSnapshot;
+use crate::clock::EngineClock;
+use crate::events::EventBus;
+use crate::stat::StatNode;
+use crate::system::{ProcSystemStatus, SystemStatus};
+
+/// State shared by the engine, its resource nodes and its entries.
+pub(crate) struct Shared {
+    pub(crate) clock: EngineClock,
+    pub(crate) rules: ArcSwap<RuleSnapshot>,
+    pub(crate) inbound: StatNode,
+    pub(crate) events: EventBus,
+    pub(crate) system_status: OnceLock<Arc<dyn SystemStatus>>,
+}
+
+impl Shared {
+    /// The system status source, started on first use unless one was injected.
+    pub(crate) fn system_status(&self) -> Arc<dyn SystemStatus> {
+        self.system_status
+            .get_or_init(|| Arc::new(ProcSystemStatus::start()))
+            .clone()
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("clock", &self.clock)
+            .field("version", &self.rules.load().version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lets a thread-local `arc_swap::Cache` hold an engine's rule table.
+struct RulesOf(Arc<Shared>);
+
+impl std::ops::Deref for RulesOf {
+    type Target = ArcSwap<RuleSnapshot>;
+
+    fn deref(&self) -> &ArcSwap<RuleSnapshot> {
+        &self.0.rules
+    }
+}
+
+thread_local! {
+    /// The rule table of the engine this thread entered last. A cache hit costs one atomic
+    /// load (no read-modify-write), where `ArcSwap::load` costs a few; the cached table is
+    /// replaced as soon as a newer one is published. The thread keeps that engine's rule
+    /// state (not its statistics) alive until it enters another engine or exits.
+    static RULES: std::cell::RefCell<Option<arc_swap::Cache<RulesOf, Arc<RuleSnapshot>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on the current rule table of `shared`'s engine.
+#[inline(always)]
+pub(crate) fn with_rules<R>(shared: &Arc<Shared>, mut f: impl FnMut(&RuleSnapshot) -> R) -> R {
+    let cached = RULES.try_with(|cell| {
+        // A listener that enters from inside a check finds the cache borrowed: it falls back.
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let hit = slot
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(c.arc_swap(), &shared.rules));
+        if !hit {
+            *slot = Some(arc_swap::Cache::new(RulesOf(shared.clone())));
+        }
+        let snapshot = slot.as_mut()?.load();
+        Some(f(snapshot))
+    });
+    match cached {
+        Ok(Some(result)) => result,
+        _ => f(&shared.rules.load()),
+    }
+}

@@ -1,0 +1,109 @@
+//! The engine-wide rule snapshot: every family's compiled table, every source's part, and
+//! each resource's rules in one slot, published in one `ArcSwap` store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::authority::AuthorityRule;
+use crate::circuit_breaker::CircuitBreaker;
+use crate::family::Family;
+use crate::flow::ResourceFlowRules;
+use crate::hash::FastMap;
+use crate::rules::RuleFamily;
+
+macro_rules! per_family {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+        /// One source's contribution, per family, validated. `None`: the source brings no
+        /// rule of that family.
+        #[derive(Debug, Clone, Default)]
+        pub(crate) struct SourceRules {
+            $(pub(crate) $field: Option<Arc<Vec<Arc<$rule>>>>,)*
+        }
+
+        impl SourceRules {
+            pub(crate) fn is_empty(&self) -> bool {
+                true $(&& self.$field.is_none())*
+            }
+        }
+
+        /// Every family's compiled table.
+        #[derive(Debug, Default)]
+        pub(crate) struct Tables {
+            $(pub(crate) $field: Arc<<$rule as Family>::Table>,)*
+        }
+
+        impl Tables {
+            /// How many rules of `family` are active.
+            pub(crate) fn count(&self, family: RuleFamily) -> usize {
+                match family {
+                    $(RuleFamily::$variant => <$rule as Family>::active(&self.$field).len(),)*
+                }
+            }
+        }
+    };
+}
+
+for_each_family!(per_family);
+
+/// Every rule of one resource, compiled, for the hot path's single lookup.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ResourceRules {
+    pub(crate) authority: Option<Arc<AuthorityRule>>,
+    pub(crate) flow: Option<Arc<ResourceFlowRules>>,
+    /// `flow`'s count when its only rule is a plain QPS reject rule.
+    pub(crate) plain_qps: Option<f64>,
+    pub(crate) breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
+}
+
+/// The engine-wide rule snapshot: one `ArcSwap` load gives every family, consistently.
+#[derive(Debug, Default)]
+pub(crate) struct RuleSnapshot {
+    pub(crate) version: u64,
+    pub(crate) sources: BTreeMap<Arc<str>, SourceRules>,
+    pub(crate) tables: Tables,
+    /// Where each resource's rules sit in `resources`.
+    pub(crate) index: FastMap<Arc<str>, u32>,
+    pub(crate) resources: Vec<ResourceRules>,
+}
+
+impl RuleSnapshot {
+    /// Builds every resource's slot from the tables.
+    pub(crate) fn index_resources(&mut self) {
+        let tables = &self.tables;
+        let index = &mut self.index;
+        let resources = &mut self.resources;
+        let expected = tables.flow.by_resource.len() + tables.degrade.by_resource.len();
+        index.reserve(expected);
+        resources.reserve(expected);
+        for (name, rules) in &tables.flow.by_resource {
+            let slot = slot_of(index, resources, name);
+            slot.plain_qps = rules.only_plain_qps();
+            slot.flow = Some(rules.clone());
+        }
+        for (name, breakers) in &tables.degrade.by_resource {
+            slot_of(index, resources, name).breakers = Some(breakers.clone());
+        }
+        for rule in &tables.authority.rules {
+            let name: Arc<str> = Arc::from(rule.resource.as_str());
+            slot_of(index, resources, &name).authority = Some(rule.clone());
+        }
+    }
+}
+
+/// The rules slot of resource `name`, added on first use.
+fn slot_of<'a>(
+    index: &mut FastMap<Arc<str>, u32>,
+    resources: &'a mut Vec<ResourceRules>,
+    name: &Arc<str>,
+) -> &'a mut ResourceRules {
+    let next = resources.len();
+    let i = *index
+        .entry(name.clone())
+        .or_insert(u32::try_from(next).unwrap_or(u32::MAX)) as usize;
+    if i >= next {
+        // A new name: its slot is the one pushed now.
+        resources.push(ResourceRules::default());
+        return &mut resources[next];
+    }
+    &mut resources[i]
+}

@@ -1,0 +1,167 @@
+//! Engine tests: reloads and their carry-over, strict and lenient loads, handles and the
+//! resource registry, the engine's lifetime.
+
+use std::sync::Arc;
+
+use crate::flow::{ControlBehavior, FlowRule};
+use crate::test_support::{burst, engine, run_load};
+use crate::{FakeClock, RuleFamily, Sentinel};
+
+#[test]
+fn reload_of_an_unchanged_rule_keeps_warm_up_state() {
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    let warm = FlowRule::qps("w", 90.0).control_behavior(ControlBehavior::WarmUp);
+    let other = FlowRule::qps("o", 30.0).control_behavior(ControlBehavior::WarmUp);
+    s.flow_rules()
+        .load_rules(vec![warm.clone(), other.clone()])
+        .unwrap();
+    let hot = run_load(&s, &clock, "w", 14, 200);
+    assert_eq!(*hot.last().unwrap(), 90);
+    // Reload the same rule (plus a changed other rule): still warm.
+    s.flow_rules()
+        .load_rules(vec![warm.clone(), FlowRule::qps("o", 31.0)])
+        .unwrap();
+    assert_eq!(run_load(&s, &clock, "w", 1, 200)[0], 90);
+    // A changed rule starts a new controller: cold again.
+    s.flow_rules()
+        .load_rules(vec![warm.warm_up_period_sec(11), other])
+        .unwrap();
+    assert!(run_load(&s, &clock, "w", 1, 200)[0] <= 35);
+}
+
+#[test]
+fn statistics_survive_reloads_and_empty_list_clears() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 5.0)])
+        .unwrap();
+    assert_eq!(burst(&s, "r", 3), 3);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
+    // Three passes are still counted against the new limit.
+    assert_eq!(burst(&s, "r", 3), 1);
+    s.flow_rules().load_rules(vec![]).unwrap();
+    assert!(s.flow_rules().rules().is_empty());
+    assert_eq!(burst(&s, "r", 3), 3);
+}
+
+#[test]
+fn strict_load_rejects_the_whole_list_and_keeps_the_old_rules() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0)])
+        .unwrap();
+    let mut bad = FlowRule::qps("", 1.0);
+    bad.count = -1.0;
+    let err = s
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("ok", 1.0), bad.clone()])
+        .unwrap_err();
+    let issues = err.issues();
+    assert_eq!(issues.len(), 2);
+    assert_eq!((issues[0].index, issues[0].field.as_str()), (1, "resource"));
+    assert_eq!(issues[1].field, "count");
+    assert_eq!(s.flow_rules().rules(), vec![FlowRule::qps("r", 1.0)]);
+    // Lenient mode skips and reports.
+    let report = s
+        .flow_rules()
+        .load_rules_lenient(vec![FlowRule::qps("ok", 1.0), bad])
+        .unwrap();
+    assert_eq!(report.skipped.len(), 2);
+    assert_eq!(s.flow_rules().rules(), vec![FlowRule::qps("ok", 1.0)]);
+}
+
+#[test]
+fn duplicates_collapse() {
+    let s = Sentinel::new();
+    let report = s
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0), FlowRule::qps("r", 1.0)])
+        .unwrap();
+    assert_eq!(report.applied, vec![(RuleFamily::Flow, 1)]);
+}
+
+#[test]
+fn a_handle_follows_every_reload() {
+    // A node caches where its rules sit in the table; each reload must invalidate that.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let handle = s.resource("r");
+    let passes = |n: usize| (0..n).filter(|_| handle.entry().enter().is_ok()).count();
+    assert_eq!(passes(3), 3, "no rules yet");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
+    assert_eq!(passes(3), 1, "3 earlier passes count");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("other", 1.0), FlowRule::qps("x", 1.0)])
+        .unwrap();
+    assert_eq!(passes(3), 3, "r lost its rule");
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("x", 1.0), FlowRule::qps("r", 8.0)])
+        .unwrap();
+    assert_eq!(passes(3), 1, "7 earlier passes; r is back at another index");
+    s.flow_rules().load_rules(Vec::new()).unwrap();
+    assert_eq!(passes(2), 2);
+}
+
+#[test]
+fn handle_and_name_share_statistics() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 4.0)])
+        .unwrap();
+    let handle = s.resource("r");
+    assert_eq!((0..3).filter(|_| handle.entry().enter().is_ok()).count(), 3);
+    assert_eq!(burst(&s, "r", 3), 1);
+}
+
+#[test]
+fn resource_cap_passes_extra_resources_without_statistics() {
+    let s = Sentinel::builder()
+        .limits(crate::Limits::default().max_resources(2))
+        .build();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("c", 0.0)])
+        .unwrap();
+    // The rule's own resource is not registered until used; fill the cap first.
+    assert!(s.entry("a").enter().is_ok());
+    assert!(s.entry("b").enter().is_ok());
+    let entry = s
+        .entry("c")
+        .enter()
+        .expect("past the cap: passes unchecked");
+    assert_eq!(entry.resource(), None);
+    assert_eq!(s.resources(), vec!["a".to_owned(), "b".to_owned()]);
+}
+
+#[test]
+fn shared_engine_clones_share_rules() {
+    let s = Sentinel::new();
+    let clone = s.clone();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0)])
+        .unwrap();
+    assert_eq!(clone.flow_rules().rules().len(), 1);
+    let _ = Arc::new(clone);
+}
+
+#[test]
+fn dropping_the_engine_frees_it_even_with_a_relate_rule() {
+    let s = Sentinel::new();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("write", 3.0).relate("read")])
+        .unwrap();
+    // (No entry on this thread: its rule-table cache would keep the state alive by design.)
+    let shared = Arc::downgrade(&s.inner.shared);
+    drop(s);
+    assert!(
+        shared.upgrade().is_none(),
+        "a reference cycle kept the engine alive"
+    );
+}

@@ -1,0 +1,213 @@
+//! What the engine needs of a rule family, in one trait, implemented here once per family.
+//!
+//! The list of families is `for_each_family!` (in `lib.rs`); every per-family container and
+//! loop is generated from it. A family's own module keeps its rule type, its wire shape and its
+//! compiled table; this file is where each family is wired into the engine.
+
+use std::fmt;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::authority::{self, AuthorityRule, AuthorityRuleWire, AuthorityTable};
+use crate::circuit_breaker::{DegradeRule, DegradeRuleWire, DegradeTable};
+use crate::flow::{FlowRule, FlowRuleWire, FlowTable};
+use crate::rules::{RuleFamily, RuleIssue};
+use crate::stat::OwnsStat;
+use crate::system::{SystemRule, SystemRuleWire, SystemTable};
+
+/// What compiling a table may look up: the statistics of another resource (a relate rule).
+pub(crate) struct CompileEnv<'a> {
+    /// The node of a resource, created if needed; `None` past the resource cap.
+    pub(crate) node: &'a dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
+}
+
+/// A rule family: its rule type, how Sentinel (Java) JSON spells it, its validity checks and
+/// its compiled table.
+pub(crate) trait Family:
+    Clone + Eq + Hash + Serialize + fmt::Debug + Send + Sync + Sized + 'static
+{
+    /// The family.
+    const FAMILY: RuleFamily;
+
+    /// The rule as Sentinel (Java) JSON spells it.
+    type Wire: DeserializeOwned;
+
+    /// The compiled rules of every source, as the hot path reads them.
+    type Table: Default + fmt::Debug + Send + Sync + 'static;
+
+    /// The typed rule with Sentinel's defaults; issues are what the wire gets wrong.
+    fn decode(wire: Self::Wire, index: usize) -> Result<Self, Vec<RuleIssue>>;
+
+    /// The rule's own validity checks: the one authority on whether a rule may load. Every
+    /// path runs it once per rule (a converter, or the engine for rules from the API and from
+    /// converters that do not validate).
+    fn validate(&self, index: usize) -> Vec<RuleIssue>;
+
+    /// Checks that span the rules of one payload, after each rule passed [`validate`]: the
+    /// rules that may load together (every one, unless the family says otherwise).
+    ///
+    /// [`validate`]: Family::validate
+    fn keep_together(rules: Vec<(usize, Self)>, issues: &mut Vec<RuleIssue>) -> Vec<Self> {
+        let _ = issues;
+        rules.into_iter().map(|(_, rule)| rule).collect()
+    }
+
+    /// Compiles the union of every source's rules. Rules equal to ones in `previous` keep
+    /// their state (controllers, breakers).
+    fn compile(rules: Vec<Arc<Self>>, previous: &Self::Table, env: &CompileEnv<'_>) -> Self::Table;
+
+    /// The rules a table was compiled from.
+    fn active(table: &Self::Table) -> &[Arc<Self>];
+}
+
+impl Family for FlowRule {
+    const FAMILY: RuleFamily = RuleFamily::Flow;
+    type Wire = FlowRuleWire;
+    type Table = FlowTable;
+
+    fn decode(wire: FlowRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+        wire.decode(index)
+    }
+
+    fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        FlowRule::validate(self, index)
+    }
+
+    fn compile(rules: Vec<Arc<Self>>, previous: &FlowTable, env: &CompileEnv<'_>) -> FlowTable {
+        FlowTable::compile(rules, previous, env.node)
+    }
+
+    fn active(table: &FlowTable) -> &[Arc<Self>] {
+        &table.rules
+    }
+}
+
+impl Family for DegradeRule {
+    const FAMILY: RuleFamily = RuleFamily::Degrade;
+    type Wire = DegradeRuleWire;
+    type Table = DegradeTable;
+
+    fn decode(wire: DegradeRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+        wire.decode(index)
+    }
+
+    fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        DegradeRule::validate(self, index)
+    }
+
+    fn compile(rules: Vec<Arc<Self>>, previous: &DegradeTable, _: &CompileEnv<'_>) -> DegradeTable {
+        DegradeTable::compile(rules, previous)
+    }
+
+    fn active(table: &DegradeTable) -> &[Arc<Self>] {
+        &table.rules
+    }
+}
+
+impl Family for SystemRule {
+    const FAMILY: RuleFamily = RuleFamily::System;
+    type Wire = SystemRuleWire;
+    type Table = SystemTable;
+
+    fn decode(wire: SystemRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+        wire.decode(index)
+    }
+
+    fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        SystemRule::validate(self, index)
+    }
+
+    fn compile(rules: Vec<Arc<Self>>, _: &SystemTable, _: &CompileEnv<'_>) -> SystemTable {
+        SystemTable::compile(rules)
+    }
+
+    fn active(table: &SystemTable) -> &[Arc<Self>] {
+        &table.rules
+    }
+}
+
+impl Family for AuthorityRule {
+    const FAMILY: RuleFamily = RuleFamily::Authority;
+    type Wire = AuthorityRuleWire;
+    type Table = AuthorityTable;
+
+    fn decode(wire: AuthorityRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+        wire.decode(index)
+    }
+
+    fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        AuthorityRule::validate(self, index)
+    }
+
+    /// One rule per resource: a second one is an issue.
+    fn keep_together(rules: Vec<(usize, Self)>, issues: &mut Vec<RuleIssue>) -> Vec<Self> {
+        authority::one_rule_per_resource(rules, issues)
+    }
+
+    fn compile(rules: Vec<Arc<Self>>, _: &AuthorityTable, _: &CompileEnv<'_>) -> AuthorityTable {
+        AuthorityTable::compile(rules)
+    }
+
+    fn active(table: &AuthorityTable) -> &[Arc<Self>] {
+        &table.rules
+    }
+}
+
+/// Validates one family's rules: each with [`Family::validate`], then together with
+/// [`Family::keep_together`]. Returns the rules that may load; `issues` receives the rest.
+pub(crate) fn validate_all<F: Family>(rules: Vec<F>, issues: &mut Vec<RuleIssue>) -> Vec<F> {
+    let valid: Vec<(usize, F)> = rules
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, rule)| {
+            let found = rule.validate(index);
+            let ok = found.is_empty();
+            issues.extend(found);
+            ok.then_some((index, rule))
+        })
+        .collect();
+    F::keep_together(valid, issues)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::datasource::{java_converter, CombinedJson, Converter};
+    use crate::{BlockError, RuleFamily, RuleSet, Sentinel};
+
+    /// Every family of the list is wired into each place that handles families by hand: its
+    /// converter reads its own family, the combined document and the engine carry it, and
+    /// a block error names it. (The rest is generated from the list.)
+    #[test]
+    fn every_family_is_wired() {
+        for &family in RuleFamily::ALL {
+            let set = java_converter(family).convert(b"[]");
+            assert_eq!(set.map(|s| s.families()).ok(), Some(vec![family]));
+
+            let cleared = RuleSet::cleared(&[family]);
+            let doc = cleared.to_combined_json().unwrap_or_default();
+            let read = CombinedJson::new().convert(&doc);
+            assert_eq!(
+                read.map(|s| s.families()).ok(),
+                Some(vec![family]),
+                "{family}"
+            );
+
+            let sentinel = Sentinel::new();
+            let report = sentinel.apply(
+                "test",
+                "test",
+                Ok(crate::engine::Incoming::unchecked(
+                    cleared,
+                    Default::default(),
+                )),
+            );
+            assert_eq!(report.map(|r| r.applied).ok(), Some(vec![(family, 0)]));
+
+            assert_eq!(crate::block::example(family).family(), family);
+            let _: BlockError = crate::block::example(family);
+        }
+    }
+}

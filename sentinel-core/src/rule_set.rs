@@ -1,0 +1,274 @@
+//! [`RuleSet`], the typed rules of one payload, with both directions of its JSON: Sentinel's
+//! per-family lists and the combined document `{"flow": [...], "degrade": [...], ...}`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::family::{validate_all, Family};
+use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
+use crate::wire::{self, WireShape};
+
+/// What reading Sentinel JSON gives: the rules, or every issue (strict); in lenient mode the
+/// skipped rules' issues ride along.
+pub(crate) type Decoded = Result<(RuleSet, Vec<RuleIssue>), Vec<RuleIssue>>;
+
+/// A family's place in a [`RuleSet`].
+pub(crate) trait InRuleSet: Family {
+    /// Sets `set`'s rules of this family.
+    fn put(set: &mut RuleSet, rules: Vec<Self>);
+}
+
+macro_rules! rule_set {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+        /// Typed rules of one payload, per family. `None` means the payload does not carry
+        /// that family (it is left alone); `Some(vec![])` clears what this source contributed.
+        #[derive(Debug, Clone, Default, PartialEq)]
+        #[non_exhaustive]
+        pub struct RuleSet {
+            $($(#[$doc])* pub $field: Option<Vec<$rule>>,)*
+        }
+
+        impl RuleSet {
+            /// The families this set carries.
+            pub fn families(&self) -> Vec<RuleFamily> {
+                let mut families = Vec::new();
+                $(if self.$field.is_some() {
+                    families.push(RuleFamily::$variant);
+                })*
+                families
+            }
+
+            /// Number of rules carried, over all families.
+            pub fn len(&self) -> usize {
+                0 $(+ self.$field.as_ref().map_or(0, Vec::len))*
+            }
+
+            /// A set that clears `families`.
+            pub fn cleared(families: &[RuleFamily]) -> Self {
+                Self {
+                    $($field: families.contains(&RuleFamily::$variant).then(Vec::new),)*
+                }
+            }
+
+            /// Appends another set's rules, family by family (used to union a prefix of keys).
+            pub fn merge(&mut self, other: RuleSet) {
+                fn join<T>(into: &mut Option<Vec<T>>, from: Option<Vec<T>>) {
+                    if let Some(mut from) = from {
+                        into.get_or_insert_with(Vec::new).append(&mut from);
+                    }
+                }
+                $(join(&mut self.$field, other.$field);)*
+            }
+
+            /// The validation stage of the pipeline: keeps the rules that may load and
+            /// collects the issues of the others (see [`Family::validate`]).
+            pub(crate) fn keep_valid(self, issues: &mut Vec<RuleIssue>) -> RuleSet {
+                RuleSet {
+                    $($field: self.$field.map(|rules| validate_all(rules, issues)),)*
+                }
+            }
+
+            fn to_document(&self) -> Result<BTreeMap<&'static str, Value>, serde_json::Error> {
+                let mut doc = BTreeMap::new();
+                $(if let Some(rules) = &self.$field {
+                    doc.insert(RuleFamily::$variant.as_str(), serde_json::to_value(rules)?);
+                })*
+                Ok(doc)
+            }
+        }
+
+        $(impl InRuleSet for $rule {
+            fn put(set: &mut RuleSet, rules: Vec<Self>) {
+                set.$field = Some(rules);
+            }
+        })*
+
+        /// One family's rule list (a list, one object, or `null`) as a set carrying that
+        /// family.
+        pub(crate) fn decode_family(family: RuleFamily, value: Value, validation: Validation) -> Decoded {
+            match family {
+                $(RuleFamily::$variant => decode_list::<$rule>(value, validation)
+                    .map(|(rules, skipped)| (RuleSet::of(rules), skipped)),)*
+            }
+        }
+    };
+}
+
+for_each_family!(rule_set);
+
+impl RuleSet {
+    /// An empty set that carries no family.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the flow rules.
+    pub fn with_flow(mut self, rules: Vec<crate::flow::FlowRule>) -> Self {
+        self.flow = Some(rules);
+        self
+    }
+
+    /// Sets the degrade rules.
+    pub fn with_degrade(mut self, rules: Vec<crate::circuit_breaker::DegradeRule>) -> Self {
+        self.degrade = Some(rules);
+        self
+    }
+
+    /// Sets the system rules.
+    pub fn with_system(mut self, rules: Vec<crate::system::SystemRule>) -> Self {
+        self.system = Some(rules);
+        self
+    }
+
+    /// Sets the authority rules.
+    pub fn with_authority(mut self, rules: Vec<crate::authority::AuthorityRule>) -> Self {
+        self.authority = Some(rules);
+        self
+    }
+
+    /// A set carrying `rules`, of their family only.
+    pub(crate) fn of<F: InRuleSet>(rules: Vec<F>) -> Self {
+        let mut set = Self::new();
+        F::put(&mut set, rules);
+        set
+    }
+
+    /// True when the set carries no rule.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Checks every rule of every family as loading would (including one authority rule
+    /// per resource), returning every problem. Empty means the set would load strictly.
+    pub fn validate(&self) -> Vec<RuleIssue> {
+        let mut issues = Vec::new();
+        let _ = self.clone().keep_valid(&mut issues);
+        issues
+    }
+
+    /// The validation stage with a mode: strict rejects the set on any issue; lenient
+    /// drops the invalid rules and returns their issues with the rest.
+    pub(crate) fn checked(
+        self,
+        validation: Validation,
+    ) -> Result<(RuleSet, Vec<RuleIssue>), Vec<RuleIssue>> {
+        let mut issues = Vec::new();
+        let kept = self.keep_valid(&mut issues);
+        if validation == Validation::Strict && !issues.is_empty() {
+            return Err(issues);
+        }
+        Ok((kept, issues))
+    }
+
+    /// The set as Sentinel JSON: one family's list when it carries exactly one family (what
+    /// [`FlowJson`](crate::datasource::FlowJson) and its siblings read), the combined document
+    /// otherwise (what [`CombinedJson`](crate::datasource::CombinedJson) reads).
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut doc = self.to_document()?;
+        if doc.len() == 1 {
+            if let Some((_, list)) = doc.pop_first() {
+                return serde_json::to_vec(&list);
+            }
+        }
+        serde_json::to_vec(&doc)
+    }
+
+    /// The set as a combined document, `{"flow": [...], "degrade": [...], ...}`, whatever
+    /// the number of families.
+    pub fn to_combined_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec_pretty(&self.to_document()?)
+    }
+
+    /// Reads a combined document (see [`CombinedJson`](crate::datasource::CombinedJson)):
+    /// a family that is absent is not carried, one that is `null` or `[]` is cleared, an
+    /// empty or `null` document clears every family, and a key that names no family is a
+    /// format error. Rules are validated; lenient mode returns the skipped rules' issues.
+    pub(crate) fn from_combined_json(
+        bytes: &[u8],
+        validation: Validation,
+    ) -> Result<(RuleSet, Vec<RuleIssue>), RuleError> {
+        let map = match wire::parse_document(bytes, COMBINED_FORMAT)? {
+            Value::Null => return Ok((RuleSet::cleared(RuleFamily::ALL), Vec::new())),
+            Value::Object(map) => map,
+            other => {
+                return Err(wire::format_error(
+                    COMBINED_FORMAT,
+                    format!(
+                        "expected an object keyed by rule family ({}), found {}",
+                        family_names(),
+                        wire::kind(&other)
+                    ),
+                ))
+            }
+        };
+        let mut set = RuleSet::new();
+        let mut issues = Vec::new();
+        let mut skipped = Vec::new();
+        for (key, value) in map {
+            let Some(family) = RuleFamily::ALL.iter().copied().find(|f| f.as_str() == key) else {
+                return Err(wire::format_error(
+                    COMBINED_FORMAT,
+                    format!(
+                        "unknown key `{key}`; expected rule families: {}",
+                        family_names()
+                    ),
+                ));
+            };
+            match decode_family(family, value, validation) {
+                Ok((part, mut skip)) => {
+                    set.merge(part);
+                    skipped.append(&mut skip);
+                }
+                Err(found) => issues.extend(found),
+            }
+        }
+        if !issues.is_empty() {
+            return Err(wire::invalid(issues));
+        }
+        Ok((set, skipped))
+    }
+}
+
+/// The format named in errors about Sentinel's per-family lists.
+pub(crate) const JAVA_FORMAT: &str = "Sentinel rule JSON";
+const COMBINED_FORMAT: &str = "a combined Sentinel rule document";
+
+fn family_names() -> String {
+    RuleFamily::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One family's Sentinel JSON list, decoded and validated.
+fn decode_list<F: Family>(
+    value: Value,
+    validation: Validation,
+) -> Result<(Vec<F>, Vec<RuleIssue>), Vec<RuleIssue>> {
+    let family = F::FAMILY;
+    let items = wire::rule_list(value, family, JAVA_FORMAT).map_err(|error| {
+        // A family's part that is not a list (`"flow": 3`) is an issue of that family.
+        let message = match error {
+            RuleError::Format { message, .. } => message,
+            other => other.to_string(),
+        };
+        vec![RuleIssue::new(family, 0, None, family.as_str(), message)]
+    })?;
+    let (rules, mut skipped) = wire::parse_family(
+        items,
+        &WireShape::java(family),
+        F::decode,
+        F::validate,
+        validation,
+    )?;
+    // Checks across the payload's rules (one authority rule per resource).
+    let mut together = Vec::new();
+    let rules = F::keep_together(rules, &mut together);
+    if validation == Validation::Strict && !together.is_empty() {
+        return Err(together);
+    }
+    skipped.append(&mut together);
+    Ok((rules, skipped))
+}
