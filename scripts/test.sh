@@ -46,7 +46,7 @@ cargo hack check --each-feature --no-dev-deps --workspace
 step "cargo test"
 cargo test --workspace --no-fail-fast
 cargo build -p examples --features etcd --bin etcd
-cargo test -p datasource-etcd --features tls --no-fail-fast
+cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 cargo test -p sentinel-core --features metrics --test metrics
 
 step "cargo doc"

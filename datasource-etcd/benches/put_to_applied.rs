@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/services.sh start etcd-main
-//! cargo bench -p datasource-etcd --bench put_to_applied
+//! cargo bench -p sentinel-datasource-etcd --bench put_to_applied
 //! ```
 //!
 //! Each sample writes a new flow payload to a key that a running `DataSource` watches, and
@@ -15,9 +15,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
+use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;

@@ -9,8 +9,10 @@ use etcd_client::{Client, ConnectOptions};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one request (GET, PUT, authenticate, opening a watch).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default cap on the total size of the values a source reads (4 MiB).
-pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 4 * 1024 * 1024;
+/// Default cap on the total size of the values a source reads: the data-source framework's
+/// cap (4 MiB), which the driver enforces too. etcd's own default request limit
+/// (`--max-request-bytes`, 1.5 MiB) is lower, so a larger value needs that server setting.
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 
 /// Room for keys and framing on top of the payload cap when sizing gRPC messages.
 const MESSAGE_OVERHEAD_BYTES: usize = 1024 * 1024;

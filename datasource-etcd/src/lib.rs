@@ -14,7 +14,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
+//! use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
 //! use sentinel_core::datasource::{DataSource, FlowJson, StartMode};
 //! use sentinel_core::flow::FlowRule;
 //! use sentinel_core::{RuleSet, Sentinel};
@@ -102,6 +102,7 @@
 //! # Features
 //!
 //! `tls`: connects to `https://` endpoints through rustls and adds `TlsConfig`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
 mod error;

@@ -172,13 +172,23 @@ impl EtcdSource {
         }
     }
 
-    fn payload(&self) -> RawPayload {
-        RawPayload {
-            entries: self
+    /// The payload to hand the driver. A key source moves its value out (it keeps nothing
+    /// between events); a prefix source keeps its union, to apply the next event's delta to,
+    /// and hands out a copy.
+    fn payload(&mut self) -> RawPayload {
+        let entries = match self.target {
+            Target::Key(_) => std::mem::take(&mut self.entries)
+                .into_iter()
+                .map(|(k, v)| RawEntry::new(k, v))
+                .collect(),
+            Target::Prefix(_) => self
                 .entries
                 .iter()
                 .map(|(k, v)| RawEntry::new(k.clone(), v.clone()))
                 .collect(),
+        };
+        RawPayload {
+            entries,
             revision: Some(self.revision.to_string()),
         }
     }
@@ -322,7 +332,7 @@ impl ReadableDataSource for EtcdSource {
             .max_decoding_message_size(self.config.max_message_bytes());
         let key = self.target.name().to_owned();
         let timeout = self.config.request_timeout;
-        let resp = match tokio::time::timeout(timeout, kv.get(key, self.get_options())).await {
+        let mut resp = match tokio::time::timeout(timeout, kv.get(key, self.get_options())).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => return Err(self.fail("get", e)),
             Err(_) => {
@@ -338,16 +348,17 @@ impl ReadableDataSource for EtcdSource {
                 source: None,
             })?;
         let mut entries = BTreeMap::new();
-        for kv in resp.kvs() {
+        // The response is owned: its keys and values move into the payload without a copy.
+        for kv in resp.take_kvs() {
             if let Target::Key(k) = &self.target {
                 if kv.key() != k.as_bytes() {
                     continue;
                 }
             }
-            entries.insert(
-                String::from_utf8_lossy(kv.key()).into_owned(),
-                kv.value().to_vec(),
-            );
+            let (key, value) = kv.into_key_value();
+            let key = String::from_utf8(key)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            entries.insert(key, value);
         }
         // Keep the position even when the value is over the cap, so the next watch continues
         // right after it and a fixed value is seen at once.

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! scripts/services.sh start etcd
-//! CARGO_TARGET_DIR=/work/target-etcd cargo test -p datasource-etcd
+//! CARGO_TARGET_DIR=/work/target-etcd cargo test -p sentinel-datasource-etcd
 //! ```
 //!
 //! The fault test starts, stops and restarts its own instance (`etcd-fault`) through the same
@@ -12,8 +12,8 @@ mod support;
 
 use std::time::Duration;
 
-use datasource_etcd::EtcdSource;
 use sentinel_core::datasource::{ReadableDataSource, SourceError, WatchEvent};
+use sentinel_datasource_etcd::EtcdSource;
 use support::{
     auth_endpoints, builder, config, endpoints, fault_endpoints, next_value, read, run_services,
     unique_key, values, watch, writer, WAIT,
@@ -313,7 +313,7 @@ mod auth {
     use super::*;
 
     /// The auth-enabled server, written to as root.
-    async fn root_writer() -> datasource_etcd::EtcdRuleWriter {
+    async fn root_writer() -> sentinel_datasource_etcd::EtcdRuleWriter {
         writer(
             builder(&auth_endpoints())
                 .credentials("root", "rootpw")
@@ -430,7 +430,7 @@ mod auth {
 #[cfg(feature = "tls")]
 mod tls {
     use super::*;
-    use datasource_etcd::TlsConfig;
+    use sentinel_datasource_etcd::TlsConfig;
     use support::{tls_ca_pem, tls_endpoints};
 
     #[tokio::test]

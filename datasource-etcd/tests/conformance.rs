@@ -4,7 +4,7 @@
 //! ```text
 //! scripts/services.sh start etcd
 //! eval "$(scripts/services.sh env)"
-//! cargo test -p datasource-etcd --test conformance
+//! cargo test -p sentinel-datasource-etcd --test conformance
 //! ```
 //!
 //! The tests that stop and restart a server use their own instance, `etcd-fault`, which they
@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource, WriteError};
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
     CheckOutcome, ConformanceHarness, EventRecorder, Unsupported,
@@ -31,6 +30,7 @@ use sentinel_core::datasource::{
 use sentinel_core::flow::FlowRule;
 use sentinel_core::system::SystemRule;
 use sentinel_core::{RuleSet, Sentinel};
+use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource, WriteError};
 use support::{
     auth_endpoints, builder, config, endpoints, fault_endpoints, fault_lock, services, unique_key,
     writer, WAIT,

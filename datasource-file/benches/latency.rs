@@ -1,6 +1,6 @@
 //! File write -> rules applied latency, through the driver, with the default debounce.
 //!
-//! `cargo bench -p datasource-file --bench latency` prints p50, p99 and max over 100 updates
+//! `cargo bench -p sentinel-datasource-file --bench latency` prints p50, p99 and max over 100 updates
 //! for two writers: an editor's save (temporary file + rename) and an in-place rewrite
 //! (truncate + write). The budget is p99 <= 150 ms; the process exits with status 1 past it.
 //!
@@ -13,11 +13,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use datasource_file::{FileSource, DEFAULT_DEBOUNCE};
 use sentinel_core::datasource::testkit::{applied_seq, flow_payload};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{Sentinel, SentinelEvent};
+use sentinel_datasource_file::{FileSource, DEFAULT_DEBOUNCE};
 use tokio::sync::mpsc;
 
 const UPDATES: u64 = 100;
@@ -28,7 +28,7 @@ const WAIT: Duration = Duration::from_secs(10);
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; `cargo test --benches` does not, and gets a no-op.
     if !std::env::args().any(|arg| arg == "--bench") {
-        println!("latency: run with `cargo bench -p datasource-file --bench latency`");
+        println!("latency: run with `cargo bench -p sentinel-datasource-file --bench latency`");
         return ExitCode::SUCCESS;
     }
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -22,8 +22,9 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 /// would drop protection in the middle of a routine edit.
 pub const DEFAULT_DELETE_SETTLE: Duration = Duration::from_millis(500);
 
-/// Default size cap: 4 MiB, the largest file Java Sentinel's file source accepts.
-pub const DEFAULT_MAX_SIZE: usize = 4 * 1024 * 1024;
+/// Default size cap: the data-source framework's cap, 4 MiB, the largest file Java
+/// Sentinel's file source accepts.
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES as DEFAULT_MAX_SIZE;
 
 /// How often a source whose directory is missing checks for it again: 1 s.
 pub(crate) const MISSING_DIR_RETRY: Duration = Duration::from_secs(1);
@@ -77,14 +78,14 @@ impl FileConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use datasource_file::FileSource;
+/// use sentinel_datasource_file::FileSource;
 ///
 /// let source = FileSource::builder("/etc/sentinel/rules.json")
 ///     .debounce(Duration::from_millis(20))
 ///     .delete_settle(Duration::from_secs(1))
 ///     .max_size(1024 * 1024)
 ///     .build()?;
-/// # Ok::<(), datasource_file::BuildError>(())
+/// # Ok::<(), sentinel_datasource_file::BuildError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until build() is called"]

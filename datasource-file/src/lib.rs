@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use datasource_file::FileSource;
+//! use sentinel_datasource_file::FileSource;
 //! use sentinel_core::datasource::{DataSource, FlowJson};
 //! use sentinel_core::Sentinel;
 //!
@@ -96,7 +96,7 @@
 //! The default quiet period, 50 ms, covers the burst of events of one save (editors write,
 //! rename and fix permissions within a few milliseconds; kubelet's ConfigMap swap is four or
 //! five directory entries) and leaves most of a 150 ms write-to-applied budget to the
-//! driver: `benches/latency.rs` measures it (`cargo bench -p datasource-file --bench
+//! driver: `benches/latency.rs` measures it (`cargo bench -p sentinel-datasource-file --bench
 //! latency`). Raise it for writers that pause mid-write; lower it, or set zero, when every
 //! millisecond counts and every writer renames.
 //!
@@ -110,7 +110,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use datasource_file::FileSource;
+//! use sentinel_datasource_file::FileSource;
 //! use sentinel_core::datasource::{ReadableDataSource, WatchEvent};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -133,6 +133,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
 mod snapshot;

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use datasource_file::FileSource;
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
+use sentinel_datasource_file::FileSource;
 use tokio::time::{timeout, Instant};
 
 /// Longest wait for an expected event.

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use datasource_file::{FileSource, DEFAULT_DELETE_SETTLE};
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
@@ -24,6 +23,7 @@ use sentinel_core::datasource::{
 };
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleFamily, Sentinel};
+use sentinel_datasource_file::{FileSource, DEFAULT_DELETE_SETTLE};
 use tokio::time::{timeout, Instant};
 
 /// The name of every data source these tests start.

@@ -15,7 +15,7 @@
 //!     Err(blocked) => eprintln!("blocked: {blocked}"),
 //! };
 //! ```
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// The rule families, in one list. Every place that holds or handles one value per family
 /// (the [`RuleFamily`] enum, [`RuleSet`], the engine's rule tables and source parts,

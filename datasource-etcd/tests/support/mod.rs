@@ -11,12 +11,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, WatchEvent};
 
-use datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
-pub use sentinel_core::datasource::testkit::WAIT;
+pub(crate) use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
+use sentinel_datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
 
 /// What to run when a server is missing.
-pub const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd` \
+pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd` \
      (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the endpoints)";
 
 fn env_or(name: &str, default: &str) -> String {
@@ -27,29 +27,29 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 /// The plain etcd most tests share (`SENTINEL_ETCD_ENDPOINTS`).
-pub fn endpoints() -> String {
+pub(crate) fn endpoints() -> String {
     env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790")
 }
 
 /// The etcd with auth enabled (`SENTINEL_ETCD_AUTH_ENDPOINTS`): root:rootpw, and app:apppw
 /// who may read and write under `/rules/`.
-pub fn auth_endpoints() -> String {
+pub(crate) fn auth_endpoints() -> String {
     env_or("SENTINEL_ETCD_AUTH_ENDPOINTS", "http://127.0.0.1:23791")
 }
 
 /// The etcd that the fault tests stop and restart (`SENTINEL_ETCD_FAULT_ENDPOINTS`).
-pub fn fault_endpoints() -> String {
+pub(crate) fn fault_endpoints() -> String {
     env_or("SENTINEL_ETCD_FAULT_ENDPOINTS", "http://127.0.0.1:23792")
 }
 
 /// The etcd that serves TLS only (`SENTINEL_ETCD_TLS_ENDPOINTS`,
 /// `scripts/services.sh start etcd-tls`).
-pub fn tls_endpoints() -> String {
+pub(crate) fn tls_endpoints() -> String {
     env_or("SENTINEL_ETCD_TLS_ENDPOINTS", "https://127.0.0.1:23793")
 }
 
 /// The CA certificate (PEM) of the TLS etcd, made by the script (`SENTINEL_ETCD_TLS_CA`).
-pub fn tls_ca_pem() -> Vec<u8> {
+pub(crate) fn tls_ca_pem() -> Vec<u8> {
     let default = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../.services/etcd-tls/certs/ca.pem")
         .display()
@@ -60,7 +60,7 @@ pub fn tls_ca_pem() -> Vec<u8> {
 }
 
 /// A config builder for `endpoints` with short timeouts, so failures show quickly.
-pub fn builder(endpoints: &str) -> EtcdConfigBuilder {
+pub(crate) fn builder(endpoints: &str) -> EtcdConfigBuilder {
     EtcdConfig::builder()
         .endpoints([endpoints])
         .connect_timeout(Duration::from_secs(2))
@@ -68,13 +68,13 @@ pub fn builder(endpoints: &str) -> EtcdConfigBuilder {
 }
 
 /// A config for `endpoints` with short timeouts.
-pub fn config(endpoints: &str) -> EtcdConfig {
+pub(crate) fn config(endpoints: &str) -> EtcdConfig {
     builder(endpoints).build().expect("valid test config")
 }
 
 /// A key no other test (or earlier run) uses, under `root` (for example `/sentinel-test` or
 /// `/rules`).
-pub fn unique_key(root: &str, test: &str) -> String {
+pub(crate) fn unique_key(root: &str, test: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -86,7 +86,7 @@ pub fn unique_key(root: &str, test: &str) -> String {
 
 /// Connects a writer and proves the server answers with a write under `probe_key`. Fails the
 /// test, naming the command that starts the servers, when it does not.
-pub async fn writer_with_probe(config: EtcdConfig, probe_key: &str) -> EtcdRuleWriter {
+pub(crate) async fn writer_with_probe(config: EtcdConfig, probe_key: &str) -> EtcdRuleWriter {
     let endpoints = config.endpoints().join(",");
     let probe = async {
         let writer = EtcdRuleWriter::connect(config).await?;
@@ -101,12 +101,12 @@ pub async fn writer_with_probe(config: EtcdConfig, probe_key: &str) -> EtcdRuleW
 }
 
 /// [`writer_with_probe`] with a probe key outside `/rules/`.
-pub async fn writer(config: EtcdConfig) -> EtcdRuleWriter {
+pub(crate) async fn writer(config: EtcdConfig) -> EtcdRuleWriter {
     writer_with_probe(config, "/sentinel-test/probe").await
 }
 
 /// Runs `scripts/services.sh` with `args` (blocking) and fails the test if it fails.
-pub fn run_services(args: &[&str]) {
+pub(crate) fn run_services(args: &[&str]) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/services.sh");
     let out = Command::new("bash")
         .arg(&script)
@@ -123,7 +123,7 @@ pub fn run_services(args: &[&str]) {
 }
 
 /// Runs `scripts/services.sh` with `args` on a blocking thread; fails the test if it fails.
-pub async fn services(args: &[&str]) {
+pub(crate) async fn services(args: &[&str]) {
     let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -135,20 +135,22 @@ pub async fn services(args: &[&str]) {
 
 /// Serialises the tests that stop and restart `etcd-fault`: they run in one process, on
 /// parallel threads, and share that one server.
-pub async fn fault_lock() -> tokio::sync::MutexGuard<'static, ()> {
+pub(crate) async fn fault_lock() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     LOCK.lock().await
 }
 
 /// `source.read()` within [`WAIT`].
-pub async fn read<S: ReadableDataSource>(source: &mut S) -> Result<RawPayload, SourceError> {
+pub(crate) async fn read<S: ReadableDataSource>(source: &mut S) -> Result<RawPayload, SourceError> {
     tokio::time::timeout(WAIT, source.read())
         .await
         .expect("read did not finish in time")
 }
 
 /// `source.watch()` within [`WAIT`].
-pub async fn watch<S: ReadableDataSource>(source: &mut S) -> Result<WatchEvent, SourceError> {
+pub(crate) async fn watch<S: ReadableDataSource>(
+    source: &mut S,
+) -> Result<WatchEvent, SourceError> {
     tokio::time::timeout(WAIT, source.watch())
         .await
         .expect("watch did not report in time")
@@ -156,7 +158,7 @@ pub async fn watch<S: ReadableDataSource>(source: &mut S) -> Result<WatchEvent, 
 
 /// The next value, as the driver would apply it: a `Resync` is answered with a read. Fails the
 /// test on an error.
-pub async fn next_value<S: ReadableDataSource>(source: &mut S) -> RawPayload {
+pub(crate) async fn next_value<S: ReadableDataSource>(source: &mut S) -> RawPayload {
     match watch(source).await {
         Ok(WatchEvent::Changed(payload)) => payload,
         Ok(WatchEvent::Resync) => read(source).await.expect("read after resync"),
@@ -166,7 +168,7 @@ pub async fn next_value<S: ReadableDataSource>(source: &mut S) -> RawPayload {
 }
 
 /// The values of a payload as UTF-8 strings, by key.
-pub fn values(payload: &RawPayload) -> Vec<(String, String)> {
+pub(crate) fn values(payload: &RawPayload) -> Vec<(String, String)> {
     payload
         .entries
         .iter()

@@ -17,10 +17,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use datasource_file::FileSource;
 use sentinel_core::datasource::{converter_fn, DataSource};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleError, RuleFamily, RuleIssue, RuleSet, Sentinel, SentinelEvent};
+use sentinel_datasource_file::FileSource;
 
 const DEFAULT_RULES: &str = "# resource = QPS limit\nGET:/order = 10\nGET:/stock = 3\n";
 

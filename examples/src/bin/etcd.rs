@@ -18,9 +18,9 @@
 
 use std::time::Duration;
 
-use datasource_etcd::{EtcdConfig, EtcdSource};
 use sentinel_core::datasource::{CombinedJson, DataSource, FlowJson};
 use sentinel_core::Sentinel;
+use sentinel_datasource_etcd::{EtcdConfig, EtcdSource};
 
 const RESOURCE: &str = "GET:/order";
 

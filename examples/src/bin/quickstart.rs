@@ -11,9 +11,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use datasource_file::FileSource;
 use sentinel_core::datasource::{CombinedJson, DataSource};
 use sentinel_core::{Sentinel, SentinelEvent};
+use sentinel_datasource_file::FileSource;
 
 /// The embedded default: a combined document with flow and circuit-breaker rules.
 const DEFAULT_RULES: &str = r#"{

@@ -32,7 +32,7 @@ pub enum DataSourceError {
         name: String,
     },
     /// Another running source of this engine has the same name: the two would replace each
-    /// other's rules. Give one a distinct [`name`](DataSourceBuilder::name), or close the
+    /// other's rules. Give one a distinct [`name`](crate::datasource::DataSourceBuilder::name), or close the
     /// other first.
     #[error("data source {name}: another running source of this engine has this name")]
     DuplicateName {

@@ -11,15 +11,17 @@ pub enum DeletePolicy {
     Keep,
 }
 
-/// What [`DataSourceBuilder::start`] does when the first read fails.
+/// What [`DataSourceBuilder::start`](crate::datasource::DataSourceBuilder::start) does when
+/// the first read fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StartMode {
     /// Return the error: the caller decides. The default.
     #[default]
     FailFast,
-    /// Apply the local snapshot (see [`DataSourceBuilder::snapshot_file`]), start anyway, and
-    /// keep retrying in the background. With no snapshot, start with no rules from this
-    /// source. A first payload that is rejected is handled the same way.
+    /// Apply the local snapshot (see
+    /// [`DataSourceBuilder::snapshot_file`](crate::datasource::DataSourceBuilder::snapshot_file)),
+    /// start anyway, and keep retrying in the background. With no snapshot, start with no
+    /// rules from this source. A first payload that is rejected is handled the same way.
     Snapshot,
 }
