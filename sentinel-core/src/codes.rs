@@ -35,7 +35,7 @@ macro_rules! int_code_enum {
             }
         }
 
-        impl $crate::codes::IntCode for $name {
+        impl $crate::rules::IntCode for $name {
             fn from_code(code: i64) -> Option<Self> {
                 Self::from_code(code)
             }
@@ -66,11 +66,3 @@ macro_rules! int_code_enum {
 }
 
 pub(crate) use int_code_enum;
-
-/// An enum that travels as an integer code (made by `int_code_enum!`).
-pub(crate) trait IntCode: Sized {
-    /// The value for an integer code, if it is known.
-    fn from_code(code: i64) -> Option<Self>;
-    /// The known codes, for error messages.
-    fn known_codes() -> &'static str;
-}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use crate::circuit_breaker::{BreakerState, DegradeRule};
+use crate::circuit_breaker::{BreakerState, DegradeRule, Transitions};
 use crate::rules::{RuleError, RuleFamily};
 
 /// Something the engine reports.
@@ -112,5 +112,23 @@ impl EventBus {
         for listener in self.listeners.load().iter() {
             listener.on_event(&event);
         }
+    }
+}
+
+impl Transitions for EventBus {
+    fn changed(
+        &self,
+        rule: &DegradeRule,
+        from: BreakerState,
+        to: BreakerState,
+        value: Option<f64>,
+    ) {
+        self.emit(SentinelEvent::BreakerStateChanged {
+            resource: rule.resource.clone(),
+            rule: rule.clone(),
+            from,
+            to,
+            value,
+        });
     }
 }

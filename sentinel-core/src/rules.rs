@@ -79,6 +79,14 @@ impl fmt::Display for RuleIssue {
     }
 }
 
+/// An enum that travels as an integer code (made by `int_code_enum!`), for [`Issues::code`].
+pub(crate) trait IntCode: Sized {
+    /// The value for an integer code, if it is known.
+    fn from_code(code: i64) -> Option<Self>;
+    /// The known codes, for error messages.
+    fn known_codes() -> &'static str;
+}
+
 /// Collects the issues of one rule while it is decoded or validated: the family, the rule's
 /// index and its resource are given once, then each problem names only its field.
 #[derive(Debug)]
@@ -133,7 +141,7 @@ impl<'a> Issues<'a> {
 
     /// An optional integer code of enum `T`, `default` when absent; `None` (and an issue)
     /// for an unknown code.
-    pub(crate) fn code<T: crate::codes::IntCode>(
+    pub(crate) fn code<T: IntCode>(
         &mut self,
         field: &str,
         value: Option<i64>,

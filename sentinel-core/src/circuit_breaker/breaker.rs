@@ -24,8 +24,14 @@ use std::sync::Arc;
 
 use super::rule::{DegradeGrade, DegradeRule};
 use super::state::BreakerState;
-use crate::events::{EventBus, SentinelEvent};
 use crate::stat::{my_stripe, Event, StripedWindow};
+
+/// Where a breaker reports its state changes: the engine's event bus.
+pub(crate) trait Transitions {
+    /// The breaker of `rule` went from `from` to `to`; `value` is what tripped it, if a
+    /// threshold did.
+    fn changed(&self, rule: &DegradeRule, from: BreakerState, to: BreakerState, value: Option<f64>);
+}
 
 /// What `try_pass` decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,19 +89,19 @@ impl CircuitBreaker {
             .is_ok()
     }
 
-    fn emit(&self, events: &EventBus, from: BreakerState, to: BreakerState, value: Option<f64>) {
-        events.emit(SentinelEvent::BreakerStateChanged {
-            resource: self.rule.resource.clone(),
-            rule: DegradeRule::clone(&self.rule),
-            from,
-            to,
-            value,
-        });
+    fn emit(
+        &self,
+        events: &impl Transitions,
+        from: BreakerState,
+        to: BreakerState,
+        value: Option<f64>,
+    ) {
+        events.changed(&self.rule, from, to, value);
     }
 
     /// Decides whether a call may pass.
     #[inline(always)]
-    pub(crate) fn try_pass(&self, now: u64, events: &EventBus) -> Admission {
+    pub(crate) fn try_pass(&self, now: u64, events: &impl Transitions) -> Admission {
         if self.state.load(Ordering::Acquire) == BreakerState::Closed as u8 {
             return Admission::Pass;
         }
@@ -105,7 +111,7 @@ impl CircuitBreaker {
     /// `try_pass` when OPEN or HALF_OPEN.
     #[cold]
     #[inline(never)]
-    fn try_pass_not_closed(&self, now: u64, events: &EventBus) -> Admission {
+    fn try_pass_not_closed(&self, now: u64, events: &impl Transitions) -> Admission {
         match self.state() {
             BreakerState::Closed => Admission::Pass,
             BreakerState::Open => {
@@ -137,7 +143,7 @@ impl CircuitBreaker {
     }
 
     /// A probe this breaker admitted was blocked by a later check: back to OPEN.
-    pub(crate) fn abort_probe(&self, now: u64, events: &EventBus) {
+    pub(crate) fn abort_probe(&self, now: u64, events: &impl Transitions) {
         self.next_retry_ms
             .store(now + self.recovery_ms, Ordering::Release);
         if self.transition(BreakerState::HalfOpen, BreakerState::Open) {
@@ -145,7 +151,7 @@ impl CircuitBreaker {
         }
     }
 
-    fn open_from(&self, from: BreakerState, now: u64, value: f64, events: &EventBus) {
+    fn open_from(&self, from: BreakerState, now: u64, value: f64, events: &impl Transitions) {
         self.next_retry_ms
             .store(now + self.recovery_ms, Ordering::Release);
         if self.transition(from, BreakerState::Open) {
@@ -172,7 +178,7 @@ impl CircuitBreaker {
 
     /// A call that passed this breaker completed.
     #[inline(always)]
-    pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &EventBus) {
+    pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &impl Transitions) {
         let bad = match self.rule.grade {
             DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.rule.count,
             DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => error,
@@ -210,7 +216,7 @@ impl CircuitBreaker {
     /// `on_complete` in OPEN (nothing to do) or HALF_OPEN (the probe decides).
     #[cold]
     #[inline(never)]
-    fn complete_not_closed(&self, bad: bool, now: u64, events: &EventBus) {
+    fn complete_not_closed(&self, bad: bool, now: u64, events: &impl Transitions) {
         if self.state() != BreakerState::HalfOpen {
             return;
         }
@@ -229,7 +235,7 @@ impl CircuitBreaker {
     /// In CLOSED, with a bad call in the current round: opens when the window is over the
     /// threshold.
     #[inline(never)]
-    fn check_closed(&self, now: u64, events: &EventBus) {
+    fn check_closed(&self, now: u64, events: &impl Transitions) {
         // Read after the state: a breaker that just closed has emptied its window by then.
         let t = self.window_time(now);
         let bad_count = self.window.sum(t, Event::Error);

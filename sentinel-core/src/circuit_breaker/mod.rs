@@ -11,7 +11,7 @@ mod manager;
 mod rule;
 mod state;
 
-pub(crate) use breaker::{Admission, CircuitBreaker};
+pub(crate) use breaker::{Admission, CircuitBreaker, Transitions};
 pub(crate) use manager::DegradeTable;
 pub(crate) use rule::DegradeRuleWire;
 pub use rule::{DegradeGrade, DegradeRule};

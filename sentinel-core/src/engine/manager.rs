@@ -18,7 +18,7 @@ pub const API_SOURCE: &str = "api";
 mod sealed {
     pub trait Sealed: Sized {
         fn into_set(rules: Vec<Self>) -> crate::rule_set::RuleSet;
-        fn active(sentinel: &crate::Sentinel) -> Vec<Self>;
+        fn active(sentinel: &crate::engine::Sentinel) -> Vec<Self>;
     }
 }
 

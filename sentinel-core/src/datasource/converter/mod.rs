@@ -39,7 +39,7 @@ pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoSystemJson};
 pub(crate) use java::java_converter;
 pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, SystemJson};
 
-/// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::RuleSet), for
+/// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::rule_set::RuleSet), for
 /// data sources.
 ///
 /// Implement it for a custom format, or wrap a closure with [`converter_fn`].

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::observe::{applied_seq, status_within, until_within, EventRecorder};
 use super::{ConformanceFailure, ConformanceHarness};
 use crate::datasource::{DataSource, DataSourceBuilder, FlowJson, SourceStatus};
+use crate::engine::Sentinel;
 use crate::flow::FlowRule;
-use crate::Sentinel;
 
 /// One check's engine, source name and event record.
 pub(super) struct Fixture {

@@ -7,10 +7,11 @@ use std::time::Duration;
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::DegradeRule;
 use crate::datasource::{DataSource, SourceStatus};
+use crate::engine::{ActiveRules, FamilyRule, Sentinel};
 use crate::events::SentinelEvent;
 use crate::flow::FlowRule;
+use crate::rules::{RuleError, RuleFamily};
 use crate::system::SystemRule;
-use crate::{ActiveRules, FamilyRule, RuleError, RuleFamily, Sentinel};
 
 /// The longest [`wait_status`] and [`wait_until`] wait: 15 s.
 pub const WAIT: Duration = Duration::from_secs(15);
