@@ -21,7 +21,7 @@ pub enum WriteError {
         key: String,
     },
     /// One or more rules are invalid; [`RuleError::issues`] lists every problem.
-    #[error("put {key}: {source}")]
+    #[error("put {key}: the rules are invalid")]
     Invalid {
         /// The key that was to be written.
         key: String,
@@ -30,7 +30,7 @@ pub enum WriteError {
         source: RuleError,
     },
     /// The rules could not be encoded as JSON (a non-finite number, for example).
-    #[error("put {key}: cannot encode the rules as JSON: {source}")]
+    #[error("put {key}: cannot encode the rules as JSON")]
     Encode {
         /// The key that was to be written.
         key: String,

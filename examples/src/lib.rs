@@ -1,5 +1,6 @@
 //! Shared pieces of the example programs: a simulated workload and a per-second report.
 
+use std::error::Error;
 use std::time::Duration;
 
 use sentinel_core::Sentinel;
@@ -35,4 +36,16 @@ pub fn report(sentinel: &Sentinel, resources: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+/// An error and its causes, one after the other: `a: b: c`.
+pub fn error_chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }

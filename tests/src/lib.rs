@@ -1,1 +1,1 @@
-//! End-to-end tests live in `tests/`; this crate has no library code.
+//! End-to-end tests that span crates live in `tests/`; this crate has no library code.

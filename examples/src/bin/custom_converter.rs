@@ -119,7 +119,11 @@ async fn main() {
     {
         Ok(ds) => ds,
         Err(e) => {
-            eprintln!("cannot load {}: {e}", rules.display());
+            eprintln!(
+                "cannot load {}: {}",
+                rules.display(),
+                examples::error_chain(&e)
+            );
             std::process::exit(1);
         }
     };

@@ -145,7 +145,11 @@ async fn main() {
     {
         Ok(ds) => ds,
         Err(e) => {
-            eprintln!("cannot load {}: {e}", args.rules.display());
+            eprintln!(
+                "cannot load {}: {}",
+                args.rules.display(),
+                examples::error_chain(&e)
+            );
             std::process::exit(1);
         }
     };

@@ -8,7 +8,7 @@ use crate::rules::RuleError;
 #[non_exhaustive]
 pub enum DataSourceError {
     /// The backend failed (unreachable, denied, payload too large...).
-    #[error("data source {name}: {source}")]
+    #[error("data source {name}: the store could not be read")]
     Source {
         /// The data source.
         name: String,
@@ -17,7 +17,7 @@ pub enum DataSourceError {
         source: SourceError,
     },
     /// The stored payload was not applied.
-    #[error("data source {name}: {source}")]
+    #[error("data source {name}: the stored rules were rejected")]
     Rejected {
         /// The data source.
         name: String,

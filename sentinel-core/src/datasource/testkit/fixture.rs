@@ -76,7 +76,7 @@ impl Fixture {
         tune(self.builder(harness))
             .start(&self.sentinel)
             .await
-            .map_err(|e| self.fail(format!("start failed: {e}")))
+            .map_err(|e| self.fail(format!("start failed: {e:?}")))
     }
 
     /// Polls `condition` until it holds or the timeout passes.
