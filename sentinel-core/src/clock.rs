@@ -167,7 +167,8 @@ impl FakeClock {
 
     /// Moves time forward.
     pub fn advance(&self, by: Duration) {
-        self.nanos.fetch_add(by.as_nanos() as u64, Ordering::SeqCst);
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(by, Ordering::SeqCst);
     }
 
     /// Moves time forward by `ms` milliseconds.
@@ -177,7 +178,12 @@ impl FakeClock {
 
     /// Sets the time, in milliseconds.
     pub fn set_ms(&self, ms: u64) {
-        self.nanos.store(ms * 1_000_000, Ordering::SeqCst);
+        self.set_nanos(ms.saturating_mul(1_000_000));
+    }
+
+    /// Sets the time, in nanoseconds.
+    pub fn set_nanos(&self, nanos: u64) {
+        self.nanos.store(nanos, Ordering::SeqCst);
     }
 }
 

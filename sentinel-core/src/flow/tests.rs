@@ -76,17 +76,97 @@ fn rate_limiter_spaces_passes_and_rejects_past_max_queueing() {
     let clock = FakeClock::at_ms(10_000);
     let limiter = RateLimiter::new(10.0, 500);
     // Concurrent callers at the same instant: each is scheduled 100 ms after the previous.
-    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Pass);
+    assert_eq!(limiter.check(1, &clock), Decision::Pass);
     for i in 1..=5u64 {
         assert_eq!(
-            limiter.check(1, 10_000, &clock),
+            limiter.check(1, &clock),
             Decision::Wait(Duration::from_millis(100 * i))
         );
     }
     // The seventh would wait 600 ms > 500 ms.
-    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Block);
+    assert_eq!(limiter.check(1, &clock), Decision::Block);
     // Once time catches up, the slot frees.
-    assert_eq!(limiter.check(1, 10_600, &clock), Decision::Pass);
+    clock.set_ms(10_600);
+    assert_eq!(limiter.check(1, &clock), Decision::Pass);
+}
+
+/// Calls offered every 10 µs for `seconds` to a limiter of `count`/s that queues at most
+/// 1 ms: how many were admitted with a slot inside the interval.
+fn admitted_by_rate_limiter(count: f64, seconds: u64) -> u64 {
+    let clock = FakeClock::at_ms(0);
+    let limiter = RateLimiter::new(count, 1);
+    let end = Duration::from_secs(seconds);
+    let mut admitted = 0;
+    let mut now = Duration::ZERO;
+    while now < end {
+        clock.set_nanos(now.as_nanos() as u64);
+        match limiter.check(1, &clock) {
+            Decision::Pass => admitted += 1,
+            Decision::Wait(wait) if now + wait < end => admitted += 1,
+            _ => {}
+        }
+        now += Duration::from_micros(10);
+    }
+    admitted
+}
+
+#[test]
+fn rate_limiter_spacing_is_exact_below_1000_per_second() {
+    // Millisecond spacing admitted 1 000 for 700/s, 500 for 600/s and 333 for 400/s.
+    for count in [700.0, 600.0, 400.0, 333.0] {
+        let admitted = admitted_by_rate_limiter(count, 2) as f64;
+        assert!(
+            (admitted - 2.0 * count).abs() <= 2.0 * count * 0.01,
+            "{count}/s admitted {admitted} in 2 s"
+        );
+    }
+}
+
+#[test]
+fn the_first_call_after_process_start_passes_the_rate_limiter() {
+    for behavior in [
+        ControlBehavior::RateLimiter,
+        ControlBehavior::WarmUpRateLimiter,
+    ] {
+        let clock = FakeClock::at_ms(0);
+        let s = engine(&clock);
+        s.flow_rules()
+            .load_rules(vec![FlowRule::qps("r", 1.0)
+                .control_behavior(behavior)
+                .max_queueing_time_ms(500)])
+            .unwrap();
+        assert!(s.entry("r").enter().is_ok(), "{behavior:?}");
+        assert_eq!(
+            clock.now_ms(),
+            0,
+            "{behavior:?}: the first call does not queue"
+        );
+    }
+}
+
+#[test]
+fn rate_limiter_on_the_real_clock_admits_its_count() {
+    // A fresh engine on the system clock: the first call passes, and 700/s admits about 700
+    // calls in a second, not 1 000.
+    let s = Sentinel::new();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 700.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(1)])
+        .unwrap();
+    assert!(s.entry("r").enter().is_ok(), "the first call passes");
+    let start = std::time::Instant::now();
+    let mut admitted = 1u32;
+    while start.elapsed() < Duration::from_millis(500) {
+        if s.entry("r").enter().is_ok() {
+            admitted += 1;
+        }
+    }
+    // Within a loaded machine's slack around 350 (and far from millisecond rounding's 500).
+    assert!(
+        (300..=380).contains(&admitted),
+        "admitted {admitted} in 0.5 s"
+    );
 }
 
 #[test]
@@ -110,13 +190,13 @@ fn rate_limiter_through_the_engine_spaces_calls_by_one_over_count() {
 }
 
 #[test]
-fn rate_limiter_uses_nanoseconds_above_1000_qps() {
+fn rate_limiter_spaces_in_nanoseconds_above_1000_qps() {
     let clock = FakeClock::at_ms(10_000);
     let limiter = RateLimiter::new(4_000.0, 10);
-    assert_eq!(limiter.check(1, 10_000, &clock), Decision::Pass);
+    assert_eq!(limiter.check(1, &clock), Decision::Pass);
     // 1/4000 s = 250 µs, which a millisecond clock would round to 0.
     assert_eq!(
-        limiter.check(1, 10_000, &clock),
+        limiter.check(1, &clock),
         Decision::Wait(Duration::from_micros(250))
     );
 }

@@ -63,7 +63,9 @@ impl StatNode {
                 .collect(),
             second: StripedWindow::new(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
-            borrowed: Window::new(SECOND_BUCKETS, SECOND_INTERVAL_MS),
+            // Four rounds: a borrow reaches one round ahead while the round before the current
+            // one is still in the window, so the two must not share a slot.
+            borrowed: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             has_borrowed: AtomicBool::new(false),
         }
     }
@@ -268,6 +270,12 @@ impl StatNode {
         self.second.max_round(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
     }
 
+    /// [`max_success_qps`](Self::max_success_qps) of one success in a bucket: Sentinel's
+    /// floor for it.
+    pub(crate) fn min_success_qps(&self) -> f64 {
+        1000.0 / self.second.bucket_ms() as f64
+    }
+
     /// Totals over the last minute: rolled-up rounds plus the live buckets.
     pub(crate) fn minute_totals(&self, now: u64) -> (u64, u64, u64, u64) {
         let from = now.saturating_sub(MINUTE_INTERVAL_MS - 1);
@@ -358,6 +366,19 @@ pub struct NodeStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_borrow_keeps_earlier_borrowed_passes_in_the_window() {
+        let node = StatNode::new();
+        // Ten passes borrowed from the round [10 500, 11 000).
+        node.borrow_future(10_100, 10_500, 10);
+        assert_eq!(node.pass_qps(10_600), 10.0);
+        // Half a second on, a borrow from [11 500, 12 000): that round must not take the
+        // slot of [10 500, 11 000), which is still in the one-second window.
+        node.borrow_future(11_100, 11_500, 1);
+        assert_eq!(node.pass_qps(11_100), 10.0);
+        assert_eq!(node.pass_qps(11_600), 1.0);
+    }
 
     #[test]
     fn pass_complete_and_rates() {

@@ -146,9 +146,20 @@ impl Thresholds {
     }
 }
 
+/// Sentinel's `statisticMaxRt`: the response time a window reports before any call
+/// completed, and the largest it records.
+const STATISTIC_MAX_RT_MS: u64 = 5_000;
+
 /// The BBR check: under high load, admit while concurrency stays within the estimated
 /// capacity `maxSuccessQps * minRt / 1000`.
+///
+/// As in Sentinel, neither input drops below what one call gives: `maxSuccessQps` counts at
+/// least one success per bucket, and `minRt` is at least 1 ms and starts from
+/// [`STATISTIC_MAX_RT_MS`] while nothing completed. So a service whose calls finish in under
+/// a millisecond, or a quiet second, still has a capacity of about 10.
 fn bbr_allows(inbound: &StatNode, now: u64, concurrency: f64) -> bool {
-    let capacity = inbound.max_success_qps(now) * inbound.min_rt(now).unwrap_or(0) as f64 / 1000.0;
+    let max_success_qps = inbound.max_success_qps(now).max(inbound.min_success_qps());
+    let min_rt = inbound.min_rt(now).unwrap_or(STATISTIC_MAX_RT_MS).max(1);
+    let capacity = max_success_qps * min_rt as f64 / 1000.0;
     !(concurrency > 1.0 && concurrency > capacity)
 }

@@ -114,6 +114,39 @@ fn load_blocks_only_past_the_bbr_capacity() {
 }
 
 #[test]
+fn bbr_capacity_of_a_fast_service_is_not_zero() {
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let s = engine(&clock, &status);
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().highest_system_load(4.0)])
+        .unwrap();
+    // 5 000 inbound calls of 0 ms in one bucket: maxSuccessQps 10 000/s, minRt 0 -> 1 ms,
+    // so the capacity is 10 000 * 1 / 1000 = 10 concurrent calls, as in Sentinel.
+    for _ in 0..5_000 {
+        drop(s.entry("a").inbound().enter().unwrap());
+    }
+    status.set_load(8.0);
+    let admitted: Vec<_> = (0..20)
+        .map_while(|_| s.entry("a").inbound().enter().ok())
+        .collect();
+    assert_eq!(
+        admitted.len(),
+        11,
+        "concurrency may reach the capacity, not pass it"
+    );
+    drop(admitted);
+
+    // A second with no completion: maxSuccessQps 2/s (one per bucket) and minRt 5 000 ms,
+    // a capacity of 10 again.
+    clock.advance_ms(5_000);
+    let admitted: Vec<_> = (0..20)
+        .map_while(|_| s.entry("a").inbound().enter().ok())
+        .collect();
+    assert_eq!(admitted.len(), 11);
+}
+
+#[test]
 fn rules_merge_by_minimum_and_empty_turns_off() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock, &ManualSystemStatus::new());

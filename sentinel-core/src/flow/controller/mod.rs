@@ -78,8 +78,8 @@ impl Controller {
         match self {
             Controller::Reject(c) => c.check(node, acquire, now_ms, prioritized),
             Controller::WarmUp(c) => c.check(node, acquire, now_ms),
-            Controller::RateLimiter(c) => c.check(acquire, now_ms, clock),
-            Controller::WarmUpRateLimiter(c) => c.check(node, acquire, now_ms),
+            Controller::RateLimiter(c) => c.check(acquire, clock),
+            Controller::WarmUpRateLimiter(c) => c.check(node, acquire, now_ms, clock),
         }
     }
 }

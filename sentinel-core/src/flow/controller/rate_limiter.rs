@@ -7,104 +7,99 @@ use std::time::Duration;
 use super::Decision;
 use crate::clock::Clock;
 
-/// Above this many calls per second the spacing is computed in nanoseconds, because a
-/// millisecond cost would round to zero (Sentinel 1.8's `useNanoSeconds`).
-const NANOS_ABOVE_COUNT: f64 = 1000.0;
+const NANOS_PER_SEC: f64 = 1_000_000_000.0;
+const NANOS_PER_MS: i64 = 1_000_000;
+
+/// "No call has passed yet": the first call always passes, however early the clock is.
+const IDLE: i64 = i64::MIN;
 
 /// Sentinel's `ThrottlingController`.
+///
+/// Differences from Java, on purpose:
+/// - Spacing is always computed in nanoseconds, so it is exact at any count. Sentinel before
+///   1.8.7 rounded it to whole milliseconds up to 1000/s (700/s then admitted 1000); 1.8.7+
+///   uses nanoseconds only when `1000 % round(count) != 0` or `count > 1000`, which gives the
+///   same spacing as here.
+/// - The limiter starts idle: the first call passes. Java starts from a last pass at -1 ms,
+///   which only works because its clock counts from 1970; this engine's clock counts from
+///   process start.
+/// - Time arithmetic saturates, so a huge batch or a tiny count blocks instead of
+///   overflowing.
 #[derive(Debug)]
 pub(crate) struct RateLimiter {
     count: f64,
-    max_queueing: i64,
-    nanos: bool,
-    /// When the last call was scheduled to pass, in ms or ns (per `nanos`).
-    latest_passed: AtomicI64,
+    schedule: Schedule,
 }
 
 impl RateLimiter {
     pub(crate) fn new(count: f64, max_queueing_time_ms: u32) -> Self {
-        let nanos = count > NANOS_ABOVE_COUNT;
-        let unit = if nanos { 1_000_000 } else { 1 };
         Self {
             count,
-            max_queueing: i64::from(max_queueing_time_ms) * unit,
-            nanos,
-            latest_passed: AtomicI64::new(-1),
+            schedule: Schedule::new(max_queueing_time_ms),
         }
     }
 
     // Out of line: the reject controller's loop stays small.
     #[inline(never)]
-    pub(crate) fn check(&self, acquire: u32, now_ms: u64, clock: &dyn Clock) -> Decision {
+    pub(crate) fn check(&self, acquire: u32, clock: &dyn Clock) -> Decision {
         if acquire == 0 {
             return Decision::Pass;
         }
         if self.count <= 0.0 {
             return Decision::Block;
         }
-        let (now, unit_per_sec) = if self.nanos {
-            (clock.now_nanos() as i64, 1_000_000_000.0)
-        } else {
-            (now_ms as i64, 1000.0)
-        };
-        let cost = (unit_per_sec * f64::from(acquire) / self.count).round() as i64;
-        self.schedule(now, cost)
-    }
-
-    /// Reserves the next slot `cost` after the last one; shared with warm-up + rate limiter.
-    pub(crate) fn schedule(&self, now: i64, cost: i64) -> Decision {
-        let latest = self.latest_passed.load(Ordering::Acquire);
-        if latest + cost <= now {
-            // The bucket is idle: pass now, unless another caller just took this slot.
-            if self
-                .latest_passed
-                .compare_exchange(latest, now, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return Decision::Pass;
-            }
-        }
-        let wait = cost + self.latest_passed.load(Ordering::Acquire) - now;
-        if wait > self.max_queueing {
-            return Decision::Block;
-        }
-        let old = self.latest_passed.fetch_add(cost, Ordering::AcqRel) + cost;
-        let wait = old - now;
-        if wait > self.max_queueing {
-            self.latest_passed.fetch_sub(cost, Ordering::AcqRel);
-            return Decision::Block;
-        }
-        if wait <= 0 {
-            return Decision::Pass;
-        }
-        let wait = wait as u64;
-        Decision::Wait(if self.nanos {
-            Duration::from_nanos(wait)
-        } else {
-            Duration::from_millis(wait)
-        })
+        self.schedule
+            .schedule(clock.now_nanos(), cost_nanos(acquire, self.count))
     }
 }
 
-/// A rate limiter fed a cost per call, for warm-up + rate limiter.
+/// The spacing of `acquire` permits at `per_second`, in nanoseconds (saturating).
+pub(crate) fn cost_nanos(acquire: u32, per_second: f64) -> i64 {
+    // A float-to-integer cast saturates (and NaN is 0, which a positive rate never gives).
+    (NANOS_PER_SEC * f64::from(acquire) / per_second).round() as i64
+}
+
+/// The leaky bucket's schedule: when the last call was scheduled to pass, in nanoseconds.
+/// Shared by the rate limiter and warm-up + rate limiter.
 #[derive(Debug)]
 pub(crate) struct Schedule {
-    inner: RateLimiter,
+    max_queueing: i64,
+    latest_passed: AtomicI64,
 }
 
 impl Schedule {
     pub(crate) fn new(max_queueing_time_ms: u32) -> Self {
         Self {
-            inner: RateLimiter {
-                count: 1.0,
-                max_queueing: i64::from(max_queueing_time_ms),
-                nanos: false,
-                latest_passed: AtomicI64::new(-1),
-            },
+            max_queueing: i64::from(max_queueing_time_ms) * NANOS_PER_MS,
+            latest_passed: AtomicI64::new(IDLE),
         }
     }
 
-    pub(crate) fn schedule_ms(&self, now_ms: u64, cost_ms: i64) -> Decision {
-        self.inner.schedule(now_ms as i64, cost_ms)
+    /// Reserves the next slot `cost` nanoseconds after the last one: pass now when the bucket
+    /// is idle, wait for the slot when it is within the queueing time, block otherwise.
+    pub(crate) fn schedule(&self, now_nanos: u64, cost: i64) -> Decision {
+        let now = i64::try_from(now_nanos).unwrap_or(i64::MAX);
+        let mut latest = self.latest_passed.load(Ordering::Acquire);
+        loop {
+            let expected = latest.saturating_add(cost);
+            let (slot, wait) = if expected <= now {
+                (now, 0)
+            } else {
+                (expected, expected.saturating_sub(now))
+            };
+            if wait > self.max_queueing {
+                return Decision::Block;
+            }
+            match self.latest_passed.compare_exchange_weak(
+                latest,
+                slot,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) if wait == 0 => return Decision::Pass,
+                Ok(_) => return Decision::Wait(Duration::from_nanos(wait.unsigned_abs())),
+                Err(actual) => latest = actual,
+            }
+        }
     }
 }

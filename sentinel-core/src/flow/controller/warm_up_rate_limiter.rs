@@ -1,9 +1,11 @@
 //! Warm-up + rate limiter: the rate limiter's spacing, with the interval taken from the
-//! warm-up bucket, as Sentinel's `WarmUpRateLimiterController`.
+//! warm-up bucket, as Sentinel's `WarmUpRateLimiterController` (spaced in nanoseconds, as
+//! the rate limiter is).
 
-use super::rate_limiter::Schedule;
+use super::rate_limiter::{cost_nanos, Schedule};
 use super::warm_up::{WarmUpState, COLD_FACTOR};
 use super::Decision;
+use crate::clock::Clock;
 use crate::stat::StatNode;
 
 /// Sentinel's `WarmUpRateLimiterController`.
@@ -23,14 +25,20 @@ impl WarmUpRateLimiter {
 
     // Out of line: the reject controller's loop stays small.
     #[inline(never)]
-    pub(crate) fn check(&self, node: &StatNode, acquire: u32, now_ms: u64) -> Decision {
+    pub(crate) fn check(
+        &self,
+        node: &StatNode,
+        acquire: u32,
+        now_ms: u64,
+        clock: &dyn Clock,
+    ) -> Decision {
         if self.state.count <= 0.0 {
             return Decision::Block;
         }
         self.state
             .sync_token(now_ms, node.previous_pass_qps(now_ms));
         let qps = self.state.allowed_qps();
-        let cost = (f64::from(acquire) / qps * 1000.0).round() as i64;
-        self.schedule.schedule_ms(now_ms, cost)
+        self.schedule
+            .schedule(clock.now_nanos(), cost_nanos(acquire, qps))
     }
 }
