@@ -116,45 +116,69 @@ impl<'a> EntryBuilder<'a> {
     /// Checks every rule and, if none blocks, returns the guard. A rate-limiter rule may make
     /// this call sleep the calling thread while it queues; use
     /// [`enter_async`](Self::enter_async) in async code.
+    ///
+    /// A queued call is counted (as passed and in flight) when its wait ends, as in Sentinel.
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         let mut wait = Duration::ZERO;
         // The result is returned as it is, so it is built in place.
-        let result = self.check(&mut wait);
-        if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
-            std::thread::sleep(wait);
+        let mut result = self.check(&mut wait);
+        if !wait.is_zero() {
+            if !self.sentinel.clock().wait_virtually(wait) {
+                std::thread::sleep(wait);
+            }
+            if let Ok(entry) = &mut result {
+                entry.start();
+            }
         }
         result
     }
 
-    /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`.
+    /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`. If the future is
+    /// dropped while it queues, the call never started: nothing is counted for it (the rate
+    /// limiter's slot stays taken, as a slept-through slot would).
     pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
         let mut wait = Duration::ZERO;
-        let result = self.check(&mut wait);
-        if !wait.is_zero() && !self.sentinel.clock().wait_virtually(wait) {
-            tokio::time::sleep(wait).await;
+        let mut result = self.check(&mut wait);
+        if !wait.is_zero() {
+            if !self.sentinel.clock().wait_virtually(wait) {
+                tokio::time::sleep(wait).await;
+            }
+            if let Ok(entry) = &mut result {
+                entry.start();
+            }
         }
         result
     }
 
     /// Runs `future` under the guard: the entry exits when the future completes.
+    ///
+    /// A future dropped before it completes (a `tokio::time::timeout` around this call, a
+    /// client gone away) exits the entry as an **error**, as does a panic in it: neither is a
+    /// success a circuit breaker should count.
     pub async fn run<F: Future>(self, future: F) -> Result<F::Output, BlockError> {
         let entry = self.enter_async().await?;
+        let mut guard = Unfinished(Some(entry));
         let output = future.await;
-        drop(entry);
+        guard.finish();
         Ok(output)
     }
 
     /// Runs a fallible `future` under the guard and records an `Err` as an error, which error
-    /// ratio and error count circuit breakers count.
+    /// ratio and error count circuit breakers count. A future dropped before it completes
+    /// counts as an error too (see [`run`](Self::run)).
     pub async fn run_result<T, E, F>(self, future: F) -> Result<Result<T, E>, BlockError>
     where
         F: Future<Output = Result<T, E>>,
     {
-        let mut entry = self.enter_async().await?;
+        let entry = self.enter_async().await?;
+        let mut guard = Unfinished(Some(entry));
         let output = future.await;
         if output.is_err() {
-            entry.set_error();
+            if let Some(entry) = guard.0.as_mut() {
+                entry.set_error();
+            }
         }
+        guard.finish();
         Ok(output)
     }
 
@@ -279,36 +303,7 @@ impl<'a> EntryBuilder<'a> {
             );
             return Err(error);
         }
-        if wait_ns != 0 {
-            // A blocked call never queues.
-            *wait_out = Duration::from_nanos(wait_ns);
-        }
-
-        if borrowed {
-            // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
-            // bucket; only concurrency rises now.
-            node.stat.on_pass_borrowed();
-            for n in [&origin_node, &context_node].into_iter().flatten() {
-                n.on_pass_borrowed();
-            }
-            if inbound {
-                shared.inbound.on_pass_borrowed();
-            }
-        } else {
-            node.stat.on_pass(now, batch);
-            if let Some(n) = &origin_node {
-                n.on_pass(now, batch);
-            }
-            if let Some(n) = &context_node {
-                n.on_pass(now, batch);
-            }
-            if inbound {
-                shared.inbound.on_pass(now, batch);
-            }
-        }
-        #[cfg(feature = "metrics")]
-        node.metrics.pass.increment(batch);
-        Ok(Entry {
+        let mut entry = Entry {
             node: Some(node_ref),
             origin_node,
             context_node,
@@ -317,7 +312,84 @@ impl<'a> EntryBuilder<'a> {
             batch: self.batch,
             inbound,
             error: false,
-        })
+            queued: None,
+        };
+        if wait_ns != 0 {
+            // A blocked call never queues. A queued one is counted when its wait ends.
+            *wait_out = Duration::from_nanos(wait_ns);
+            entry.queued = Some(borrowed);
+            return Ok(entry);
+        }
+        entry.count_pass(now, borrowed);
+        Ok(entry)
+    }
+}
+
+/// An entry whose guarded future has not finished: dropped as it is, the future was
+/// cancelled or panicked, and the entry exits as an error.
+struct Unfinished<'a>(Option<Entry<'a>>);
+
+impl Unfinished<'_> {
+    /// The future completed: the entry exits as it is.
+    fn finish(&mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.0.as_mut() {
+            entry.set_error();
+        }
+    }
+}
+
+impl Entry<'_> {
+    /// Counts a call that passed: on its nodes, as passed (or, on a borrowed slot, only as
+    /// in flight) and in flight.
+    #[inline(always)]
+    fn count_pass(&self, now: u64, borrowed: bool) {
+        let Some(node) = self.node.as_deref() else {
+            return;
+        };
+        let batch = u64::from(self.batch);
+        let (origin_node, context_node) = (&self.origin_node, &self.context_node);
+        if borrowed {
+            // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
+            // bucket; only concurrency rises now.
+            node.stat.on_pass_borrowed();
+            for n in [origin_node, context_node].into_iter().flatten() {
+                n.on_pass_borrowed();
+            }
+            if self.inbound {
+                node.shared.inbound.on_pass_borrowed();
+            }
+        } else {
+            node.stat.on_pass(now, batch);
+            if let Some(n) = origin_node {
+                n.on_pass(now, batch);
+            }
+            if let Some(n) = context_node {
+                n.on_pass(now, batch);
+            }
+            if self.inbound {
+                node.shared.inbound.on_pass(now, batch);
+            }
+        }
+        #[cfg(feature = "metrics")]
+        node.metrics.pass.increment(batch);
+    }
+
+    /// A queued call's wait is over: count it now.
+    #[cold]
+    fn start(&mut self) {
+        if let Some(borrowed) = self.queued.take() {
+            let now = self
+                .node
+                .as_deref()
+                .map_or(0, |node| node.shared.clock.now_ms());
+            self.count_pass(now, borrowed);
+        }
     }
 }
 
@@ -448,6 +520,9 @@ pub struct Entry<'a> {
     batch: u32,
     inbound: bool,
     error: bool,
+    /// `Some(borrowed)` while a queued call waits for its slot: it is not counted yet, and
+    /// dropped before [`start`](Entry::start) it releases nothing.
+    queued: Option<bool>,
 }
 
 impl fmt::Debug for Entry<'_> {
@@ -471,6 +546,7 @@ impl<'a> Entry<'a> {
             batch: 0,
             inbound: false,
             error: false,
+            queued: None,
         }
     }
 
@@ -509,16 +585,22 @@ impl<'a> Entry<'a> {
             batch: self.batch,
             inbound: self.inbound,
             error: self.error,
+            queued: self.queued,
         }
     }
 }
 
 impl Drop for Entry<'_> {
     fn drop(&mut self) {
-        // The node itself is released with the entry's fields, after this.
-        let Some(node_ref) = &self.node else {
+        // The node itself is released with the entry's fields, after this. A queued call that
+        // never started was never counted.
+        let Some(node_ref) = self.node.as_ref().filter(|_| self.queued.is_none()) else {
             return;
         };
+        // A panic in the guarded code is a failed call, not a success.
+        if std::thread::panicking() {
+            self.error = true;
+        }
         let node: &ResourceNode = node_ref;
         let shared = &*node.shared;
         let now = shared.clock.now_ms();
@@ -597,3 +679,6 @@ impl ResourceHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
