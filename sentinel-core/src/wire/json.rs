@@ -4,6 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::formats::{foreign_key, Format};
 use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
 
 /// The payload name a converter puts in its errors. The driver renames it after the key.
@@ -20,6 +21,8 @@ pub(crate) type ParsedFamily<R> = Result<(Vec<(usize, R)>, Vec<RuleIssue>), Vec<
 /// How one family's rules are spelt in one format.
 pub(crate) struct WireShape {
     pub(crate) family: RuleFamily,
+    /// The format: a rule with a key of another format is refused, naming it.
+    pub(crate) format: Format,
     /// Rewrites a rule object before it is decoded (for example lower-cases its keys).
     pub(crate) prepare: fn(Value) -> Value,
     /// The field name to report for a decoded key path.
@@ -31,6 +34,7 @@ impl WireShape {
     pub(crate) fn java(family: RuleFamily) -> Self {
         Self {
             family,
+            format: Format::java(family),
             prepare: |v| v,
             field_name: str::to_owned,
         }
@@ -166,6 +170,9 @@ where
         .and_then(Value::as_str)
         .map(str::to_owned);
     let resource = resource.as_deref();
+    if let Some((key, message)) = item.as_object().and_then(|o| foreign_key(o, shape.format)) {
+        return Err(vec![RuleIssue::new(family, index, resource, key, message)]);
+    }
     let mut issues = Vec::new();
     for _ in 0..MAX_TYPE_ISSUES_PER_RULE {
         match serde_path_to_error::deserialize::<_, W>(&item) {

@@ -12,12 +12,12 @@ use crate::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_
 use crate::rule_set::RuleSet;
 use crate::rules::{Issues, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
-use crate::wire::{self, Bool, Float, Int, WireShape};
+use crate::wire::{self, Bool, Float, Format, Int, WireShape};
 
 /// Declares a sentinel-golang JSON converter for one rule family.
 macro_rules! go_converter {
     (
-        $(#[$meta:meta])* $name:ident, $family:expr, $format:literal,
+        $(#[$meta:meta])* $name:ident, $family:expr, $wire_format:expr, $format:literal,
         $wire:ty, $into:path, $fields:expr
     ) => {
         converter_with_mode!($(#[$meta])* $name);
@@ -36,6 +36,7 @@ macro_rules! go_converter {
                 let items = wire::rule_list(document, $family, $format)?;
                 let shape = WireShape {
                     family: $family,
+                    format: $wire_format,
                     prepare: wire::lowercase_keys,
                     field_name: |path| go_field_name($fields, path),
                 };
@@ -73,6 +74,7 @@ go_converter!(
     /// - `refResource` is kept only with the associated strategy, where it means something.
     GoFlowJson,
     RuleFamily::Flow,
+    Format::GoFlow,
     "sentinel-golang flow-rule JSON",
     GoFlowRuleWire,
     into_go_flow_rule,
@@ -112,6 +114,7 @@ go_converter!(
     /// - `probeNum` is ignored: HALF_OPEN always admits exactly one probe.
     GoCircuitBreakerJson,
     RuleFamily::Degrade,
+    Format::GoBreaker,
     "sentinel-golang circuit-breaker JSON",
     GoBreakerRuleWire,
     into_go_breaker_rule,
@@ -144,6 +147,7 @@ go_converter!(
     /// as in Sentinel (Java), a load threshold always applies the BBR check.
     GoSystemJson,
     RuleFamily::System,
+    Format::GoSystem,
     "sentinel-golang system-rule JSON",
     GoSystemRuleWire,
     into_go_system_rule,

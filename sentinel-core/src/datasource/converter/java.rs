@@ -74,7 +74,8 @@ fn convert_java<F: InRuleSet>(
     validation: Validation,
 ) -> Result<Converted<RuleSet>, RuleError> {
     let family = F::FAMILY;
-    if let Some(rules) = fast_path::<F>(source) {
+    let fast = !wire::may_hold_foreign_key(source, wire::Format::java(family));
+    if let Some(rules) = fast.then(|| fast_path::<F>(source)).flatten() {
         return Ok(Converted::validated(RuleSet::of(rules), Vec::new()));
     }
     let document = wire::parse_document(source, JAVA_FORMAT)?;
@@ -181,6 +182,23 @@ mod tests {
             let set = c.convert(empty).unwrap_or_default();
             assert_eq!(set.flow, Some(vec![]), "{empty:?}");
         }
+    }
+
+    #[test]
+    fn another_familys_rules_are_refused_naming_what_they_look_like() {
+        // The dashboard's param-flow entity, and the same rule flat: never a QPS limit.
+        for payload in [
+            &br#"[{"app":"x","rule":{"resource":"aa","count":0,"paramIdx":0}}]"#[..],
+            br#"[{"resource":"aa","count":0,"grade":1,"paramIdx":0}]"#,
+        ] {
+            let err = FlowJson::new().convert(payload).err();
+            let message = err.map(|e| e.to_string()).unwrap_or_default();
+            assert!(message.contains("param-flow"), "{message}");
+        }
+        let err = DegradeJson::new()
+            .convert(br#"[{"resource":"a","count":5,"controlBehavior":0}]"#)
+            .err();
+        assert!(err.is_some_and(|e| e.to_string().contains("Sentinel flow")));
     }
 
     #[test]
