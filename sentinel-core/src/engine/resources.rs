@@ -6,7 +6,7 @@
 //! the contention a concurrent map would add on every lookup.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
@@ -19,9 +19,12 @@ use crate::stat::{OwnsStat, StatNode};
 /// names cannot exhaust memory.
 ///
 /// Past a cap, calls still run: past `max_resources` an entry passes with no checks and no
-/// statistics (as Sentinel does past its 6 000 slot chains); past `max_origins_per_resource` or
-/// `max_contexts_per_resource` the call is checked and counted on the resource, but not on the
-/// extra origin or context. Each cap logs one warning the first time it is hit.
+/// statistics (as Sentinel does past its 6 000 slot chains); past `max_contexts_per_resource`
+/// the call is checked and counted on the resource, but not on the extra context. Origins past
+/// `max_origins_per_resource` share one overflow node per resource, so origin-scoped rules
+/// still apply to them, as a group: a `limitApp: other` rule limits all of them together (a
+/// caller cannot escape it by sending fresh origin names). Each cap logs one warning the first
+/// time it is hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -150,6 +153,8 @@ pub(crate) struct ResourceNode {
     pub(crate) name: Arc<str>,
     pub(crate) stat: StatNode,
     pub(crate) origins: CappedMap<StatNode>,
+    /// The node of every origin past the cap, made when the cap is first hit.
+    overflow_origin: OnceLock<Arc<StatNode>>,
     pub(crate) contexts: CappedMap<StatNode>,
     pub(crate) shared: Arc<Shared>,
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
@@ -223,9 +228,18 @@ impl ResourceNode {
         index.and_then(|i| snapshot.resources.get(i as usize))
     }
 
+    /// The statistics of `origin`: its own node, or past the origin cap the overflow node.
     #[inline]
     pub(crate) fn origin_node(&self, origin: &str) -> Option<Arc<StatNode>> {
-        self.origins.get_or_insert_with(origin, |_| StatNode::new())
+        let node = self.origins.get_or_insert_with(origin, |_| StatNode::new());
+        Some(node.unwrap_or_else(|| self.overflow_origin()))
+    }
+
+    #[cold]
+    fn overflow_origin(&self) -> Arc<StatNode> {
+        self.overflow_origin
+            .get_or_init(|| Arc::new(StatNode::new()))
+            .clone()
     }
 
     #[inline]
@@ -274,6 +288,7 @@ impl Registry {
                 name,
                 stat: StatNode::new(),
                 origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
+                overflow_origin: OnceLock::new(),
                 contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),

@@ -165,3 +165,44 @@ fn dropping_the_engine_frees_it_even_with_a_relate_rule() {
         "a reference cycle kept the engine alive"
     );
 }
+
+#[test]
+fn origins_past_the_cap_are_limited_together_by_an_other_rule() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .limits(crate::Limits::default().max_origins_per_resource(2))
+        .build();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).limit_app("other")])
+        .unwrap();
+    let names: Vec<String> = (0..50).map(|i| format!("origin-{i}")).collect();
+    let passed = names
+        .iter()
+        .filter(|origin| s.entry("r").origin(origin).enter().is_ok())
+        .count();
+    // Two origins have their own node (one pass each); the 48 past the cap share one.
+    assert_eq!(passed, 3);
+}
+
+#[test]
+fn a_relate_rule_for_an_origin_past_the_cap_still_applies() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .limits(crate::Limits::default().max_origins_per_resource(1))
+        .build();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("write", 1.0)
+            .relate("read")
+            .limit_app("app")])
+        .unwrap();
+    assert!(
+        s.entry("write").origin("first").enter().is_ok(),
+        "fills the cap"
+    );
+    assert_eq!(burst(&s, "read", 2), 2);
+    // `app` is past the origin cap; the rule limits it by the related resource's traffic.
+    assert!(s.entry("write").origin("app").enter().is_err());
+    assert!(s.entry("write").origin("other-app").enter().is_ok());
+}

@@ -225,9 +225,7 @@ impl ResourceFlowRules {
         cx: &'a CheckContext<'_>,
     ) -> Option<&'a StatNode> {
         let rule = &c.rule;
-        let direct_node = if c.app == LimitApp::Default {
-            cx.stat
-        } else {
+        if c.app != LimitApp::Default {
             let origin = cx.origin.filter(|o| !o.is_empty())?;
             if origin == LIMIT_APP_DEFAULT || origin == LIMIT_APP_OTHER {
                 return None;
@@ -239,10 +237,11 @@ impl ResourceFlowRules {
             if !selected {
                 return None;
             }
-            cx.origin_node?
-        };
+        }
         match rule.strategy {
-            FlowStrategy::Direct => Some(direct_node),
+            // A selected origin is counted on its own node (origins past the cap share one).
+            FlowStrategy::Direct if c.app == LimitApp::Default => Some(cx.stat),
+            FlowStrategy::Direct => cx.origin_node,
             FlowStrategy::Relate => c.ref_node.as_deref().map(OwnsStat::stat),
             FlowStrategy::Chain => {
                 if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
