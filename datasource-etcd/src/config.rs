@@ -313,6 +313,11 @@ impl EtcdConfigBuilder {
     /// HTTP/2 keep-alive ping interval and the time to wait for its answer (default 10 s and
     /// 10 s). `None` turns pings off. etcd closes connections that ping more often than its
     /// `--grpc-keepalive-min-time` (5 s by default).
+    ///
+    /// A server that freezes (rather than closing the connection) is noticed only when a
+    /// ping goes unanswered: until then the source's status stays `connected` and an open
+    /// watch just waits, up to interval + timeout (20 s by default). Shorten both to notice
+    /// sooner.
     pub fn keep_alive(mut self, keep_alive: Option<(Duration, Duration)>) -> Self {
         self.keep_alive = keep_alive;
         self

@@ -107,9 +107,10 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
-    /// How many permits the call takes (default 1).
+    /// How many permits the call takes (default 1). A batch of 0 counts as 1: every call
+    /// takes at least one permit.
     pub fn batch(mut self, count: u32) -> Self {
-        self.batch = count;
+        self.batch = count.max(1);
         self
     }
 
@@ -274,10 +275,13 @@ impl<'a> EntryBuilder<'a> {
                             }
                         }
                     }
-                    // A call on a borrowed slot skips the circuit breakers, as in Sentinel.
-                    if let Some(list) = rules.breakers.as_ref().filter(|_| !verdict.borrowed) {
-                        if let Some(error) = check_breakers(list, now, node) {
-                            break 'checks error;
+                    if let Some(list) = rules.breakers.as_ref() {
+                        // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
+                        // but its completion is reported to them (Sentinel's DegradeSlot.exit).
+                        if !verdict.borrowed {
+                            if let Some(error) = check_breakers(list, now, node) {
+                                break 'checks error;
+                            }
                         }
                         verdict.breakers = true;
                     }

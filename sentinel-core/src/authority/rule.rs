@@ -71,6 +71,10 @@ impl AuthorityRule {
     }
 
     /// Whether a call from `origin` passes (Sentinel's `AuthorityRuleChecker.passCheck`).
+    ///
+    /// One leniency, on purpose: spaces around the names in `limitApp` are ignored
+    /// (`"app-a, app-b"` lists `app-b`), where Sentinel compares each comma-separated piece
+    /// as written. An origin itself is compared exactly.
     pub fn passes(&self, origin: &str) -> bool {
         if origin.is_empty() {
             return true;

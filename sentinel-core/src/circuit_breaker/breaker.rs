@@ -52,6 +52,8 @@ pub(crate) struct CircuitBreaker {
     next_retry_ms: AtomicU64,
     half_open_since_ms: AtomicU64,
     recovery_ms: u64,
+    /// A slow-call breaker's limit: Sentinel's `Math.round(count)`; a call is slow above it.
+    max_allowed_rt_ms: f64,
     /// `Pass` counts completed calls, `Error` counts slow or failed ones. One bucket per
     /// stripe, so a completion is a plain store by the thread that owns the stripe.
     window: StripedWindow,
@@ -69,6 +71,7 @@ impl CircuitBreaker {
     pub(crate) fn new(rule: Arc<DegradeRule>) -> Self {
         Self {
             recovery_ms: u64::from(rule.time_window) * 1000,
+            max_allowed_rt_ms: rule.count.round(),
             window: StripedWindow::new(1, u64::from(rule.stat_interval_ms.max(1)), 1),
             shift_ms: AtomicU64::new(0),
             bad_until: AtomicU64::new(0),
@@ -142,10 +145,10 @@ impl CircuitBreaker {
         }
     }
 
-    /// A probe this breaker admitted was blocked by a later check: back to OPEN.
+    /// A probe this breaker admitted was blocked by a later check: back to OPEN, with the
+    /// retry still due (as Sentinel's `whenTerminate` hook does), so the next call probes.
     pub(crate) fn abort_probe(&self, now: u64, events: &impl Transitions) {
-        self.next_retry_ms
-            .store(now + self.recovery_ms, Ordering::Release);
+        let _ = now;
         if self.transition(BreakerState::HalfOpen, BreakerState::Open) {
             self.emit(events, BreakerState::HalfOpen, BreakerState::Open, None);
         }
@@ -180,7 +183,7 @@ impl CircuitBreaker {
     #[inline(always)]
     pub(crate) fn on_complete(&self, now: u64, rt_ms: u64, error: bool, events: &impl Transitions) {
         let bad = match self.rule.grade {
-            DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.rule.count,
+            DegradeGrade::SlowRequestRatio => rt_ms as f64 > self.max_allowed_rt_ms,
             DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => error,
         };
         let t = self.window_time(now);

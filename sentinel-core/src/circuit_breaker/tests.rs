@@ -426,3 +426,78 @@ fn validity_follows_java() {
     slow.slow_ratio_threshold = 1.0;
     assert!(slow.validate(0).is_empty());
 }
+
+#[test]
+fn an_aborted_probe_leaves_the_retry_due() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    // A (1 s) and B (3 s) trip on one error.
+    let a = DegradeRule::error_count("r", 0.0, 1).min_request_amount(1);
+    let b = DegradeRule::error_count("r", 0.0, 3).min_request_amount(1);
+    s.degrade_rules().load_rules(vec![a, b]).unwrap();
+    calls(&s, &clock, 1, 1, 1);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    s.add_listener(move |event: &SentinelEvent| {
+        if let SentinelEvent::BreakerStateChanged { rule, to, .. } = event {
+            if rule.time_window == 1 && *to == BreakerState::HalfOpen {
+                log.lock().unwrap_or_else(|e| e.into_inner()).push(());
+            }
+        }
+    });
+    clock.advance_ms(1_000);
+    assert!(
+        s.entry("r").enter().is_err(),
+        "A probes, B blocks: A goes back to OPEN"
+    );
+    // The retry stays due: the very next call is A's probe again (Java leaves the timer).
+    clock.advance_ms(1);
+    assert!(s.entry("r").enter().is_err());
+    let probes = events.lock().unwrap_or_else(|e| e.into_inner()).len();
+    assert_eq!(
+        probes, 2,
+        "A probed at once again, not a whole window later"
+    );
+}
+
+#[test]
+fn a_slow_call_threshold_is_rounded_to_whole_milliseconds() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    // 100.4 ms rounds to 100: a 100 ms call is not slow; 100.6 rounds to 101.
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::slow_ratio("r", 100.6, 0.4, 1).min_request_amount(1)
+        ])
+        .unwrap();
+    calls(&s, &clock, 1, 0, 101);
+    assert_eq!(
+        state(&s),
+        BreakerState::Closed,
+        "101 ms is not above round(100.6)"
+    );
+    calls(&s, &clock, 1, 0, 102);
+    assert_eq!(state(&s), BreakerState::Open);
+}
+
+#[test]
+fn a_prioritized_call_on_a_borrowed_slot_reports_to_the_breakers_on_exit() {
+    use crate::flow::FlowRule;
+    let clock = FakeClock::at_ms(9_600);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 2.0)])
+        .unwrap();
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("r", 0.0, 1).min_request_amount(1)
+        ])
+        .unwrap();
+    drop(s.entry("r").enter().unwrap());
+    drop(s.entry("r").enter().unwrap());
+    clock.set_ms(10_100);
+    let mut borrowed = s.entry("r").prioritized().enter().expect("borrows a slot");
+    borrowed.set_error();
+    drop(borrowed);
+    assert_eq!(state(&s), BreakerState::Open, "its error counted");
+}

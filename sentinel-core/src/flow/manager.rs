@@ -110,6 +110,9 @@ impl FlowTable {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
         for rule in &rules {
+            if !rule.checked_locally() {
+                continue;
+            }
             let controller = previous
                 .controllers
                 .get(rule)
@@ -183,11 +186,13 @@ impl ResourceFlowRules {
             }
             match self.check_one(compiled, cx) {
                 Decision::Pass => {}
-                Decision::Wait(d) => wait_ns = wait_ns.saturating_add(nanos(d)),
+                // Sentinel sleeps in each shaping rule in turn, and each later rule measures
+                // its wait from when the earlier one woke: together about the longest wait.
+                Decision::Wait(d) => wait_ns = wait_ns.max(nanos(d)),
                 Decision::Borrowed(d) => {
                     // As Sentinel's PriorityWaitException: the call has its slot; the
                     // remaining rules are not checked.
-                    wait_ns = wait_ns.saturating_add(nanos(d));
+                    wait_ns = wait_ns.max(nanos(d));
                     borrowed = true;
                     break;
                 }

@@ -6,8 +6,12 @@
 //! calls over the threshold; a single thread never exceeds it.
 //!
 //! A rule with `clusterMode: true` is accepted and validated as Sentinel validates it. There is
-//! no cluster token server in this crate, so such a rule is checked locally, as Sentinel does
-//! when `fallbackToLocalWhenFail` is set.
+//! no cluster token server in this crate, so, as Sentinel does without a reachable token
+//! service, such a rule is checked locally when `fallbackToLocalWhenFail` is set (the default)
+//! and lets every call pass when it is not ([`FlowRule::checked_locally`]).
+//!
+//! Where several shaping rules make one call queue, it waits for the longest of their waits
+//! (Sentinel sleeps in each in turn, each measured from the end of the one before).
 
 mod controller;
 pub(crate) mod manager;

@@ -212,6 +212,18 @@ impl FlowRule {
         self
     }
 
+    /// Whether this engine checks the rule. A `clusterMode` rule needs a token server, which
+    /// this crate does not have: as Sentinel does when no token service is reachable, it is
+    /// checked locally when `fallbackToLocalWhenFail` is set (the default) and lets every
+    /// call pass otherwise. It still loads and is listed among the active rules.
+    pub fn checked_locally(&self) -> bool {
+        !self.cluster_mode
+            || self
+                .cluster_config
+                .as_ref()
+                .is_none_or(|c| c.fallback_to_local_when_fail)
+    }
+
     /// Checks the rule as Sentinel's `FlowRuleUtil.isValidRule` does, returning every problem.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Flow, index, Some(&self.resource));
@@ -251,6 +263,20 @@ impl FlowRule {
             );
             if warm && self.warm_up_period_sec == 0 {
                 issue("warmUpPeriodSec", "must be > 0 for warm-up".into());
+            } else if warm
+                && self.count > 0.0
+                && self.count * f64::from(self.warm_up_period_sec) < 2.0
+            {
+                // Sentinel accepts it, and its warm-up bucket then has no room between the
+                // warning line and the top: the slope is infinite and every call blocks
+                // forever. Refused here instead.
+                issue(
+                    "warmUpPeriodSec",
+                    format!(
+                        "count x warmUpPeriodSec must be at least 2 for warm-up, got {} x {}",
+                        self.count, self.warm_up_period_sec
+                    ),
+                );
             }
             if queue && self.max_queueing_time_ms == 0 {
                 issue(

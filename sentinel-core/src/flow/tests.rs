@@ -458,3 +458,95 @@ fn prioritized_call_is_blocked_when_no_slot_frees_within_the_timeout() {
     clock.set_ms(10_100);
     assert!(s.entry("r").prioritized().enter().is_err());
 }
+
+#[test]
+fn warm_up_without_room_to_warm_is_refused() {
+    let s = Sentinel::new();
+    let rule = FlowRule::qps("r", 1.0)
+        .control_behavior(ControlBehavior::WarmUp)
+        .warm_up_period_sec(1);
+    let err = s.flow_rules().load_rules(vec![rule]).unwrap_err();
+    assert_eq!(err.issues()[0].field, "warmUpPeriodSec", "{err}");
+    // count x period = 2 warms (from 1/3 of the count), and a count of 0 blocks as ever.
+    for (count, period) in [(1.0, 2), (0.0, 1)] {
+        let rule = FlowRule::qps("r", count)
+            .control_behavior(ControlBehavior::WarmUp)
+            .warm_up_period_sec(period);
+        assert!(
+            s.flow_rules().load_rules(vec![rule]).is_ok(),
+            "{count} x {period}"
+        );
+    }
+}
+
+#[test]
+fn extreme_counts_periods_and_batches_never_panic() {
+    // Debug builds panic on arithmetic overflow: these used to.
+    let clock = FakeClock::at_ms(0);
+    let s = engine(&clock);
+    let rules = vec![
+        FlowRule::qps("warm", 1e18)
+            .control_behavior(ControlBehavior::WarmUp)
+            .warm_up_period_sec(u32::MAX),
+        FlowRule::qps("warm-rl", 1e-6)
+            .control_behavior(ControlBehavior::WarmUpRateLimiter)
+            .warm_up_period_sec(4_000_000)
+            .max_queueing_time_ms(u32::MAX),
+        FlowRule::qps("rl", 1e308)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(u32::MAX),
+        FlowRule::qps("tiny-rl", 1e-300)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(u32::MAX),
+    ];
+    s.flow_rules().load_rules(rules).unwrap();
+    for resource in ["warm", "warm-rl", "rl", "tiny-rl"] {
+        for batch in [0, 1, u32::MAX] {
+            let _ = s.entry(resource).batch(batch).enter();
+        }
+    }
+}
+
+#[test]
+fn a_cluster_rule_without_local_fallback_lets_calls_pass() {
+    let s = Sentinel::new();
+    let mut cluster = crate::flow::ClusterFlowConfig::default();
+    cluster.flow_id = Some(1);
+    cluster.fallback_to_local_when_fail = false;
+    let mut rule = FlowRule::qps("r", 0.0).cluster_mode(true);
+    rule.cluster_config = Some(cluster.clone());
+    s.flow_rules().load_rules(vec![rule.clone()]).unwrap();
+    assert!(
+        s.entry("r").enter().is_ok(),
+        "no token server, no fallback: passes"
+    );
+    assert_eq!(
+        s.flow_rules().rules(),
+        vec![rule.clone()],
+        "still an active rule"
+    );
+    cluster.fallback_to_local_when_fail = true;
+    rule.cluster_config = Some(cluster);
+    s.flow_rules().load_rules(vec![rule]).unwrap();
+    assert!(s.entry("r").enter().is_err(), "checked locally");
+}
+
+#[test]
+fn several_shaping_rules_wait_about_the_longest_wait() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let shaping = |count: f64, app: &str| {
+        FlowRule::qps("r", count)
+            .limit_app(app)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(1_000)
+    };
+    s.flow_rules()
+        .load_rules(vec![shaping(10.0, "default"), shaping(5.0, "other")])
+        .unwrap();
+    drop(s.entry("r").origin("a").enter().unwrap());
+    let before = clock.now_ms();
+    drop(s.entry("r").origin("a").enter().unwrap());
+    // 100 ms and 200 ms of spacing: the call waits 200 ms, not 300.
+    assert_eq!(clock.now_ms() - before, 200);
+}

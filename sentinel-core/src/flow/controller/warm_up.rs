@@ -27,8 +27,9 @@ impl WarmUpState {
         let cold_factor = cold_factor.max(2);
         let period = f64::from(warm_up_period_sec);
         let warning_token = (period * count) as i64 / i64::from(cold_factor - 1);
-        let max_token =
-            warning_token + (2.0 * period * count / (1.0 + f64::from(cold_factor))) as i64;
+        // Float-to-integer casts saturate, and so does the sum: a huge count cannot overflow.
+        let max_token = warning_token
+            .saturating_add((2.0 * period * count / (1.0 + f64::from(cold_factor))) as i64);
         let slope = (f64::from(cold_factor) - 1.0) / count / (max_token - warning_token) as f64;
         Self {
             count,
