@@ -510,9 +510,11 @@ fn extreme_counts_periods_and_batches_never_panic() {
 #[test]
 fn a_cluster_rule_without_local_fallback_lets_calls_pass() {
     let s = Sentinel::new();
-    let mut cluster = crate::flow::ClusterFlowConfig::default();
-    cluster.flow_id = Some(1);
-    cluster.fallback_to_local_when_fail = false;
+    let mut cluster = crate::flow::ClusterFlowConfig {
+        flow_id: Some(1),
+        fallback_to_local_when_fail: false,
+        ..Default::default()
+    };
     let mut rule = FlowRule::qps("r", 0.0).cluster_mode(true);
     rule.cluster_config = Some(cluster.clone());
     s.flow_rules().load_rules(vec![rule.clone()]).unwrap();
