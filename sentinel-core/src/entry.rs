@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode, Sentinel};
-use crate::flow::{plain_qps_passes, CheckContext};
+use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
 use crate::stat::StatNode;
 
 /// Whether a call comes into this service or goes out of it. System rules apply to inbound
@@ -263,9 +263,10 @@ impl<'a> EntryBuilder<'a> {
                             prioritized: self.prioritized,
                         };
                         match flow.check(&cx) {
-                            Ok((queued_ns, from_future)) => {
-                                verdict.wait_ns = queued_ns;
-                                verdict.borrowed = from_future;
+                            Ok(pass) => {
+                                verdict.wait_ns = pass.wait_ns;
+                                verdict.borrowed = pass.borrowed;
+                                verdict.reserved = pass.reserved;
                             }
                             Err(rule) => {
                                 break 'checks BlockError::Flow {
@@ -295,8 +296,19 @@ impl<'a> EntryBuilder<'a> {
             wait_ns,
             borrowed,
             breakers,
+            reserved,
         } = verdict;
         if let Some(error) = blocked {
+            if reserved != 0 {
+                // The flow rules passed and reserved; a later check blocked.
+                release_reserved(
+                    reserved,
+                    self.batch,
+                    &node.stat,
+                    origin_node.as_deref(),
+                    context_node.as_deref(),
+                );
+            }
             record_block(
                 node,
                 origin_node.as_deref(),
@@ -307,7 +319,21 @@ impl<'a> EntryBuilder<'a> {
             );
             return Err(error);
         }
-        let mut entry = Entry {
+        if wait_ns != 0 {
+            // A blocked call never queues. A queued one is counted when its wait ends.
+            *wait_out = Duration::from_nanos(wait_ns);
+        } else {
+            count_pass(
+                node,
+                origin_node.as_deref(),
+                context_node.as_deref(),
+                inbound,
+                now,
+                batch,
+                borrowed,
+            );
+        }
+        Ok(Entry {
             node: Some(node_ref),
             origin_node,
             context_node,
@@ -316,17 +342,52 @@ impl<'a> EntryBuilder<'a> {
             batch: self.batch,
             inbound,
             error: false,
-            queued: None,
-        };
-        if wait_ns != 0 {
-            // A blocked call never queues. A queued one is counted when its wait ends.
-            *wait_out = Duration::from_nanos(wait_ns);
-            entry.queued = Some(borrowed);
-            return Ok(entry);
-        }
-        entry.count_pass(now, borrowed);
-        Ok(entry)
+            pending: reserved
+                | if wait_ns == 0 {
+                    0
+                } else {
+                    queued_bits(borrowed)
+                },
+        })
     }
+}
+
+/// Counts a call that passed on its nodes: as passed (or, on a borrowed slot, only as in
+/// flight) and in flight.
+#[inline(always)]
+fn count_pass(
+    node: &ResourceNode,
+    origin_node: Option<&StatNode>,
+    context_node: Option<&StatNode>,
+    inbound: bool,
+    now: u64,
+    batch: u64,
+    borrowed: bool,
+) {
+    if borrowed {
+        // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
+        // bucket; only concurrency rises now.
+        node.stat.on_pass_borrowed();
+        for n in [origin_node, context_node].into_iter().flatten() {
+            n.on_pass_borrowed();
+        }
+        if inbound {
+            node.shared.inbound.on_pass_borrowed();
+        }
+    } else {
+        node.stat.on_pass(now, batch);
+        if let Some(n) = origin_node {
+            n.on_pass(now, batch);
+        }
+        if let Some(n) = context_node {
+            n.on_pass(now, batch);
+        }
+        if inbound {
+            node.shared.inbound.on_pass(now, batch);
+        }
+    }
+    #[cfg(feature = "metrics")]
+    node.metrics.pass.increment(batch);
 }
 
 /// An entry whose guarded future has not finished: dropped as it is, the future was
@@ -349,51 +410,43 @@ impl Drop for Unfinished<'_> {
 }
 
 impl Entry<'_> {
-    /// Counts a call that passed: on its nodes, as passed (or, on a borrowed slot, only as
-    /// in flight) and in flight.
-    #[inline(always)]
-    fn count_pass(&self, now: u64, borrowed: bool) {
-        let Some(node) = self.node.as_deref() else {
-            return;
-        };
-        let batch = u64::from(self.batch);
-        let (origin_node, context_node) = (&self.origin_node, &self.context_node);
-        if borrowed {
-            // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
-            // bucket; only concurrency rises now.
-            node.stat.on_pass_borrowed();
-            for n in [origin_node, context_node].into_iter().flatten() {
-                n.on_pass_borrowed();
-            }
-            if self.inbound {
-                node.shared.inbound.on_pass_borrowed();
-            }
-        } else {
-            node.stat.on_pass(now, batch);
-            if let Some(n) = origin_node {
-                n.on_pass(now, batch);
-            }
-            if let Some(n) = context_node {
-                n.on_pass(now, batch);
-            }
-            if self.inbound {
-                node.shared.inbound.on_pass(now, batch);
-            }
+    /// The exit of an entry with something pending: gives back the places concurrency rules
+    /// reserved for it. `true` when the call never started (it was dropped while it
+    /// queued): nothing else was counted for it.
+    #[cold]
+    #[inline(never)]
+    fn exit_pending(&mut self) -> bool {
+        let pending = std::mem::take(&mut self.pending);
+        if let Some(node) = self.node.as_deref() {
+            release_reserved(
+                pending & RESERVED_BITS,
+                self.batch,
+                &node.stat,
+                self.origin_node.as_deref(),
+                self.context_node.as_deref(),
+            );
         }
-        #[cfg(feature = "metrics")]
-        node.metrics.pass.increment(batch);
+        pending & QUEUED != 0
     }
 
     /// A queued call's wait is over: count it now.
     #[cold]
     fn start(&mut self) {
-        if let Some(borrowed) = self.queued.take() {
-            let now = self
-                .node
-                .as_deref()
-                .map_or(0, |node| node.shared.clock.now_ms());
-            self.count_pass(now, borrowed);
-        }
+        let (queued, node) = (self.pending & QUEUED != 0, self.node.as_deref());
+        let Some(node) = node.filter(|_| queued) else {
+            return;
+        };
+        let borrowed = self.pending & QUEUED_BORROWED != 0;
+        self.pending &= RESERVED_BITS;
+        count_pass(
+            node,
+            self.origin_node.as_deref(),
+            self.context_node.as_deref(),
+            self.inbound,
+            node.shared.clock.now_ms(),
+            u64::from(self.batch),
+            borrowed,
+        );
     }
 }
 
@@ -407,6 +460,23 @@ struct Verdict {
     borrowed: bool,
     /// The resource has circuit breakers: exit reports to them.
     breakers: bool,
+    /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).
+    reserved: u8,
+}
+
+/// `Entry::pending`: the call queues for its slot and is not counted yet.
+const QUEUED: u8 = 0x80;
+/// With [`QUEUED`]: the slot was borrowed from a coming bucket.
+const QUEUED_BORROWED: u8 = 0x40;
+/// `Entry::pending`: the `RESERVED_ON_*` bits of the flow rules.
+const RESERVED_BITS: u8 = 0x0f;
+
+fn queued_bits(borrowed: bool) -> u8 {
+    if borrowed {
+        QUEUED | QUEUED_BORROWED
+    } else {
+        QUEUED
+    }
 }
 
 /// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
@@ -524,9 +594,11 @@ pub struct Entry<'a> {
     batch: u32,
     inbound: bool,
     error: bool,
-    /// `Some(borrowed)` while a queued call waits for its slot: it is not counted yet, and
-    /// dropped before [`start`](Entry::start) it releases nothing.
-    queued: Option<bool>,
+    /// What the exit must undo or skip, one byte so a plain exit tests it once: the nodes a
+    /// concurrency rule reserved a place on (given back on exit), and whether the call still
+    /// queues for its slot ([`QUEUED`]: not counted yet; dropped before
+    /// [`start`](Entry::start), it never started).
+    pending: u8,
 }
 
 impl fmt::Debug for Entry<'_> {
@@ -550,7 +622,7 @@ impl<'a> Entry<'a> {
             batch: 0,
             inbound: false,
             error: false,
-            queued: None,
+            pending: 0,
         }
     }
 
@@ -589,16 +661,19 @@ impl<'a> Entry<'a> {
             batch: self.batch,
             inbound: self.inbound,
             error: self.error,
-            queued: self.queued,
+            pending: std::mem::take(&mut self.pending),
         }
     }
 }
 
 impl Drop for Entry<'_> {
     fn drop(&mut self) {
-        // The node itself is released with the entry's fields, after this. A queued call that
-        // never started was never counted.
-        let Some(node_ref) = self.node.as_ref().filter(|_| self.queued.is_none()) else {
+        if self.pending != 0 && self.exit_pending() {
+            // A queued call that never started was never counted.
+            return;
+        }
+        // The node itself is released with the entry's fields, after this.
+        let Some(node_ref) = &self.node else {
             return;
         };
         // A panic in the guarded code is a failed call, not a success.

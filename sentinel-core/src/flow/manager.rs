@@ -25,6 +25,24 @@ pub(crate) struct CheckContext<'a> {
     pub(crate) prioritized: bool,
 }
 
+/// The bit of the resource's own node in a call's concurrency reservations.
+pub(crate) const RESERVED_ON_RESOURCE: u8 = 1;
+/// The bit of the origin's node.
+pub(crate) const RESERVED_ON_ORIGIN: u8 = 2;
+/// The bit of the context's node.
+pub(crate) const RESERVED_ON_CONTEXT: u8 = 4;
+
+/// What the flow rules decided for a call that passes.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct FlowPass {
+    /// How long it queues, in nanoseconds.
+    pub(crate) wait_ns: u64,
+    /// It passed on a slot borrowed from a coming bucket.
+    pub(crate) borrowed: bool,
+    /// The nodes it reserved a place on (`RESERVED_ON_*` bits), to give back on exit.
+    pub(crate) reserved: u8,
+}
+
 /// One compiled rule: the rule, its controller, and the related resource's node.
 #[derive(Debug)]
 pub(crate) struct CompiledFlowRule {
@@ -166,12 +184,13 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
-    /// Checks every rule; `Err` names the first rule that blocks, `Ok` the total queueing (in
-    /// nanoseconds) and whether the pass was borrowed from a future bucket.
+    /// Checks every rule; `Err` names the first rule that blocks (and gives back what the
+    /// call reserved), `Ok` says how the call passes.
     #[inline(always)]
-    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<(u64, bool), &Arc<FlowRule>> {
+    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<FlowPass, &Arc<FlowRule>> {
         let mut wait_ns: u64 = 0;
         let mut borrowed = false;
+        let mut reserved = 0u8;
         for compiled in &self.rules {
             // A plain rule's pass test, inline; the rest (a block, a borrow) goes the general
             // way below.
@@ -184,7 +203,7 @@ impl ResourceFlowRules {
             ) {
                 continue;
             }
-            match self.check_one(compiled, cx) {
+            match self.check_one(compiled, cx, &mut reserved) {
                 Decision::Pass => {}
                 // Sentinel sleeps in each shaping rule in turn, and each later rule measures
                 // its wait from when the earlier one woke: together about the longest wait.
@@ -196,18 +215,33 @@ impl ResourceFlowRules {
                     borrowed = true;
                     break;
                 }
-                Decision::Block => return Err(&compiled.rule),
+                Decision::Block => {
+                    release(cx, reserved);
+                    return Err(&compiled.rule);
+                }
             }
         }
-        Ok((wait_ns, borrowed))
+        Ok(FlowPass {
+            wait_ns,
+            borrowed,
+            reserved,
+        })
     }
 
     /// One rule: its node, then its controller.
     #[inline(never)]
-    fn check_one(&self, compiled: &CompiledFlowRule, cx: &CheckContext<'_>) -> Decision {
-        let Some(node) = self.select_node(compiled, cx) else {
+    fn check_one(
+        &self,
+        compiled: &CompiledFlowRule,
+        cx: &CheckContext<'_>,
+        reserved: &mut u8,
+    ) -> Decision {
+        let Some((node, bit)) = self.select_node(compiled, cx) else {
             return Decision::Pass;
         };
+        if compiled.rule.grade == FlowGrade::Thread {
+            return check_concurrency(node, bit, compiled.rule.count, cx.batch, reserved);
+        }
         compiled
             .controller
             .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
@@ -228,7 +262,7 @@ impl ResourceFlowRules {
         &'a self,
         c: &'a CompiledFlowRule,
         cx: &'a CheckContext<'_>,
-    ) -> Option<&'a StatNode> {
+    ) -> Option<(&'a StatNode, u8)> {
         let rule = &c.rule;
         if c.app != LimitApp::Default {
             let origin = cx.origin.filter(|o| !o.is_empty())?;
@@ -245,17 +279,82 @@ impl ResourceFlowRules {
         }
         match rule.strategy {
             // A selected origin is counted on its own node (origins past the cap share one).
-            FlowStrategy::Direct if c.app == LimitApp::Default => Some(cx.stat),
-            FlowStrategy::Direct => cx.origin_node,
-            FlowStrategy::Relate => c.ref_node.as_deref().map(OwnsStat::stat),
+            FlowStrategy::Direct if c.app == LimitApp::Default => {
+                Some((cx.stat, RESERVED_ON_RESOURCE))
+            }
+            FlowStrategy::Direct => cx.origin_node.map(|n| (n, RESERVED_ON_ORIGIN)),
+            // This call does not enter the related resource: nothing to reserve there.
+            FlowStrategy::Relate => c.ref_node.as_deref().map(|n| (n.stat(), 0)),
             FlowStrategy::Chain => {
                 if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
-                    cx.context_node
+                    cx.context_node.map(|n| (n, RESERVED_ON_CONTEXT))
                 } else {
                     None
                 }
             }
         }
+    }
+}
+
+/// A concurrency (thread-grade) rule on `node`, exactly: the call reserves a place on the node
+/// (once per node, whatever the number of rules) and passes only if the places held, its own
+/// included, stay within `count`. Calls already in flight without a reservation (entered
+/// before the rule was loaded) count through the node's concurrency, as in Sentinel. On the
+/// related resource of a relate rule nothing is reserved, and the check is Sentinel's
+/// check-then-count.
+#[cold]
+fn check_concurrency(
+    node: &StatNode,
+    bit: u8,
+    count: f64,
+    acquire: u32,
+    reserved: &mut u8,
+) -> Decision {
+    let acquire = u64::from(acquire);
+    if node.concurrency() as f64 + acquire as f64 > count {
+        return Decision::Block;
+    }
+    if bit == 0 {
+        return Decision::Pass;
+    }
+    let held = if *reserved & bit == 0 {
+        *reserved |= bit;
+        node.reserve(acquire)
+    } else {
+        node.reserved()
+    };
+    if held as f64 > count {
+        Decision::Block
+    } else {
+        Decision::Pass
+    }
+}
+
+/// Gives back the places a call reserved on its nodes (`reserved` holds `RESERVED_ON_*`
+/// bits).
+pub(crate) fn release_reserved(
+    reserved: u8,
+    acquire: u32,
+    resource: &StatNode,
+    origin: Option<&StatNode>,
+    context: Option<&StatNode>,
+) {
+    let acquire = u64::from(acquire);
+    if reserved & RESERVED_ON_RESOURCE != 0 {
+        resource.release(acquire);
+    }
+    if let Some(origin) = origin.filter(|_| reserved & RESERVED_ON_ORIGIN != 0) {
+        origin.release(acquire);
+    }
+    if let Some(context) = context.filter(|_| reserved & RESERVED_ON_CONTEXT != 0) {
+        context.release(acquire);
+    }
+}
+
+/// [`release_reserved`] for a call the flow rules blocked.
+fn release(cx: &CheckContext<'_>, reserved: u8) {
+    if reserved != 0 {
+        release_reserved(reserved, cx.batch, cx.stat, cx.origin_node, cx.context_node);
     }
 }
 

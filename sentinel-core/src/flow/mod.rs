@@ -5,6 +5,14 @@
 //! the pass, so with `n` threads racing on one resource a window may admit up to `n - 1`
 //! calls over the threshold; a single thread never exceeds it.
 //!
+//! A concurrency (thread-grade) limit is exact, unlike Sentinel's: users read it as a
+//! bulkhead, never more than N calls inside. A call reserves its place on the counted node
+//! with one atomic add before it passes, gives it back when it exits (or when a later check
+//! blocks it), and is blocked when the places held exceed the count. Calls that were already
+//! in flight when the rule was loaded count through the node's concurrency. A relate rule
+//! limits this resource by another resource's concurrency; nothing is reserved there, and
+//! that check stays Sentinel's check-then-count. Rules of other grades pay nothing for this.
+//!
 //! A rule with `clusterMode: true` is accepted and validated as Sentinel validates it. There is
 //! no cluster token server in this crate, so, as Sentinel does without a reachable token
 //! service, such a rule is checked locally when `fallbackToLocalWhenFail` is set (the default)
@@ -17,7 +25,9 @@ mod controller;
 pub(crate) mod manager;
 mod rule;
 
-pub(crate) use manager::{plain_qps_passes, CheckContext, FlowTable, ResourceFlowRules};
+pub(crate) use manager::{
+    plain_qps_passes, release_reserved, CheckContext, FlowTable, ResourceFlowRules,
+};
 pub(crate) use rule::FlowRuleWire;
 pub use rule::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,

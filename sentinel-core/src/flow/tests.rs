@@ -552,3 +552,75 @@ fn several_shaping_rules_wait_about_the_longest_wait() {
     // 100 ms and 200 ms of spacing: the call waits 200 ms, not 300.
     assert_eq!(clock.now_ms() - before, 200);
 }
+
+#[test]
+fn a_concurrency_limit_holds_exactly_under_real_threads() {
+    // The real clock and 16 threads: a limit of 4 never has 5 calls inside.
+    let s = Sentinel::new();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::thread("r", 4.0)])
+        .unwrap();
+    let inside = std::sync::atomic::AtomicUsize::new(0);
+    let most = std::sync::atomic::AtomicUsize::new(0);
+    let admitted = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..16 {
+            scope.spawn(|| {
+                for _ in 0..20_000 {
+                    if let Ok(entry) = s.entry("r").enter() {
+                        let now = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                        admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        drop(entry);
+                    }
+                }
+            });
+        }
+    });
+    let most = most.into_inner();
+    assert!(most <= 4, "{most} calls were inside a limit of 4");
+    assert!(admitted.into_inner() > 0);
+    assert_eq!(s.resource_stats("r").unwrap().concurrency, 0);
+}
+
+#[test]
+fn a_concurrency_reservation_is_given_back_when_a_later_check_blocks() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    // The origin's concurrency rule (checked first: it names an origin) reserves a place on
+    // the origin's node; the default QPS rule then blocks.
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::thread("r", 5.0).limit_app("o"),
+            FlowRule::qps("r", 0.0),
+        ])
+        .unwrap();
+    assert!(s.entry("r").origin("o").enter().is_err());
+    let node = s.node("r").expect("tracked");
+    let origin = node.origins.get("o").expect("the origin's node");
+    assert_eq!(origin.reserved(), 0, "given back after the QPS block");
+
+    // A circuit breaker blocks after the flow rules passed and reserved.
+    s.flow_rules()
+        .load_rules(vec![FlowRule::thread("r", 5.0)])
+        .unwrap();
+    s.degrade_rules()
+        .load_rules(vec![crate::circuit_breaker::DegradeRule::error_count(
+            "r", 0.0, 1,
+        )
+        .min_request_amount(1)])
+        .unwrap();
+    let mut failing = s.entry("r").enter().unwrap();
+    assert_eq!(node.stat.reserved(), 1, "held while in flight");
+    failing.set_error();
+    drop(failing);
+    assert_eq!(node.stat.reserved(), 0, "given back on exit");
+    assert!(s.entry("r").enter().is_err(), "the breaker is open");
+    assert_eq!(
+        node.stat.reserved(),
+        0,
+        "given back after the breaker's block"
+    );
+}

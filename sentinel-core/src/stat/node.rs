@@ -1,7 +1,7 @@
 //! Statistics for one node: a resource, a (resource, origin) pair, a (context, resource)
 //! pair, or the global inbound node.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
@@ -37,6 +37,9 @@ pub(crate) struct StatNode {
     borrowed: Window<SECOND_BUCKET_MS>,
     /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
     has_borrowed: AtomicBool,
+    /// Calls in flight that a concurrency (thread-grade) rule admitted by reserving a place
+    /// here: the exact part of that check (see [`reserve`](Self::reserve)).
+    reserved: AtomicU64,
 }
 
 /// Length of a minute-level bucket.
@@ -67,6 +70,7 @@ impl StatNode {
             // one is still in the window, so the two must not share a slot.
             borrowed: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
             has_borrowed: AtomicBool::new(false),
+            reserved: AtomicU64::new(0),
         }
     }
 
@@ -211,6 +215,25 @@ impl StatNode {
             .iter()
             .map(|g| g.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Reserves `n` places for a call a concurrency rule is checking; returns the places held
+    /// with it. The reservation is one atomic add, so racing callers each see the others:
+    /// a limit of N never admits more than N reserved calls at once.
+    pub(crate) fn reserve(&self, n: u64) -> u64 {
+        self.reserved
+            .fetch_add(n, Ordering::AcqRel)
+            .saturating_add(n)
+    }
+
+    /// Places reserved now, by every call in flight.
+    pub(crate) fn reserved(&self) -> u64 {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Gives back `n` places (the call exited, or another check blocked it).
+    pub(crate) fn release(&self, n: u64) {
+        self.reserved.fetch_sub(n, Ordering::AcqRel);
     }
 
     #[inline]
