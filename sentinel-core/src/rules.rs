@@ -179,6 +179,14 @@ impl<'a> Issues<'a> {
     }
 }
 
+/// How many distinct rules `issues` are about (a rule is its family and its index).
+pub(crate) fn rules_in(issues: &[RuleIssue]) -> usize {
+    let mut rules: Vec<(RuleFamily, usize)> = issues.iter().map(|i| (i.family, i.index)).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    rules.len()
+}
+
 /// A rule set that was not applied. The rules that were active stay active.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -248,8 +256,10 @@ pub enum Validation {
 pub struct LoadReport {
     /// Rules now active from this load, per family, after deduplication.
     pub applied: Vec<(RuleFamily, usize)>,
-    /// Rules skipped in lenient mode, with why.
+    /// The issues of the rules skipped in lenient mode (a rule can have several).
     pub skipped: Vec<RuleIssue>,
+    /// How many rules lenient mode skipped.
+    pub skipped_rules: usize,
     /// Engine rule-table version after the load.
     pub version: u64,
 }

@@ -36,8 +36,11 @@ pub struct SourceStatus {
     pub kept_count: u64,
     /// Times the connection was lost.
     pub disconnects: u64,
-    /// Rules skipped by the last apply in lenient mode, with why.
+    /// The issues of the rules the last apply skipped in lenient mode (a rule can have
+    /// several).
     pub skipped: Vec<RuleIssue>,
+    /// How many rules the last apply skipped in lenient mode.
+    pub skipped_rules: usize,
     /// The families this source owns: every family it has applied. A later payload
     /// replaces all of them (a family it no longer carries is cleared for this source).
     pub families: Vec<RuleFamily>,
@@ -64,6 +67,7 @@ impl SourceStatus {
             kept_count: 0,
             disconnects: 0,
             skipped: Vec::new(),
+            skipped_rules: 0,
             families: Vec::new(),
             from_snapshot: false,
             snapshot_error: None,

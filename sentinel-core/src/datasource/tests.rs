@@ -4,27 +4,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::testkit::{self, applied_seq, flow_payload, CheckOutcome, MemoryHarness};
+use super::testkit::{self, applied_seq, flow_payload, wait_status, CheckOutcome, MemoryHarness};
 use super::*;
 use crate::flow::FlowRule;
 use crate::{RuleFamily, Sentinel, SentinelEvent, Validation};
 
 fn flow_count(sentinel: &Sentinel) -> usize {
     sentinel.flow_rules().rules().len()
-}
-
-async fn wait_status(
-    source: &DataSource,
-    what: &str,
-    f: impl Fn(&SourceStatus) -> bool,
-) -> SourceStatus {
-    let mut rx = source.status_watch();
-    let found = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| f(s)))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .map(|s| s.clone());
-    found.unwrap_or_else(|| panic!("timed out waiting for {what}: {:?}", source.status()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,6 +132,10 @@ async fn lenient_reports_skipped_rules() {
         skipped.iter().any(|i| i.index == 2 && i.field == "count"),
         "{skipped:?}"
     );
+    // Rule #1 has two problems (the type of `controlBehavior`, no `resource`): three issues,
+    // two rules.
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert_eq!(source.status().skipped_rules, 2);
     source.close().await;
 }
 

@@ -11,7 +11,7 @@ use crate::events::SentinelEvent;
 use crate::family::{CompileEnv, Family};
 use crate::hash::FastSet;
 use crate::rule_set::RuleSet;
-use crate::rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
+use crate::rules::{rules_in, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::stat::OwnsStat;
 
 /// A payload on its way into the engine: converted, and validated or not yet.
@@ -20,6 +20,8 @@ pub(crate) struct Incoming {
     set: RuleSet,
     /// Issues of rules a lenient conversion left out.
     skipped: Vec<RuleIssue>,
+    /// How many rules those are.
+    skipped_rules: usize,
     /// `None`: already validated (by a converter that validates); the set is applied as it
     /// is. `Some(mode)`: validate here, in this mode.
     validate: Option<Validation>,
@@ -32,15 +34,18 @@ impl Incoming {
         Self {
             set,
             skipped: Vec::new(),
+            skipped_rules: 0,
             validate: Some(validation),
         }
     }
 
-    /// A set every rule of which passed validation, with what a lenient pass skipped.
-    pub(crate) fn checked(set: RuleSet, skipped: Vec<RuleIssue>) -> Self {
+    /// A set every rule of which passed validation, with what a lenient pass skipped (the
+    /// issues, and how many rules they are about).
+    pub(crate) fn checked(set: RuleSet, skipped: Vec<RuleIssue>, skipped_rules: usize) -> Self {
         Self {
             set,
             skipped,
+            skipped_rules,
             validate: None,
         }
     }
@@ -112,6 +117,7 @@ impl Sentinel {
         let Incoming {
             set,
             mut skipped,
+            mut skipped_rules,
             validate,
         } = incoming;
         let set = match validate {
@@ -121,6 +127,7 @@ impl Sentinel {
                     payload: payload.to_owned(),
                     issues,
                 })?;
+                skipped_rules += rules_in(&found);
                 skipped.append(&mut found);
                 set
             }
@@ -167,6 +174,7 @@ impl Sentinel {
         Ok(LoadReport {
             applied: counts,
             skipped,
+            skipped_rules,
             version,
         })
     }

@@ -90,12 +90,14 @@ fn rate_limiter_spaces_passes_and_rejects_past_max_queueing() {
     assert_eq!(limiter.check(1, &clock), Decision::Pass);
 }
 
-/// Calls offered every 10 µs for `seconds` to a limiter of `count`/s that queues at most
-/// 1 ms: how many were admitted with a slot inside the interval.
+/// Calls offered every 10 µs (or a quarter of the spacing, if larger) for `seconds` to a
+/// limiter of `count`/s that queues at most 1 ms: how many were admitted with a slot inside
+/// the interval.
 fn admitted_by_rate_limiter(count: f64, seconds: u64) -> u64 {
     let clock = FakeClock::at_ms(0);
     let limiter = RateLimiter::new(count, 1);
     let end = Duration::from_secs(seconds);
+    let step = Duration::from_micros(10).max(Duration::from_secs_f64(0.25 / count));
     let mut admitted = 0;
     let mut now = Duration::ZERO;
     while now < end {
@@ -105,9 +107,56 @@ fn admitted_by_rate_limiter(count: f64, seconds: u64) -> u64 {
             Decision::Wait(wait) if now + wait < end => admitted += 1,
             _ => {}
         }
-        now += Duration::from_micros(10);
+        now += step;
     }
     admitted
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Over 10 simulated seconds the rate limiter admits `count x 10` calls, within 1% (or one
+    /// call, for counts whose spacing does not divide 10 s evenly).
+    #[test]
+    fn rate_limiter_admits_its_count_at_any_rate(count in 1.0f64..5_000.0) {
+        let admitted = admitted_by_rate_limiter(count, 10) as f64;
+        let expected = count * 10.0;
+        prop_assert!(
+            (admitted - expected).abs() <= (expected * 0.01).max(1.0),
+            "{count}/s admitted {admitted} in 10 s, expected {expected}"
+        );
+    }
+
+    /// Rules at their boundary values load and take calls of any batch without panicking
+    /// (debug builds panic on overflow).
+    #[test]
+    fn boundary_rules_never_panic(
+        count in prop_oneof![Just(0.0), Just(1e-300), Just(1e-6), Just(1.0), Just(1e18), Just(1e308)],
+        period in prop_oneof![Just(1u32), Just(4_000_000), Just(u32::MAX)],
+        queue in prop_oneof![Just(1u32), Just(u32::MAX)],
+        behavior in prop_oneof![
+            Just(ControlBehavior::Reject),
+            Just(ControlBehavior::WarmUp),
+            Just(ControlBehavior::RateLimiter),
+            Just(ControlBehavior::WarmUpRateLimiter),
+        ],
+        thread in any::<bool>(),
+        batches in proptest::collection::vec(prop_oneof![Just(0u32), Just(1), Just(u32::MAX)], 1..4),
+    ) {
+        let clock = FakeClock::at_ms(0);
+        let s = engine(&clock);
+        let rule = if thread { FlowRule::thread("r", count) } else { FlowRule::qps("r", count) };
+        let rule = rule
+            .control_behavior(behavior)
+            .warm_up_period_sec(period)
+            .max_queueing_time_ms(queue);
+        // Refused or loaded, never a panic; then calls of every batch.
+        let _ = s.flow_rules().load_rules(vec![rule]);
+        for batch in batches {
+            let _ = s.entry("r").batch(batch).prioritized().enter();
+            let _ = s.entry("r").batch(batch).enter();
+        }
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::datasource::source::{RawPayload, ReadableDataSource, SourceError, Wat
 use crate::datasource::status::SourceStatus;
 use crate::engine::{Incoming, Sentinel, SourceNameClaim};
 use crate::rule_set::RuleSet;
-use crate::rules::{RuleError, RuleFamily, Validation};
+use crate::rules::{rules_in, RuleError, RuleFamily, RuleIssue, Validation};
 
 /// How long a watch must have run before its failure counts as a new outage (the backoff
 /// starts again from the initial delay).
@@ -267,9 +267,9 @@ impl Driver {
             return Ok(());
         }
 
-        let (mut set, skipped) = if payload.is_absent() {
+        let (mut set, skipped, skipped_rules) = if payload.is_absent() {
             let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
-            (RuleSet::cleared(&owned), Vec::new())
+            (RuleSet::cleared(&owned), Vec::new(), 0)
         } else {
             match self.convert(&payload) {
                 Ok(converted) => converted,
@@ -299,11 +299,11 @@ impl Driver {
         }
 
         let for_snapshot = self.snapshot_file.as_ref().map(|_| set.clone());
-        let incoming = Incoming::checked(set, skipped);
+        let incoming = Incoming::checked(set, skipped, skipped_rules);
         match self.sentinel.apply(&self.name, &self.name, Ok(incoming)) {
             Ok(report) => {
                 self.owned.extend(families);
-                let skipped = report.skipped;
+                let (skipped, skipped_rules) = (report.skipped, report.skipped_rules);
                 let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
                 self.status.send_modify(|s| {
                     s.applied_count += 1;
@@ -313,6 +313,7 @@ impl Driver {
                     s.last_revision = payload.revision.clone();
                     s.last_error = None;
                     s.skipped = skipped;
+                    s.skipped_rules = skipped_rules;
                     s.families = owned;
                     s.from_snapshot = false;
                 });
@@ -327,12 +328,11 @@ impl Driver {
 
     /// Converts each entry and validates it (unless its converter did), naming errors after
     /// the entry's key, and merges the entries into one set.
-    fn convert(
-        &self,
-        payload: &RawPayload,
-    ) -> Result<(RuleSet, Vec<crate::rules::RuleIssue>), RuleError> {
+    fn convert(&self, payload: &RawPayload) -> Result<(RuleSet, Vec<RuleIssue>, usize), RuleError> {
         let mut set = RuleSet::new();
         let mut skipped = Vec::new();
+        // Counted per entry: indexes restart in each.
+        let mut skipped_rules = 0;
         for entry in &payload.entries {
             let label = if entry.key.is_empty() {
                 self.name.as_str()
@@ -343,7 +343,7 @@ impl Driver {
                 .converter
                 .convert_with(&entry.value, self.validation)
                 .map_err(|error| error.with_payload(label))?;
-            skipped.extend(converted.skipped);
+            let mut entry_skipped = converted.skipped;
             let value = if converted.validated {
                 converted.value
             } else {
@@ -354,12 +354,14 @@ impl Driver {
                             issues,
                         }
                     })?;
-                skipped.append(&mut found);
+                entry_skipped.append(&mut found);
                 value
             };
+            skipped_rules += rules_in(&entry_skipped);
+            skipped.append(&mut entry_skipped);
             set.merge(value);
         }
-        Ok((set, skipped))
+        Ok((set, skipped, skipped_rules))
     }
 
     fn rejected(
@@ -419,7 +421,8 @@ impl Driver {
         };
         let applied = snapshot::decode(&bytes, self.validation).and_then(|(set, skipped)| {
             let families: Vec<RuleFamily> = set.families();
-            let incoming = Incoming::checked(set, skipped);
+            let skipped_rules = rules_in(&skipped);
+            let incoming = Incoming::checked(set, skipped, skipped_rules);
             self.sentinel
                 .apply(&self.name, &path.display().to_string(), Ok(incoming))
                 .map(|report| (families, report))
