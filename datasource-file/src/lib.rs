@@ -74,7 +74,8 @@
 //!   delay applies there too.
 //! - If the directory is missing, or the watch cannot be set up (for example when the
 //!   inotify watch limit is reached), the source checks the file once a second and tries the
-//!   watch again each time.
+//!   watch again each time. Meanwhile the source's status shows it disconnected, with the
+//!   reason, until the directory can be watched again.
 //!
 //! Only events for the file's own name (and ConfigMap entries) count. If the path is a
 //! symlink to a file with another name or in another directory, edits to that target are not
@@ -171,6 +172,9 @@ pub struct FileSource {
     pending: bool,
     /// The watch setup failure was already logged at warn level.
     watch_failure_logged: bool,
+    /// The driver was told the directory cannot be watched (`WatchEvent::Degraded`), and not
+    /// yet that it can again.
+    degraded: bool,
     closed: bool,
 }
 
@@ -201,6 +205,7 @@ impl FileSource {
             last: None,
             pending: false,
             watch_failure_logged: false,
+            degraded: false,
             closed: false,
         }
     }
@@ -245,6 +250,34 @@ impl FileSource {
                 false
             }
         }
+    }
+
+    /// A change in whether the directory can be watched, to report before anything else: the
+    /// file is still checked every second meanwhile, but status should show why edits are
+    /// not seen at once (a missing directory, the inotify limit).
+    fn health(&mut self) -> Option<WatchEvent> {
+        if self.config.poll.is_some() {
+            return None;
+        }
+        if self.start_watch() {
+            // Changes made before the watch existed were not reported: look first.
+            self.pending = true;
+        }
+        let watching = self.watch.is_some();
+        if watching && self.degraded {
+            self.degraded = false;
+            return Some(WatchEvent::Restored);
+        }
+        if !watching && !self.degraded {
+            self.degraded = true;
+            return Some(WatchEvent::Degraded(format!(
+                "cannot watch the directory {} (missing, or no watch available); checking the \
+                 file every {:?}",
+                self.config.dir.display(),
+                MISSING_DIR_RETRY
+            )));
+        }
+        None
     }
 
     /// Waits for a reason to look at the file, or for `deadline`.
@@ -403,6 +436,9 @@ impl ReadableDataSource for FileSource {
     async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
         self.ensure_open()?;
         loop {
+            if let Some(event) = self.health() {
+                return Ok(event);
+            }
             if !self.pending {
                 self.wait(None).await;
                 self.pending = true;

@@ -665,3 +665,35 @@ async fn file_size_cap_shows_in_status_and_recovers() {
     assert_eq!(status.applied_count, 2, "{status:?}");
     source.close().await;
 }
+
+#[tokio::test]
+async fn a_removed_directory_shows_in_status_until_it_is_back() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let dir = base.path().join("rules");
+    fs::create_dir(&dir).expect("mkdir");
+    let path = dir.join("rules.json");
+    fs::write(&path, flow_payload(1)).expect("write");
+    let engine = Engine::new();
+    let source = engine.start(flow(&path)).await;
+    assert_eq!(engine.seq(), Some(1));
+
+    fs::remove_dir_all(&dir).expect("remove the directory");
+    let status = wait_status(&source, "the directory reported missing", |s| {
+        !s.connected
+            && s.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("directory"))
+    })
+    .await;
+    assert!(status.disconnects >= 1, "{status:?}");
+
+    fs::create_dir(&dir).expect("mkdir again");
+    fs::write(&path, flow_payload(2)).expect("write again");
+    engine.wait_seq(Some(2)).await;
+    let status = wait_status(&source, "watching again", |s| {
+        s.connected && s.last_error.is_none()
+    })
+    .await;
+    assert!(status.applied_count >= 2, "{status:?}");
+    source.close().await;
+}

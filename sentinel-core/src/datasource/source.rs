@@ -93,6 +93,13 @@ pub enum WatchEvent {
     /// The value may have changed (a notification without a trustworthy payload, a compaction,
     /// a cancelled watch): the driver calls [`ReadableDataSource::read`] again.
     Resync,
+    /// The backend cannot watch for now but keeps trying by itself, without the driver's
+    /// reconnect (a file source whose directory is missing): status shows the source
+    /// disconnected with this message until [`Restored`](WatchEvent::Restored) or the next
+    /// value.
+    Degraded(String),
+    /// The backend watches again after [`Degraded`](WatchEvent::Degraded).
+    Restored,
 }
 
 /// Errors a backend reports. The driver retries all of them with backoff, except

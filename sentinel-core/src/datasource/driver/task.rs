@@ -137,8 +137,11 @@ impl Driver {
             match event {
                 Ok(WatchEvent::Changed(payload)) => {
                     backoff.reset();
+                    self.connected();
                     let _ = self.process(payload).await;
                 }
+                Ok(WatchEvent::Degraded(message)) => self.degraded(&message),
+                Ok(WatchEvent::Restored) => self.connected(),
                 Ok(WatchEvent::Resync) => {
                     backoff.reset();
                     let read = tokio::select! {
@@ -209,6 +212,19 @@ impl Driver {
             if revision.is_some() {
                 s.last_revision = revision;
             }
+        });
+    }
+
+    /// The backend cannot watch for now and retries by itself: shown as disconnected, with
+    /// no reconnect of the driver's.
+    fn degraded(&self, message: &str) {
+        tracing::warn!(source = %self.name, %message, "data source cannot watch for now");
+        self.status.send_modify(|s| {
+            if s.connected {
+                s.disconnects += 1;
+            }
+            s.connected = false;
+            s.last_error = Some(message.to_owned());
         });
     }
 
