@@ -416,10 +416,31 @@ async fn removed_directory_is_absent_and_its_return_is_seen() {
     source.read().await.expect("read");
 
     fs::remove_dir_all(&dir).expect("rm -r");
-    assert!(next_change(&mut source).await.is_absent());
+    // The file is reported absent, and the source says it cannot watch.
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        match timeout(EVENT_WAIT, source.watch()).await {
+            Ok(Ok(event)) => seen.push(event),
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+    assert!(
+        seen.contains(&WatchEvent::Changed(RawPayload::absent())),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, WatchEvent::Degraded(m) if m.contains("conf"))),
+        "{seen:?}"
+    );
 
     fs::create_dir(&dir).expect("mkdir");
     fs::write(&path, b"[2]").expect("write");
+    // Watching again, then the new content.
+    match timeout(EVENT_WAIT, source.watch()).await {
+        Ok(Ok(WatchEvent::Restored)) => {}
+        other => panic!("expected Restored, got {other:?}"),
+    }
     assert_eq!(value(&next_change(&mut source).await), b"[2]");
 }
 
