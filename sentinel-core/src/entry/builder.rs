@@ -1,0 +1,223 @@
+//! The entry builder: which resource, origin, context and batch, and how to enter (blocking,
+//! async, or around a future); and pre-resolved handles.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::guard::{Entry, Unfinished};
+use crate::block::BlockError;
+use crate::engine::{ResourceNode, Sentinel};
+
+/// Whether a call comes into this service or goes out of it. System rules apply to inbound
+/// calls only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum EntryType {
+    /// A call this service serves.
+    Inbound,
+    /// A call this service makes (the default).
+    #[default]
+    Outbound,
+}
+
+impl Sentinel {
+    /// Starts guarding a call to `resource`.
+    pub fn entry<'a>(&'a self, resource: &'a str) -> EntryBuilder<'a> {
+        EntryBuilder::new(self, resource)
+    }
+
+    /// Resolves a resource once, so a hot loop skips the name lookup.
+    pub fn resource(&self, resource: &str) -> ResourceHandle {
+        ResourceHandle::new(self.clone(), self.node(resource))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target<'a> {
+    Name(&'a str),
+    Handle(&'a ResourceHandle),
+}
+
+/// Describes one guarded call. Obtained from [`Sentinel::entry`] or
+/// [`ResourceHandle::entry`]; finished by [`enter`](Self::enter) or one of the async helpers.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "an entry builder does nothing until `enter` is called"]
+pub struct EntryBuilder<'a> {
+    pub(super) sentinel: &'a Sentinel,
+    pub(super) target: Target<'a>,
+    pub(super) origin: Option<&'a str>,
+    pub(super) context: Option<&'a str>,
+    pub(super) entry_type: EntryType,
+    pub(super) batch: u32,
+    pub(super) prioritized: bool,
+}
+
+impl<'a> EntryBuilder<'a> {
+    #[inline]
+    pub(crate) fn new(sentinel: &'a Sentinel, resource: &'a str) -> Self {
+        Self {
+            sentinel,
+            target: Target::Name(resource),
+            origin: None,
+            context: None,
+            entry_type: EntryType::Outbound,
+            batch: 1,
+            prioritized: false,
+        }
+    }
+
+    /// The caller's application name (`limitApp` and authority rules match it).
+    pub fn origin(mut self, origin: &'a str) -> Self {
+        self.origin = (!origin.is_empty()).then_some(origin);
+        self
+    }
+
+    /// The entrance context name, for chain-strategy flow rules.
+    pub fn context(mut self, context: &'a str) -> Self {
+        self.context = (!context.is_empty()).then_some(context);
+        self
+    }
+
+    /// Marks the call inbound (system rules apply).
+    pub fn inbound(mut self) -> Self {
+        self.entry_type = EntryType::Inbound;
+        self
+    }
+
+    /// Marks the call outbound (the default).
+    pub fn outbound(mut self) -> Self {
+        self.entry_type = EntryType::Outbound;
+        self
+    }
+
+    /// Sets the entry type.
+    pub fn entry_type(mut self, entry_type: EntryType) -> Self {
+        self.entry_type = entry_type;
+        self
+    }
+
+    /// Marks the call prioritized (Sentinel's `entryWithPriority`): past a QPS limit with the
+    /// reject behaviour, it may borrow a slot of a coming 500 ms bucket and wait for it (at
+    /// most 500 ms) instead of being blocked. The borrowed pass counts in that bucket, and as
+    /// an occupied pass now.
+    pub fn prioritized(mut self) -> Self {
+        self.prioritized = true;
+        self
+    }
+
+    /// How many permits the call takes (default 1). A batch of 0 counts as 1: every call
+    /// takes at least one permit.
+    pub fn batch(mut self, count: u32) -> Self {
+        self.batch = count.max(1);
+        self
+    }
+
+    /// Checks every rule and, if none blocks, returns the guard. A rate-limiter rule may make
+    /// this call sleep the calling thread while it queues; use
+    /// [`enter_async`](Self::enter_async) in async code.
+    ///
+    /// A queued call is counted (as passed and in flight) when its wait ends, as in Sentinel.
+    pub fn enter(self) -> Result<Entry<'a>, BlockError> {
+        let mut wait = Duration::ZERO;
+        // The result is returned as it is, so it is built in place.
+        let mut result = self.check(&mut wait);
+        if !wait.is_zero() {
+            if !self.sentinel.clock().wait_virtually(wait) {
+                std::thread::sleep(wait);
+            }
+            if let Ok(entry) = &mut result {
+                entry.start();
+            }
+        }
+        result
+    }
+
+    /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`. If the future is
+    /// dropped while it queues, the call never started: nothing is counted for it (the rate
+    /// limiter's slot stays taken, as a slept-through slot would).
+    pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
+        let mut wait = Duration::ZERO;
+        let mut result = self.check(&mut wait);
+        if !wait.is_zero() {
+            if !self.sentinel.clock().wait_virtually(wait) {
+                tokio::time::sleep(wait).await;
+            }
+            if let Ok(entry) = &mut result {
+                entry.start();
+            }
+        }
+        result
+    }
+
+    /// Runs `future` under the guard: the entry exits when the future completes.
+    ///
+    /// A future dropped before it completes (a `tokio::time::timeout` around this call, a
+    /// client gone away) exits the entry as an **error**, as does a panic in it: neither is a
+    /// success a circuit breaker should count.
+    pub async fn run<F: Future>(self, future: F) -> Result<F::Output, BlockError> {
+        let entry = self.enter_async().await?;
+        let mut guard = Unfinished(Some(entry));
+        let output = future.await;
+        guard.finish();
+        Ok(output)
+    }
+
+    /// Runs a fallible `future` under the guard and records an `Err` as an error, which error
+    /// ratio and error count circuit breakers count. A future dropped before it completes
+    /// counts as an error too (see [`run`](Self::run)).
+    pub async fn run_result<T, E, F>(self, future: F) -> Result<Result<T, E>, BlockError>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let entry = self.enter_async().await?;
+        let mut guard = Unfinished(Some(entry));
+        let output = future.await;
+        if output.is_err() {
+            if let Some(entry) = guard.0.as_mut() {
+                entry.set_error();
+            }
+        }
+        guard.finish();
+        Ok(output)
+    }
+}
+
+/// A pre-resolved resource: entries through it skip the name lookup.
+///
+/// ```
+/// let sentinel = sentinel_core::Sentinel::new();
+/// let handle = sentinel.resource("db.query");
+/// for _ in 0..3 {
+///     let _entry = handle.entry().enter().expect("no rules, never blocked");
+/// }
+/// assert_eq!(sentinel.resource_stats("db.query").unwrap().pass_qps, 3.0);
+/// ```
+#[derive(Clone)]
+pub struct ResourceHandle {
+    sentinel: Sentinel,
+    pub(super) node: Option<Arc<ResourceNode>>,
+}
+
+impl fmt::Debug for ResourceHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceHandle")
+            .field("resource", &self.node.as_ref().map(|n| &n.name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceHandle {
+    pub(crate) fn new(sentinel: Sentinel, node: Option<Arc<ResourceNode>>) -> Self {
+        Self { sentinel, node }
+    }
+
+    /// Starts guarding a call to this resource.
+    #[inline]
+    pub fn entry(&self) -> EntryBuilder<'_> {
+        EntryBuilder {
+            target: Target::Handle(self),
+            ..EntryBuilder::new(&self.sentinel, "")
+        }
+    }
+}

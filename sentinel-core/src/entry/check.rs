@@ -1,0 +1,277 @@
+//! The checks of one call, in Sentinel's slot order (authority, system, flow, circuit
+//! breaker), and the counting of its pass or block: the hot path.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::builder::{EntryBuilder, EntryType, Target};
+use super::guard::{count_pass, queued_bits, Entry, NodeRef};
+use crate::block::BlockError;
+use crate::circuit_breaker::{Admission, CircuitBreaker};
+use crate::engine::{with_rules, ResourceNode};
+use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
+use crate::stat::StatNode;
+
+impl<'a> EntryBuilder<'a> {
+    #[inline(always)]
+    /// Checks the rules and counts the call; `wait` receives how long the call must queue.
+    pub(super) fn check(&self, wait_out: &mut Duration) -> Result<Entry<'a>, BlockError> {
+        // A handle lends its node; a name lookup owns a reference to it.
+        let node_ref = match self.target {
+            Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
+            Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
+        };
+        let Some(node_ref) = node_ref else {
+            return Ok(Entry::untracked());
+        };
+        let node: &ResourceNode = &node_ref;
+        let shared = &*node.shared;
+        let now = shared.clock.now_ms();
+        let origin_node = self.origin.and_then(|o| node.origin_node(o));
+        let context_node = self.context.and_then(|c| node.context_node(c));
+        let inbound = self.entry_type == EntryType::Inbound;
+        let batch = u64::from(self.batch);
+
+        // The closure reports through `blocked` and returns a register-sized verdict: moving
+        // a large return value out of it costs more than the checks themselves.
+        let mut blocked: Option<BlockError> = None;
+        let verdict = with_rules(
+            &node.shared,
+            #[inline(always)]
+            |snapshot| {
+                let mut verdict = Verdict::default();
+                let rules = node.rules_in(snapshot);
+                let error = 'checks: {
+                    // Sentinel's slot order: authority, system, flow, circuit breaker.
+                    if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                        let origin = self.origin.unwrap_or("");
+                        if !rule.passes(origin) {
+                            break 'checks BlockError::Authority {
+                                resource: node.name.clone(),
+                                rule: rule.clone(),
+                                origin: origin.to_owned(),
+                            };
+                        }
+                    }
+                    if inbound {
+                        if let Some(thresholds) = &snapshot.tables.system.thresholds {
+                            if let Err(b) =
+                                thresholds.check(&shared.inbound, now, self.batch, || {
+                                    shared.system_status()
+                                })
+                            {
+                                break 'checks BlockError::System {
+                                    resource: node.name.clone(),
+                                    metric: b.metric,
+                                    threshold: b.threshold,
+                                    value: b.value,
+                                };
+                            }
+                        }
+                    }
+                    let Some(rules) = rules else {
+                        return verdict;
+                    };
+                    // The common single plain QPS rule, without reading the flow table.
+                    let plain_pass = plain_qps_passes(
+                        rules.plain_qps,
+                        &node.stat,
+                        now,
+                        self.batch,
+                        self.prioritized,
+                    );
+                    if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
+                        let cx = CheckContext {
+                            now_ms: now,
+                            clock: shared.clock.as_dyn(),
+                            stat: &node.stat,
+                            origin: self.origin,
+                            origin_node: origin_node.as_deref(),
+                            context: self.context,
+                            context_node: context_node.as_deref(),
+                            batch: self.batch,
+                            prioritized: self.prioritized,
+                        };
+                        match flow.check(&cx) {
+                            Ok(pass) => {
+                                verdict.wait_ns = pass.wait_ns;
+                                verdict.borrowed = pass.borrowed;
+                                verdict.reserved = pass.reserved;
+                            }
+                            Err(rule) => {
+                                break 'checks BlockError::Flow {
+                                    resource: node.name.clone(),
+                                    rule: rule.clone(),
+                                }
+                            }
+                        }
+                    }
+                    if let Some(list) = rules.breakers.as_ref() {
+                        // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
+                        // but its completion is reported to them (Sentinel's DegradeSlot.exit).
+                        if !verdict.borrowed {
+                            if let Some(error) = check_breakers(list, now, node) {
+                                break 'checks error;
+                            }
+                        }
+                        verdict.breakers = true;
+                    }
+                    return verdict;
+                };
+                blocked = Some(error);
+                verdict
+            },
+        );
+        let Verdict {
+            wait_ns,
+            borrowed,
+            breakers,
+            reserved,
+        } = verdict;
+        if let Some(error) = blocked {
+            if reserved != 0 {
+                // The flow rules passed and reserved; a later check blocked.
+                release_reserved(
+                    reserved,
+                    self.batch,
+                    &node.stat,
+                    origin_node.as_deref(),
+                    context_node.as_deref(),
+                );
+            }
+            record_block(
+                node,
+                origin_node.as_deref(),
+                context_node.as_deref(),
+                inbound,
+                now,
+                batch,
+            );
+            return Err(error);
+        }
+        if wait_ns != 0 {
+            // A blocked call never queues. A queued one is counted when its wait ends.
+            *wait_out = Duration::from_nanos(wait_ns);
+        } else {
+            count_pass(
+                node,
+                origin_node.as_deref(),
+                context_node.as_deref(),
+                inbound,
+                now,
+                batch,
+                borrowed,
+            );
+        }
+        Ok(Entry {
+            node: Some(node_ref),
+            origin_node,
+            context_node,
+            breakers,
+            start_ms: now,
+            batch: self.batch,
+            inbound,
+            error: false,
+            pending: reserved
+                | if wait_ns == 0 {
+                    0
+                } else {
+                    queued_bits(borrowed)
+                },
+        })
+    }
+}
+
+/// What the checks decided for a call that passed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Verdict {
+    /// How long the call queues (rate limiter), in nanoseconds: a `Duration` would make
+    /// the verdict too large to return in registers.
+    wait_ns: u64,
+    /// It passed on a slot borrowed from a coming bucket.
+    borrowed: bool,
+    /// The resource has circuit breakers: exit reports to them.
+    breakers: bool,
+    /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).
+    reserved: u8,
+}
+
+/// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
+/// call as their half-open probe go back to OPEN: the probe never ran.
+#[inline(always)]
+fn check_breakers(
+    list: &[Arc<CircuitBreaker>],
+    now: u64,
+    node: &ResourceNode,
+) -> Option<BlockError> {
+    let events = &node.shared.events;
+    for (i, breaker) in list.iter().enumerate() {
+        let admission = breaker.try_pass(now, events);
+        if admission != Admission::Pass {
+            return finish_breakers(list, i, admission, now, node);
+        }
+    }
+    None
+}
+
+/// The rest of [`check_breakers`] from `first`, the first breaker that did not simply pass
+/// (it decided `admission`).
+#[cold]
+#[inline(never)]
+fn finish_breakers(
+    list: &[Arc<CircuitBreaker>],
+    first: usize,
+    admission: Admission,
+    now: u64,
+    node: &ResourceNode,
+) -> Option<BlockError> {
+    let events = &node.shared.events;
+    // Probes admitted from `first` on, one bit each (the breakers before `first` passed).
+    let mut probes: u64 = 0;
+    let bit = |i: usize| 1u64.checked_shl((i - first) as u32).unwrap_or(0);
+    for (i, breaker) in list.iter().enumerate().skip(first) {
+        let decided = if i == first {
+            admission
+        } else {
+            breaker.try_pass(now, events)
+        };
+        match decided {
+            Admission::Pass => {}
+            Admission::Probe => probes |= bit(i),
+            Admission::Block => {
+                for (j, earlier) in list.iter().enumerate().take(i).skip(first) {
+                    if probes & bit(j) != 0 {
+                        earlier.abort_probe(now, events);
+                    }
+                }
+                return Some(BlockError::CircuitBreaker {
+                    resource: node.name.clone(),
+                    rule: breaker.rule.clone(),
+                });
+            }
+        }
+    }
+    None
+}
+
+fn record_block(
+    node: &ResourceNode,
+    origin: Option<&StatNode>,
+    context: Option<&StatNode>,
+    inbound: bool,
+    now: u64,
+    batch: u64,
+) {
+    node.stat.on_block(now, batch);
+    if let Some(n) = origin {
+        n.on_block(now, batch);
+    }
+    if let Some(n) = context {
+        n.on_block(now, batch);
+    }
+    if inbound {
+        node.shared.inbound.on_block(now, batch);
+    }
+    #[cfg(feature = "metrics")]
+    node.metrics.block.increment(batch);
+}

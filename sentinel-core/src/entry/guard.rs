@@ -1,0 +1,282 @@
+//! The RAII [`Entry`] of a call that passed: counted when it starts, exited when dropped.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::engine::{with_rules, ResourceNode};
+use crate::flow::release_reserved;
+use crate::stat::StatNode;
+
+/// Counts a call that passed on its nodes: as passed (or, on a borrowed slot, only as in
+/// flight) and in flight.
+#[inline(always)]
+pub(super) fn count_pass(
+    node: &ResourceNode,
+    origin_node: Option<&StatNode>,
+    context_node: Option<&StatNode>,
+    inbound: bool,
+    now: u64,
+    batch: u64,
+    borrowed: bool,
+) {
+    if borrowed {
+        // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
+        // bucket; only concurrency rises now.
+        node.stat.on_pass_borrowed();
+        for n in [origin_node, context_node].into_iter().flatten() {
+            n.on_pass_borrowed();
+        }
+        if inbound {
+            node.shared.inbound.on_pass_borrowed();
+        }
+    } else {
+        node.stat.on_pass(now, batch);
+        if let Some(n) = origin_node {
+            n.on_pass(now, batch);
+        }
+        if let Some(n) = context_node {
+            n.on_pass(now, batch);
+        }
+        if inbound {
+            node.shared.inbound.on_pass(now, batch);
+        }
+    }
+    #[cfg(feature = "metrics")]
+    node.metrics.pass.increment(batch);
+}
+
+/// An entry whose guarded future has not finished: dropped as it is, the future was
+/// cancelled or panicked, and the entry exits as an error.
+pub(super) struct Unfinished<'a>(pub(super) Option<Entry<'a>>);
+
+impl Unfinished<'_> {
+    /// The future completed: the entry exits as it is.
+    pub(super) fn finish(&mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.0.as_mut() {
+            entry.set_error();
+        }
+    }
+}
+
+impl Entry<'_> {
+    /// The exit of an entry with something pending: gives back the places concurrency rules
+    /// reserved for it. `true` when the call never started (it was dropped while it
+    /// queued): nothing else was counted for it.
+    #[cold]
+    #[inline(never)]
+    fn exit_pending(&mut self) -> bool {
+        let pending = std::mem::take(&mut self.pending);
+        if let Some(node) = self.node.as_deref() {
+            release_reserved(
+                pending & RESERVED_BITS,
+                self.batch,
+                &node.stat,
+                self.origin_node.as_deref(),
+                self.context_node.as_deref(),
+            );
+        }
+        pending & QUEUED != 0
+    }
+
+    /// A queued call's wait is over: count it now.
+    #[cold]
+    pub(super) fn start(&mut self) {
+        let (queued, node) = (self.pending & QUEUED != 0, self.node.as_deref());
+        let Some(node) = node.filter(|_| queued) else {
+            return;
+        };
+        let borrowed = self.pending & QUEUED_BORROWED != 0;
+        self.pending &= RESERVED_BITS;
+        count_pass(
+            node,
+            self.origin_node.as_deref(),
+            self.context_node.as_deref(),
+            self.inbound,
+            node.shared.clock.now_ms(),
+            u64::from(self.batch),
+            borrowed,
+        );
+    }
+}
+
+/// `Entry::pending`: the call queues for its slot and is not counted yet.
+const QUEUED: u8 = 0x80;
+/// With [`QUEUED`]: the slot was borrowed from a coming bucket.
+const QUEUED_BORROWED: u8 = 0x40;
+/// `Entry::pending`: the `RESERVED_ON_*` bits of the flow rules.
+const RESERVED_BITS: u8 = 0x0f;
+
+pub(super) fn queued_bits(borrowed: bool) -> u8 {
+    if borrowed {
+        QUEUED | QUEUED_BORROWED
+    } else {
+        QUEUED
+    }
+}
+
+/// The resource node an entry reports to: lent by a [`ResourceHandle`] (no reference-count
+/// traffic on the hot path) or owned after a name lookup.
+pub(super) enum NodeRef<'a> {
+    Borrowed(&'a Arc<ResourceNode>),
+    Owned(Arc<ResourceNode>),
+}
+
+impl std::ops::Deref for NodeRef<'_> {
+    type Target = ResourceNode;
+
+    #[inline]
+    fn deref(&self) -> &ResourceNode {
+        match self {
+            NodeRef::Borrowed(node) => node,
+            NodeRef::Owned(node) => node,
+        }
+    }
+}
+
+/// A call that passed every check. Dropping it exits: it records the response time,
+/// success or error, and releases its concurrency.
+///
+/// The lifetime is the borrow of the [`Sentinel`] or [`ResourceHandle`] it came from; use
+/// [`into_owned`](Self::into_owned) to keep an entry past it (for example in a spawned task).
+#[must_use = "dropping an entry exits it at once"]
+pub struct Entry<'a> {
+    pub(super) node: Option<NodeRef<'a>>,
+    pub(super) origin_node: Option<Arc<StatNode>>,
+    pub(super) context_node: Option<Arc<StatNode>>,
+    /// The resource had circuit breakers when the call entered: exit reports to them.
+    pub(super) breakers: bool,
+    pub(super) start_ms: u64,
+    pub(super) batch: u32,
+    pub(super) inbound: bool,
+    pub(super) error: bool,
+    /// What the exit must undo or skip, one byte so a plain exit tests it once: the nodes a
+    /// concurrency rule reserved a place on (given back on exit), and whether the call still
+    /// queues for its slot ([`QUEUED`]: not counted yet; dropped before
+    /// [`start`](Entry::start), it never started).
+    pub(super) pending: u8,
+}
+
+impl fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("resource", &self.node.as_deref().map(|n| &n.name))
+            .field("start_ms", &self.start_ms)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Entry<'a> {
+    pub(super) fn untracked() -> Self {
+        Self {
+            node: None,
+            origin_node: None,
+            context_node: None,
+            breakers: false,
+            start_ms: 0,
+            batch: 0,
+            inbound: false,
+            error: false,
+            pending: 0,
+        }
+    }
+
+    /// Marks the call as failed (Sentinel's `Tracer.trace`). Error ratio and error count
+    /// circuit breakers count it when the entry exits.
+    pub fn set_error(&mut self) {
+        self.error = true;
+    }
+
+    /// Records `error` on the entry; returns it for chaining with `?`.
+    pub fn trace<E>(&mut self, error: E) -> E {
+        self.set_error();
+        error
+    }
+
+    /// The resource, unless the call passed untracked (past the resource cap).
+    pub fn resource(&self) -> Option<&str> {
+        self.node.as_deref().map(|n| &*n.name)
+    }
+
+    /// Exits now. Same as dropping.
+    pub fn exit(self) {}
+
+    /// The same entry, independent of the handle or engine borrow it came from.
+    pub fn into_owned(mut self) -> Entry<'static> {
+        let node = self.node.take().map(|n| match n {
+            NodeRef::Borrowed(node) => NodeRef::Owned(node.clone()),
+            NodeRef::Owned(node) => NodeRef::Owned(node),
+        });
+        Entry {
+            node,
+            origin_node: self.origin_node.take(),
+            context_node: self.context_node.take(),
+            breakers: self.breakers,
+            start_ms: self.start_ms,
+            batch: self.batch,
+            inbound: self.inbound,
+            error: self.error,
+            pending: std::mem::take(&mut self.pending),
+        }
+    }
+}
+
+impl Drop for Entry<'_> {
+    fn drop(&mut self) {
+        if self.pending != 0 && self.exit_pending() {
+            // A queued call that never started was never counted.
+            return;
+        }
+        // The node itself is released with the entry's fields, after this.
+        let Some(node_ref) = &self.node else {
+            return;
+        };
+        // A panic in the guarded code is a failed call, not a success.
+        if std::thread::panicking() {
+            self.error = true;
+        }
+        let node: &ResourceNode = node_ref;
+        let shared = &*node.shared;
+        let now = shared.clock.now_ms();
+        let rt = now.saturating_sub(self.start_ms);
+        let batch = u64::from(self.batch);
+        node.stat.on_complete(now, rt, batch, self.error);
+        if let Some(n) = &self.origin_node {
+            n.on_complete(now, rt, batch, self.error);
+        }
+        if let Some(n) = &self.context_node {
+            n.on_complete(now, rt, batch, self.error);
+        }
+        if self.inbound {
+            shared.inbound.on_complete(now, rt, batch, self.error);
+        }
+        if self.breakers {
+            // As Sentinel's DegradeSlot does on exit: the resource's current breakers get the
+            // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
+            // same object unless its rule changed.
+            let (error, events) = (self.error, &shared.events);
+            with_rules(
+                &node.shared,
+                #[inline(always)]
+                |snapshot| {
+                    let current = node.rules_in(snapshot);
+                    if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
+                        for breaker in list {
+                            breaker.on_complete(now, rt, error, events);
+                        }
+                    }
+                },
+            );
+        }
+        #[cfg(feature = "metrics")]
+        if self.error {
+            node.metrics.error.increment(batch);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Guarding a call: the entry builder and pre-resolved handles (`builder`), the checks of the
+//! hot path (`check`), and the RAII [`Entry`] (`guard`).
+
+mod builder;
+mod check;
+mod guard;
+
+pub use builder::{EntryBuilder, EntryType, ResourceHandle};
+pub use guard::Entry;
+
+#[cfg(test)]
+mod tests;
