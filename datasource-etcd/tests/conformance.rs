@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
-    CheckOutcome, ConformanceHarness, EventRecorder, Unsupported,
+    ConformanceHarness, EventRecorder, Unsupported,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -160,13 +160,8 @@ async fn conformance_kit_passes_with_server_restarts() {
     let report = run_conformance(&harness)
         .await
         .unwrap_or_else(|failure| panic!("{failure}"));
-    let skipped: Vec<&str> = report
-        .checks
-        .iter()
-        .filter(|(_, outcome)| *outcome != CheckOutcome::Passed)
-        .map(|(name, _)| *name)
-        .collect();
-    assert!(skipped.is_empty(), "checks not run: {skipped:?}");
+    println!("conformance: {report}");
+    assert!(report.all_passed(), "{report}");
     assert_eq!(report.checks.len(), 10, "{report:?}");
 }
 

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
-    CheckOutcome, ConformanceHarness, EventRecorder, Unsupported, CONFORMANCE_RESOURCE, WAIT,
+    ConformanceHarness, EventRecorder, Unsupported, CONFORMANCE_RESOURCE, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceBuilder, DeletePolicy, FlowJson, ReadableDataSource,
@@ -124,9 +124,8 @@ async fn conformance_kit_passes() {
     let report = run_conformance(&harness)
         .await
         .unwrap_or_else(|failure| panic!("{failure}"));
-    for (check, outcome) in &report.checks {
-        assert_eq!(*outcome, CheckOutcome::Passed, "check {check} was skipped");
-    }
+    println!("conformance: {report}");
+    assert!(report.all_passed(), "{report}");
     assert_eq!(report.checks.len(), 10, "{report:?}");
 }
 

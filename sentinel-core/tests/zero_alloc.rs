@@ -5,9 +5,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use sentinel_core::authority::AuthorityRule;
 use sentinel_core::circuit_breaker::DegradeRule;
-use sentinel_core::flow::FlowRule;
-use sentinel_core::Sentinel;
+use sentinel_core::flow::{ControlBehavior, FlowRule};
+use sentinel_core::system::{ManualSystemStatus, SystemRule};
+use sentinel_core::{FakeClock, Sentinel};
 
 struct Counting;
 
@@ -108,4 +110,67 @@ fn entry_and_exit_do_not_allocate() {
         with_breaker, 0,
         "entry + exit with a circuit breaker allocated"
     );
+}
+
+/// Every rule family and controller, passing and blocking, on a fake clock (a rate limiter's
+/// queueing then advances the clock instead of sleeping).
+fn every_path(sentinel: &Sentinel) {
+    let _ = sentinel.entry("warm").enter();
+    let _ = sentinel.entry("paced").enter();
+    let _ = sentinel.entry("warm-paced").enter();
+    let _ = sentinel.entry("related").enter();
+    let _ = sentinel.entry("read").enter();
+    let _ = sentinel.entry("chained").context("entrance").enter();
+    let held = sentinel.entry("bulkhead").enter();
+    let _ = sentinel.entry("bulkhead").enter(); // blocked: the one place is held
+    drop(held);
+    let _ = sentinel.entry("guarded").origin("friend").enter();
+    let _ = sentinel.entry("inbound").inbound().enter();
+    let _ = sentinel.entry("closed").enter(); // blocked by a QPS limit of 0
+}
+
+// Kept in the same test function as the cases above would race them; a second function runs
+// on its own thread and counts only its own allocations.
+#[test]
+fn every_family_and_controller_does_not_allocate() {
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .system_status(status)
+        .build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("warm", 1e9).control_behavior(ControlBehavior::WarmUp),
+            FlowRule::qps("paced", 1e9)
+                .control_behavior(ControlBehavior::RateLimiter)
+                .max_queueing_time_ms(1_000),
+            FlowRule::qps("warm-paced", 1e9)
+                .control_behavior(ControlBehavior::WarmUpRateLimiter)
+                .max_queueing_time_ms(1_000),
+            FlowRule::qps("related", 1e9).relate("read"),
+            FlowRule::qps("chained", 1e9).chain("entrance"),
+            FlowRule::thread("bulkhead", 1.0),
+            FlowRule::qps("closed", 0.0),
+        ])
+        .expect("valid rules");
+    sentinel
+        .authority_rules()
+        .load_rules(vec![AuthorityRule::white_list("guarded", "friend")])
+        .expect("valid rule");
+    sentinel
+        .system_rules()
+        .load_rules(vec![SystemRule::new().qps(1e9)])
+        .expect("valid rule");
+    for _ in 0..100 {
+        every_path(&sentinel);
+    }
+    let allocations = allocations_during(|| {
+        for _ in 0..2_000 {
+            every_path(&sentinel);
+            clock.advance_ms(1);
+        }
+    });
+    assert_eq!(allocations, 0, "a check or a block allocated");
 }

@@ -398,8 +398,11 @@ fn transitions_are_reported_with_the_tripping_value() {
     calls(&s, &clock, 6, 0, 1_000);
     clock.advance_ms(1_000);
     drop(s.entry("r").enter().unwrap());
-    // The listener survives a reload.
-    s.degrade_rules().load_rules(vec![seed_rule()]).unwrap();
+    // The listener survives a reload: a new breaker's trip after it is reported too.
+    s.degrade_rules()
+        .load_rules(vec![seed_rule().min_request_amount(6)])
+        .unwrap();
+    calls(&s, &clock, 6, 0, 1_000);
     let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
     assert_eq!(
         seen,
@@ -407,6 +410,7 @@ fn transitions_are_reported_with_the_tripping_value() {
             (BreakerState::Closed, BreakerState::Open, Some(1.0)),
             (BreakerState::Open, BreakerState::HalfOpen, None),
             (BreakerState::HalfOpen, BreakerState::Closed, None),
+            (BreakerState::Closed, BreakerState::Open, Some(1.0)),
         ]
     );
 }

@@ -19,13 +19,7 @@ async fn memory_source_conforms() {
     let report = testkit::run_conformance(&harness).await;
     let report = report.unwrap_or_else(|failure| panic!("{failure}"));
     assert_eq!(report.checks.len(), 10);
-    assert!(
-        report
-            .checks
-            .iter()
-            .all(|(_, o)| *o == CheckOutcome::Passed),
-        "{report:?}"
-    );
+    assert!(report.all_passed(), "{report}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,4 +417,66 @@ async fn active_rules_and_weak_handles() {
     let weak = sentinel.downgrade();
     drop(sentinel);
     assert!(weak.upgrade().is_none(), "the engine was kept alive");
+}
+
+/// The memory harness without a way to stop its store.
+struct CannotStop(MemoryHarness);
+
+#[async_trait::async_trait]
+impl testkit::ConformanceHarness for CannotStop {
+    type Source = MemorySource;
+
+    fn make_source(&self) -> MemorySource {
+        self.0.make_source()
+    }
+
+    async fn write(&self, bytes: &[u8]) {
+        self.0.write(bytes).await;
+    }
+
+    async fn delete(&self) {
+        self.0.delete().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harness_that_cannot_stop_its_server_reports_what_was_skipped() {
+    let report = testkit::run_conformance(&CannotStop(MemoryHarness::new()))
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(!report.all_passed());
+    let summary = report.to_string();
+    assert!(summary.starts_with("7 passed, 3 skipped: "), "{summary}");
+    for check in ["initial_load", "disconnect", "snapshot"] {
+        assert!(summary.contains(check), "{summary}");
+    }
+}
+
+#[tokio::test]
+async fn the_default_cap_is_4_mib() {
+    let store = MemoryStore::new();
+    let at_cap = {
+        let mut bytes = vec![b' '; DEFAULT_MAX_PAYLOAD_BYTES - 2];
+        bytes.extend_from_slice(b"[]");
+        bytes
+    };
+    store.put("k", at_cap.clone());
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("a payload of exactly 4 MiB is accepted");
+    let mut over = at_cap;
+    over.push(b' ');
+    store.put("k", over);
+    let status = wait_status(&source, "the oversized payload rejected", |s| {
+        s.rejected_count == 1
+    })
+    .await;
+    let error = status.last_error.unwrap_or_default();
+    assert!(
+        error.contains(&format!("{}-byte cap", 4 * 1024 * 1024)),
+        "{error}"
+    );
+    source.close().await;
 }

@@ -148,7 +148,6 @@ fn shared_engine_clones_share_rules() {
         .load_rules(vec![FlowRule::qps("r", 1.0)])
         .unwrap();
     assert_eq!(clone.flow_rules().rules().len(), 1);
-    let _ = Arc::new(clone);
 }
 
 #[test]

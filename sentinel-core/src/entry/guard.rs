@@ -142,7 +142,8 @@ impl std::ops::Deref for NodeRef<'_> {
 /// A call that passed every check. Dropping it exits: it records the response time,
 /// success or error, and releases its concurrency.
 ///
-/// The lifetime is the borrow of the [`Sentinel`] or [`ResourceHandle`] it came from; use
+/// The lifetime is the borrow of the [`Sentinel`](crate::Sentinel) or
+/// [`ResourceHandle`](crate::ResourceHandle) it came from; use
 /// [`into_owned`](Self::into_owned) to keep an entry past it (for example in a spawned task).
 #[must_use = "dropping an entry exits it at once"]
 pub struct Entry<'a> {

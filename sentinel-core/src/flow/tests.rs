@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use super::controller::{Controller, Decision, RateLimiter, WarmUp};
+use super::controller::{Decision, RateLimiter, WarmUp};
 use super::*;
 use crate::test_support::run_load;
 use crate::{BlockError, Clock, FakeClock, RuleFamily, Sentinel};
@@ -307,7 +307,6 @@ fn warm_up_rate_limiter_spaces_at_the_warming_rate() {
     drop(s.entry("r").enter().unwrap());
     // Cold: 10 QPS, so 100 ms apart.
     assert_eq!(clock.now_ms() - a, 100);
-    let _ = Controller::for_rule(&FlowRule::qps("x", 1.0));
 }
 
 #[test]
@@ -671,5 +670,63 @@ fn a_concurrency_reservation_is_given_back_when_a_later_check_blocks() {
         node.stat.reserved(),
         0,
         "given back after the breaker's block"
+    );
+}
+
+#[test]
+fn an_equal_rule_keeps_its_rate_limiter_slot_across_a_reload() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let rule = FlowRule::qps("r", 10.0)
+        .control_behavior(ControlBehavior::RateLimiter)
+        .max_queueing_time_ms(500);
+    s.flow_rules().load_rules(vec![rule.clone()]).unwrap();
+    drop(s.entry("r").enter().unwrap());
+    // Reloading the same rule keeps its schedule: the next call still queues 100 ms.
+    s.flow_rules().load_rules(vec![rule]).unwrap();
+    let before = clock.now_ms();
+    drop(s.entry("r").enter().unwrap());
+    assert_eq!(clock.now_ms() - before, 100);
+    // A changed rule starts a new, idle schedule.
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 20.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(500)])
+        .unwrap();
+    let before = clock.now_ms();
+    drop(s.entry("r").enter().unwrap());
+    assert_eq!(clock.now_ms(), before);
+}
+
+#[test]
+fn warm_up_rate_limiter_spacing_tightens_as_the_rule_warms() {
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 30.0)
+            .control_behavior(ControlBehavior::WarmUpRateLimiter)
+            .warm_up_period_sec(5)
+            .max_queueing_time_ms(2_000)])
+        .unwrap();
+    // A caller that always waits for its slot: each pass moves the fake clock to it.
+    let mut times = Vec::new();
+    while clock.now_ms() < 120_000 {
+        drop(s.entry("r").enter().unwrap());
+        times.push(clock.now_nanos());
+    }
+    let gaps_ms: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64 / 1e6)
+        .collect();
+    let first = gaps_ms[0];
+    let last = gaps_ms[gaps_ms.len() - 1];
+    // Cold: 10/s (count / cold factor 3), 100 ms apart; warm: 30/s, 33.3 ms apart.
+    assert!((first - 100.0).abs() < 1.0, "first gap {first} ms");
+    assert!((last - 1000.0 / 30.0).abs() < 1.0, "last gap {last} ms");
+    // In between it only tightens (each second's spacing no wider than the one before).
+    let per_second: Vec<f64> = gaps_ms.chunks(10).map(|c| c[0]).collect();
+    assert!(
+        per_second.windows(2).all(|w| w[1] <= w[0] + 0.5),
+        "{per_second:?}"
     );
 }

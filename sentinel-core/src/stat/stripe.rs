@@ -27,24 +27,36 @@ struct Lease(usize);
 
 impl Lease {
     fn acquire() -> Self {
-        let all = (1u64 << OWNED_STRIPES) - 1;
-        let mut taken = LEASED.load(Ordering::Relaxed);
-        loop {
-            let free = !taken & all;
-            if free == 0 {
-                return Lease(SHARED_STRIPE);
-            }
-            let bit = free.trailing_zeros() as usize;
-            match LEASED.compare_exchange_weak(
-                taken,
-                taken | (1 << bit),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Lease(bit),
-                Err(now) => taken = now,
-            }
+        Lease(take_stripe(&LEASED))
+    }
+}
+
+/// Takes a free owned stripe from the `leased` bitmask, or the shared one when none is free.
+fn take_stripe(leased: &AtomicU64) -> usize {
+    let all = (1u64 << OWNED_STRIPES) - 1;
+    let mut taken = leased.load(Ordering::Relaxed);
+    loop {
+        let free = !taken & all;
+        if free == 0 {
+            return SHARED_STRIPE;
         }
+        let bit = free.trailing_zeros() as usize;
+        match leased.compare_exchange_weak(
+            taken,
+            taken | (1 << bit),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return bit,
+            Err(now) => taken = now,
+        }
+    }
+}
+
+/// Gives `stripe` back to the `leased` bitmask (the shared stripe is nobody's).
+fn give_back(leased: &AtomicU64, stripe: usize) {
+    if stripe < OWNED_STRIPES {
+        leased.fetch_and(!(1u64 << stripe), Ordering::AcqRel);
     }
 }
 
@@ -52,9 +64,7 @@ impl Drop for Lease {
     fn drop(&mut self) {
         // From now on this thread (in its remaining destructors) shares.
         let _ = STRIPE.try_with(|s| s.set(SHARED_STRIPE as u8));
-        if self.0 < OWNED_STRIPES {
-            LEASED.fetch_and(!(1u64 << self.0), Ordering::AcqRel);
-        }
+        give_back(&LEASED, self.0);
     }
 }
 
@@ -196,18 +206,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn threads_lease_distinct_stripes_and_give_them_back() {
-        let (mine, owned) = my_stripe();
-        assert!(owned, "the first threads own a stripe");
-        let other = std::thread::spawn(my_stripe)
+    fn leases_are_distinct_shared_past_eight_and_given_back() {
+        // A private bitmask: the process-wide pool is shared with every other test's threads.
+        let leased = AtomicU64::new(0);
+        let stripes: Vec<usize> = (0..OWNED_STRIPES).map(|_| take_stripe(&leased)).collect();
+        assert_eq!(stripes, (0..OWNED_STRIPES).collect::<Vec<_>>());
+        assert_eq!(take_stripe(&leased), SHARED_STRIPE, "none left: share");
+        give_back(&leased, 5);
+        give_back(&leased, SHARED_STRIPE);
+        assert_eq!(
+            take_stripe(&leased),
+            5,
+            "a given-back stripe is leased again"
+        );
+        assert_eq!(take_stripe(&leased), SHARED_STRIPE);
+    }
+
+    #[test]
+    fn a_thread_uses_one_stripe_throughout() {
+        let first = my_stripe();
+        assert_eq!(my_stripe(), first);
+        let other = std::thread::spawn(|| (my_stripe(), my_stripe()))
             .join()
-            .unwrap_or((mine, false));
-        assert_ne!(other.0, mine);
-        // The other thread exited and gave its stripe back: a new thread can lease it.
-        let again = std::thread::spawn(my_stripe)
-            .join()
-            .unwrap_or((mine, false));
-        assert!(again.1);
+            .unwrap_or((first, first));
+        assert_eq!(other.0, other.1);
     }
 
     #[test]

@@ -130,20 +130,38 @@ pub(crate) fn foreign_key(object: &Map<String, Value>, own: Format) -> Option<(S
 /// alarm (a resource named `qps`) only costs the general path.
 ///
 /// Keys are looked for as Java spells them and capitalized, as Go structs spell them.
+///
+/// One pass: every quoted string followed by `:` (a key) is looked up, in any letter case.
 pub(crate) fn may_hold_foreign_key(bytes: &[u8], own: Format) -> bool {
-    let holds = |needle: &[u8]| memchr::memmem::find(bytes, needle).is_some();
-    KEYS.iter().any(|(key, formats)| {
-        if formats.contains(&own) {
-            return false;
+    let mut quotes = memchr::memchr_iter(b'"', bytes);
+    while let (Some(open), Some(mut close)) = (quotes.next(), quotes.next()) {
+        // An escaped quote does not end the string.
+        while bytes.get(close.wrapping_sub(1)) == Some(&b'\\') {
+            match quotes.next() {
+                Some(next) => close = next,
+                None => return false,
+            }
         }
-        let mut capitalized = [0u8; 32];
-        let key = key.as_bytes();
-        let Some(spelled) = capitalized.get_mut(..key.len()) else {
-            return true;
+        let Some(key) = bytes.get(open + 1..close) else {
+            continue;
         };
-        spelled.copy_from_slice(key);
-        spelled[0] = spelled[0].to_ascii_uppercase();
-        holds(key) || holds(spelled)
+        let is_key = bytes
+            .get(close + 1..)
+            .and_then(|rest| rest.iter().find(|b| !b.is_ascii_whitespace()))
+            == Some(&b':');
+        if is_key && (3..=LONGEST_KEY).contains(&key.len()) && is_foreign(key, own) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The longest key of [`KEYS`].
+const LONGEST_KEY: usize = 28;
+
+fn is_foreign(key: &[u8], own: Format) -> bool {
+    KEYS.iter().any(|(k, formats)| {
+        k.len() == key.len() && k.as_bytes().eq_ignore_ascii_case(key) && !formats.contains(&own)
     })
 }
 

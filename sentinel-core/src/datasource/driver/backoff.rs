@@ -51,5 +51,13 @@ mod tests {
         }
         b.reset();
         assert!(b.next_delay() <= Duration::from_millis(100));
+        // Jittered: the same step gives different delays.
+        let firsts: std::collections::BTreeSet<Duration> = (0..20)
+            .map(|_| {
+                b.reset();
+                b.next_delay()
+            })
+            .collect();
+        assert!(firsts.len() > 1, "no jitter: {firsts:?}");
     }
 }

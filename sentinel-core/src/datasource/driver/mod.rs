@@ -238,11 +238,15 @@ impl DataSource {
     }
 
     /// Stops watching, closes the backend, and waits for the task to end. Nothing is applied
-    /// after this returns.
+    /// after this returns. If the task panicked (a bug in a backend or a converter), `close`
+    /// resumes that panic in the caller, so it is not lost.
     pub async fn close(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             if let Err(error) = task.await {
+                if error.is_panic() {
+                    std::panic::resume_unwind(error.into_panic());
+                }
                 tracing::warn!(source = %self.name, %error, "data source task ended abnormally");
             }
         }

@@ -88,16 +88,49 @@ pub struct ConformanceFailure {
 pub enum CheckOutcome {
     /// Every assertion held.
     Passed,
-    /// The harness cannot run it (it cannot stop its server).
-    Skipped,
+    /// All or part of it did not run, for `reason` (the harness cannot stop its server, for
+    /// example); what ran held.
+    Skipped {
+        /// What was not checked, and why.
+        reason: &'static str,
+    },
 }
 
-/// The results of [`run_conformance`], by check name.
+/// The results of [`run_conformance`], by check name. Its `Display` is a one-line summary:
+/// `8 passed, 2 skipped: disconnect (...), snapshot (...)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConformanceReport {
     /// Each check and its outcome, in run order.
     pub checks: Vec<(&'static str, CheckOutcome)>,
+}
+
+impl ConformanceReport {
+    /// True when every check ran in full.
+    pub fn all_passed(&self) -> bool {
+        self.checks
+            .iter()
+            .all(|(_, outcome)| *outcome == CheckOutcome::Passed)
+    }
+}
+
+impl std::fmt::Display for ConformanceReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let skipped: Vec<String> = self
+            .checks
+            .iter()
+            .filter_map(|(check, outcome)| match outcome {
+                CheckOutcome::Passed => None,
+                CheckOutcome::Skipped { reason } => Some(format!("{check} ({reason})")),
+            })
+            .collect();
+        let passed = self.checks.len() - skipped.len();
+        write!(f, "{passed} passed, {} skipped", skipped.len())?;
+        if !skipped.is_empty() {
+            write!(f, ": {}", skipped.join(", "))?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs every check of the data-source contract (DESIGN §4, points 1 to 10), in order,
