@@ -219,23 +219,22 @@ impl Driver {
     /// no reconnect of the driver's.
     fn degraded(&self, message: &str) {
         tracing::warn!(source = %self.name, %message, "data source cannot watch for now");
-        self.status.send_modify(|s| {
-            if s.connected {
-                s.disconnects += 1;
-            }
-            s.connected = false;
-            s.last_error = Some(message.to_owned());
-        });
+        self.mark_disconnected(message.to_owned());
     }
 
     fn disconnected(&self, error: &SourceError) {
         tracing::warn!(source = %self.name, %error, "data source read or watch failed; will retry");
+        self.mark_disconnected(error.to_string());
+    }
+
+    /// Status: not connected, for `why` (a new disconnect if it was connected).
+    fn mark_disconnected(&self, why: String) {
         self.status.send_modify(|s| {
             if s.connected {
                 s.disconnects += 1;
             }
             s.connected = false;
-            s.last_error = Some(error.to_string());
+            s.last_error = Some(why);
         });
     }
 
