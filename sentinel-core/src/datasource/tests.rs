@@ -480,3 +480,60 @@ async fn the_default_cap_is_4_mib() {
     );
     source.close().await;
 }
+
+#[tokio::test]
+async fn snapshot_failures_show_in_status_and_never_lose_the_good_copy() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+
+    // An unwritable snapshot path (under a regular file): status says so, rules apply.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").expect("write");
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .snapshot_file(blocker.join("rules.json"))
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
+    let error = source.status().snapshot_error.unwrap_or_default();
+    assert!(error.contains("not-a-dir"), "{error:?}");
+    source.close().await;
+
+    // A rejected payload never overwrites the last good snapshot.
+    let path = dir.path().join("rules.json");
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .snapshot_file(&path)
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let good = std::fs::read(&path).expect("snapshot written");
+    store.put("k", r#"[{"resource":"conformance","count":-1}]"#);
+    wait_status(&source, "the bad payload rejected", |s| {
+        s.rejected_count == 1
+    })
+    .await;
+    assert_eq!(std::fs::read(&path).expect("snapshot"), good);
+    source.close().await;
+
+    // A corrupt snapshot at a Snapshot start with the store down: started, no rules, and
+    // status says why.
+    std::fs::write(&path, b"{ not json").expect("corrupt it");
+    store.set_down(true);
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .snapshot_file(&path)
+        .start_mode(StartMode::Snapshot)
+        .start(&sentinel)
+        .await
+        .expect("a Snapshot start starts");
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), None);
+    let status = source.status();
+    assert!(
+        !status.from_snapshot && status.snapshot_error.is_some(),
+        "{status:?}"
+    );
+    source.close().await;
+}

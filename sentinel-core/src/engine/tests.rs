@@ -205,3 +205,23 @@ fn a_relate_rule_for_an_origin_past_the_cap_still_applies() {
     assert!(s.entry("write").origin("app").enter().is_err());
     assert!(s.entry("write").origin("other-app").enter().is_ok());
 }
+
+#[test]
+fn contexts_past_the_cap_are_counted_on_the_resource_only() {
+    let sentinel = Sentinel::builder()
+        .limits(crate::Limits::default().max_contexts_per_resource(1))
+        .build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).chain("second")])
+        .expect("valid");
+    assert!(
+        sentinel.entry("r").context("first").enter().is_ok(),
+        "fills the cap"
+    );
+    // `second` is past the cap: it has no node, so its chain rule cannot count it (as the
+    // `Limits` docs say); the call is still counted on the resource.
+    assert!(sentinel.entry("r").context("second").enter().is_ok());
+    assert!(sentinel.entry("r").context("second").enter().is_ok());
+    assert_eq!(sentinel.resource_stats("r").map(|s| s.pass_qps), Some(3.0));
+}
