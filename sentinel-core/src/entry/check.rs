@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::builder::{EntryBuilder, EntryType, Target};
-use super::guard::{count_pass, queued_bits, Entry, NodeRef};
+use super::guard::{count_pass, give_back, queued_bits, Entry, NodeRef, RESERVED_ON_INBOUND};
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
-use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
+use crate::flow::{plain_qps_passes, CheckContext};
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -55,17 +55,19 @@ impl<'a> EntryBuilder<'a> {
                     }
                     if inbound {
                         if let Some(thresholds) = &snapshot.tables.system.thresholds {
-                            if let Err(b) =
-                                thresholds.check(&shared.inbound, now, self.batch, || {
-                                    shared.system_status()
-                                })
+                            match thresholds
+                                .check(&shared.inbound, now, self.batch, || shared.system_status())
                             {
-                                break 'checks BlockError::System {
-                                    resource: node.name.clone(),
-                                    metric: b.metric,
-                                    threshold: b.threshold,
-                                    value: b.value,
-                                };
+                                Ok(true) => verdict.reserved |= RESERVED_ON_INBOUND,
+                                Ok(false) => {}
+                                Err(b) => {
+                                    break 'checks BlockError::System {
+                                        resource: node.name.clone(),
+                                        metric: b.metric,
+                                        threshold: b.threshold,
+                                        value: b.value,
+                                    };
+                                }
                             }
                         }
                     }
@@ -96,7 +98,7 @@ impl<'a> EntryBuilder<'a> {
                             Ok(pass) => {
                                 verdict.wait_ns = pass.wait_ns;
                                 verdict.borrowed = pass.borrowed;
-                                verdict.reserved = pass.reserved;
+                                verdict.reserved |= pass.reserved;
                             }
                             Err(rule) => {
                                 break 'checks BlockError::Flow {
@@ -130,11 +132,11 @@ impl<'a> EntryBuilder<'a> {
         } = verdict;
         if let Some(error) = blocked {
             if reserved != 0 {
-                // The flow rules passed and reserved; a later check blocked.
-                release_reserved(
+                // Earlier checks passed and reserved; a later one blocked.
+                give_back(
                     reserved,
                     self.batch,
-                    &node.stat,
+                    node,
                     origin_node.as_deref(),
                     context_node.as_deref(),
                 );

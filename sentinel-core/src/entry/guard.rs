@@ -73,10 +73,10 @@ impl Entry<'_> {
     fn exit_pending(&mut self) -> bool {
         let pending = std::mem::take(&mut self.pending);
         if let Some(node) = self.node.as_deref() {
-            release_reserved(
+            give_back(
                 pending & RESERVED_BITS,
                 self.batch,
-                &node.stat,
+                node,
                 self.origin_node.as_deref(),
                 self.context_node.as_deref(),
             );
@@ -109,8 +109,26 @@ impl Entry<'_> {
 const QUEUED: u8 = 0x80;
 /// With [`QUEUED`]: the slot was borrowed from a coming bucket.
 const QUEUED_BORROWED: u8 = 0x40;
-/// `Entry::pending`: the `RESERVED_ON_*` bits of the flow rules.
+/// `Entry::pending`: the place the system `maxThread` check reserved on the inbound node
+/// (beside the flow rules' `RESERVED_ON_*` bits).
+pub(super) const RESERVED_ON_INBOUND: u8 = 0x08;
+/// `Entry::pending`: every reservation bit.
 const RESERVED_BITS: u8 = 0x0f;
+
+/// Gives back the places a call reserved: the flow rules' on its nodes, the system check's
+/// on the inbound node.
+pub(super) fn give_back(
+    reserved: u8,
+    batch: u32,
+    node: &ResourceNode,
+    origin: Option<&StatNode>,
+    context: Option<&StatNode>,
+) {
+    release_reserved(reserved, batch, &node.stat, origin, context);
+    if reserved & RESERVED_ON_INBOUND != 0 {
+        node.shared.inbound.release(u64::from(batch));
+    }
+}
 
 pub(super) fn queued_bits(borrowed: bool) -> u8 {
     if borrowed {

@@ -94,14 +94,20 @@ impl SystemTable {
 }
 
 impl Thresholds {
-    /// Sentinel's `SystemRuleManager.checkSystem`, for an inbound call.
+    /// Sentinel's `SystemRuleManager.checkSystem`, for an inbound call. `Ok(true)`: the call
+    /// reserved its place on the inbound node for `maxThread` (give it back with
+    /// `StatNode::release` when the call exits).
+    ///
+    /// `maxThread` blocks, as in Sentinel, when the calls already inside are more than it
+    /// (so up to `maxThread + 1` are inside), but exactly: racing calls each reserve their
+    /// place with one atomic add before they compare, so they cannot all slip in together.
     pub(crate) fn check(
         &self,
         inbound: &StatNode,
         now: u64,
         batch: u32,
         status: impl Fn() -> Arc<dyn SystemStatus>,
-    ) -> Result<(), SystemBlock> {
+    ) -> Result<bool, SystemBlock> {
         let block = |metric, threshold, value| {
             Err(SystemBlock {
                 metric,
@@ -116,11 +122,38 @@ impl Thresholds {
             }
         }
         let concurrency = inbound.concurrency() as f64;
+        let mut reserved = false;
         if let Some(max) = self.max_thread {
-            if concurrency > max {
-                return block(SystemMetric::Concurrency, max, concurrency);
+            let held = inbound.reserve(u64::from(batch));
+            reserved = true;
+            let before = held.saturating_sub(u64::from(batch)) as f64;
+            if concurrency > max || before > max {
+                inbound.release(u64::from(batch));
+                return block(SystemMetric::Concurrency, max, concurrency.max(before));
             }
         }
+        let result = self.check_rest(inbound, now, concurrency, status);
+        if result.is_err() && reserved {
+            inbound.release(u64::from(batch));
+        }
+        result.map(|()| reserved)
+    }
+
+    /// The checks after `maxThread`: average RT, load with BBR, CPU usage.
+    fn check_rest(
+        &self,
+        inbound: &StatNode,
+        now: u64,
+        concurrency: f64,
+        status: impl Fn() -> Arc<dyn SystemStatus>,
+    ) -> Result<(), SystemBlock> {
+        let block = |metric, threshold, value| {
+            Err(SystemBlock {
+                metric,
+                threshold,
+                value,
+            })
+        };
         if let Some(max) = self.avg_rt {
             let rt = inbound.avg_rt(now);
             if rt > max {

@@ -140,35 +140,14 @@ impl Sampler {
     }
 
     fn system_usage(&mut self) -> Option<f64> {
-        let stat = fs::read_to_string("/proc/stat").ok()?;
-        let line = stat.lines().next()?;
-        let fields: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        if fields.len() < 4 {
-            return None;
-        }
-        let idle = fields[3] + fields.get(4).copied().unwrap_or(0);
-        let total: u64 = fields.iter().take(8).sum();
-        let previous = self.last_system.replace((total, idle));
-        let (last_total, last_idle) = previous?;
-        let dt = total.saturating_sub(last_total);
-        if dt == 0 {
-            return None;
-        }
-        Some(1.0 - idle.saturating_sub(last_idle) as f64 / dt as f64)
+        let now = cpu_times(&fs::read_to_string("/proc/stat").ok()?)?;
+        let previous = self.last_system.replace(now)?;
+        busy_between(previous, now)
     }
 
     fn process_usage(&mut self) -> Option<f64> {
-        let stat = fs::read_to_string("/proc/self/stat").ok()?;
-        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let utime: f64 = fields.get(11)?.parse().ok()?;
-        let stime: f64 = fields.get(12)?.parse().ok()?;
-        let cpu_secs = (utime + stime) / self.ticks_per_sec;
+        let ticks = process_ticks(&fs::read_to_string("/proc/self/stat").ok()?)?;
+        let cpu_secs = ticks / self.ticks_per_sec;
         let now = Instant::now();
         let (last_secs, last_at) = self.last_process.replace((cpu_secs, now))?;
         let wall = now.duration_since(last_at).as_secs_f64();
@@ -179,22 +158,60 @@ impl Sampler {
     }
 }
 
+/// `(total, idle)` jiffies of all CPUs from `/proc/stat`'s first line (`cpu user nice system
+/// idle iowait irq softirq steal ...`; idle counts `idle` and `iowait`).
+fn cpu_times(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().next()?;
+    let mut words = line.split_whitespace();
+    if words.next()? != "cpu" {
+        return None;
+    }
+    let fields: Vec<u64> = words.filter_map(|f| f.parse().ok()).collect();
+    if fields.len() < 4 {
+        return None;
+    }
+    let idle = fields[3] + fields.get(4).copied().unwrap_or(0);
+    let total: u64 = fields.iter().take(8).sum();
+    Some((total, idle))
+}
+
+/// The busy share of CPU time between two `cpu_times` samples.
+fn busy_between(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
+    let dt = after.0.checked_sub(before.0).filter(|dt| *dt > 0)?;
+    let idle = after.1.saturating_sub(before.1);
+    Some(1.0 - idle as f64 / dt as f64)
+}
+
+/// The process's user + system CPU ticks from `/proc/self/stat` (fields 14 and 15, counted
+/// after the parenthesised command name, which may itself hold spaces and parentheses).
+fn process_ticks(stat: &str) -> Option<f64> {
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
 fn read_load() -> Option<f64> {
-    fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    load_of(&fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+/// The one-minute load from `/proc/loadavg`.
+fn load_of(loadavg: &str) -> Option<f64> {
+    loadavg.split_whitespace().next()?.parse().ok()
 }
 
 /// CPUs allowed by a cgroup v2 quota (`/sys/fs/cgroup/cpu.max`: `quota period`).
 fn cgroup_cpu_limit() -> Option<f64> {
-    let max = fs::read_to_string("/sys/fs/cgroup/cpu.max").ok()?;
-    let mut parts = max.split_whitespace();
+    cpu_limit_of(&fs::read_to_string("/sys/fs/cgroup/cpu.max").ok()?)
+}
+
+/// `quota / period` from a `cpu.max` file; `None` for `max` (no quota).
+fn cpu_limit_of(cpu_max: &str) -> Option<f64> {
+    let mut parts = cpu_max.split_whitespace();
     let quota: f64 = parts.next()?.parse().ok()?;
     let period: f64 = parts.next()?.parse().ok()?;
-    (period > 0.0).then(|| quota / period)
+    (period > 0.0 && quota > 0.0).then(|| quota / period)
 }
 
 #[cfg(test)]
@@ -202,7 +219,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proc_sampler_reads_plausible_values() {
+    fn proc_files_are_read_as_the_kernel_writes_them() {
+        let before = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n";
+        let after = "cpu  160 0 90 900 50 0 0 0 0 0\ncpu0 80 0 45 450 25 0 0 0 0 0\n";
+        assert_eq!(cpu_times(before), Some((1000, 850)));
+        assert_eq!(cpu_times(after), Some((1200, 950)));
+        // 200 jiffies passed, 100 of them idle: half busy.
+        assert_eq!(busy_between((1000, 850), (1200, 950)), Some(0.5));
+        assert_eq!(
+            busy_between((1000, 850), (1000, 850)),
+            None,
+            "no time passed"
+        );
+        assert_eq!(cpu_times("intr 1 2 3"), None);
+
+        // A command name with spaces and parentheses: fields count from the last `)`.
+        let stat = "4242 (my (odd) app) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0";
+        assert_eq!(process_ticks(stat), Some(325.0));
+        assert_eq!(process_ticks("4242 (truncated"), None);
+
+        assert_eq!(load_of("1.25 0.80 0.50 2/345 6789\n"), Some(1.25));
+        assert_eq!(load_of(""), None);
+    }
+
+    #[test]
+    fn a_cgroup_v2_quota_sets_the_cpus() {
+        assert_eq!(cpu_limit_of("150000 100000\n"), Some(1.5));
+        assert_eq!(cpu_limit_of("max 100000\n"), None, "no quota");
+        assert_eq!(cpu_limit_of("50000 0"), None);
+        assert_eq!(cpu_limit_of(""), None);
+    }
+
+    #[test]
+    fn proc_sampler_settles_on_values_in_range() {
         let status = ProcSystemStatus::start();
         let load = status.load_average();
         assert!(load >= 0.0 && load.is_finite());

@@ -173,3 +173,60 @@ fn cpu_usage_outside_unit_range_is_invalid() {
         .unwrap_err();
     assert_eq!(err.issues()[0].field, "highestCpuUsage");
 }
+
+#[test]
+fn max_thread_under_real_threads() {
+    // Sentinel blocks when the inbound concurrency is already above `maxThread`, so up to
+    // maxThread + 1 calls are inside; 16 racing threads must not push it further.
+    let status = ManualSystemStatus::new();
+    let s = Sentinel::builder().system_status(status).build();
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().max_thread(4)])
+        .unwrap();
+    let inside = std::sync::atomic::AtomicUsize::new(0);
+    let most = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..16 {
+            scope.spawn(|| {
+                for _ in 0..20_000 {
+                    if let Ok(entry) = s.entry("a").inbound().enter() {
+                        let now = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        drop(entry);
+                    }
+                }
+            });
+        }
+    });
+    let most = most.into_inner();
+    assert!(most <= 5, "{most} inbound calls inside maxThread 4");
+}
+
+#[test]
+fn a_max_thread_reservation_is_given_back_when_a_later_check_blocks() {
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let s = engine(&clock, &status);
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().max_thread(0)])
+        .unwrap();
+    s.flow_rules()
+        .load_rules(vec![crate::flow::FlowRule::qps("closed", 0.0)])
+        .unwrap();
+    for _ in 0..3 {
+        assert!(
+            s.entry("closed").inbound().enter().is_err(),
+            "the flow rule blocks"
+        );
+    }
+    // Every place was given back: maxThread 0 still admits a first call (none inside).
+    let first = s.entry("open").inbound().enter().expect("nothing inside");
+    assert!(
+        s.entry("open").inbound().enter().is_err(),
+        "one is inside now"
+    );
+    drop(first);
+    assert!(s.entry("open").inbound().enter().is_ok());
+}
