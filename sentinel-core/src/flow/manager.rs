@@ -142,10 +142,13 @@ impl FlowTable {
                 _ => None,
             };
             let key: Arc<str> = Arc::from(rule.resource.as_str());
+            // A cluster rule (checked locally) takes the controller's path, the same decision
+            // by another route: the fast path's tests compare the two.
             let plain = rule.grade == FlowGrade::Qps
                 && rule.control_behavior == ControlBehavior::Reject
                 && rule.strategy == FlowStrategy::Direct
-                && LimitApp::of(rule) == LimitApp::Default;
+                && LimitApp::of(rule) == LimitApp::Default
+                && !rule.cluster_mode;
             grouped.entry(key).or_default().push(CompiledFlowRule {
                 plain_qps: plain.then_some(rule.count),
                 app: LimitApp::of(rule),

@@ -430,9 +430,10 @@ proptest! {
         }
     }
 
-    /// A plain QPS rule decides the same whether it is tested from the resource's rule slot
-    /// (the resource's only rule), inline in the flow table (next to another rule), or by the
-    /// reject controller (a prioritized call goes the general way).
+    /// A plain QPS rule decides the same tested from the resource's rule slot (the resource's
+    /// only rule) or inline in the flow table (next to another rule) as the reject controller
+    /// decides for an equal rule that never takes a fast path (a cluster rule checked
+    /// locally).
     #[test]
     fn plain_qps_fast_paths_match_the_reject_controller(
         count in 0u32..30,
@@ -441,12 +442,19 @@ proptest! {
         let clock = FakeClock::at_ms(50_000);
         let alone = engine(&clock);
         let beside = engine(&clock);
+        let controller = engine(&clock);
         let rule = FlowRule::qps("r", f64::from(count));
         alone.flow_rules().load_rules(vec![rule.clone()]).unwrap();
         beside
             .flow_rules()
-            .load_rules(vec![rule, FlowRule::thread("r", 1e9)])
+            .load_rules(vec![rule.clone(), FlowRule::thread("r", 1e9)])
             .unwrap();
+        let mut cluster = rule.cluster_mode(true);
+        cluster.cluster_config = Some(crate::flow::ClusterFlowConfig {
+            flow_id: Some(1),
+            ..Default::default()
+        });
+        controller.flow_rules().load_rules(vec![cluster]).unwrap();
         for (gap, batch, prioritized) in steps {
             clock.advance_ms(gap);
             let enter = |s: &Sentinel| {
@@ -457,12 +465,13 @@ proptest! {
             // A prioritized call may borrow a slot and queue, which advances the fake clock
             // (by whole milliseconds): both engines decide at the same time.
             let before = clock.now_ms();
-            let a = enter(&alone);
+            let expected = enter(&controller);
             let waited = clock.now_ms();
-            clock.set_ms(before);
-            let b = enter(&beside);
-            prop_assert_eq!(a, b);
-            prop_assert_eq!(clock.now_ms(), waited, "the same queueing");
+            for fast in [&alone, &beside] {
+                clock.set_ms(before);
+                prop_assert_eq!(enter(fast), expected);
+                prop_assert_eq!(clock.now_ms(), waited, "the same queueing");
+            }
         }
     }
 }
@@ -728,5 +737,47 @@ fn warm_up_rate_limiter_spacing_tightens_as_the_rule_warms() {
     assert!(
         per_second.windows(2).all(|w| w[1] <= w[0] + 0.5),
         "{per_second:?}"
+    );
+}
+
+#[test]
+fn relate_and_chain_work_with_every_grade_and_controller() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![
+            // `write` may run only while fewer than 1 `read` is in flight.
+            FlowRule::thread("write", 1.0).relate("read"),
+            // `report` through the `nightly` entrance is paced at 10/s.
+            FlowRule::qps("report", 10.0)
+                .chain("nightly")
+                .control_behavior(ControlBehavior::RateLimiter)
+                .max_queueing_time_ms(500),
+            // `sync` for origin `app` is limited by `upload`'s QPS.
+            FlowRule::qps("sync", 1.0).relate("upload").limit_app("app"),
+        ])
+        .unwrap();
+
+    let reading = s.entry("read").enter().unwrap();
+    assert!(s.entry("write").enter().is_err(), "a read is in flight");
+    drop(reading);
+    assert!(s.entry("write").enter().is_ok());
+
+    drop(s.entry("report").context("nightly").enter().unwrap());
+    let before = clock.now_ms();
+    drop(s.entry("report").context("nightly").enter().unwrap());
+    assert_eq!(clock.now_ms() - before, 100, "paced through its entrance");
+    let before = clock.now_ms();
+    drop(s.entry("report").context("adhoc").enter().unwrap());
+    assert_eq!(clock.now_ms(), before, "another entrance is not paced");
+
+    assert_eq!(burst(&s, "upload", 2), 2);
+    assert!(
+        s.entry("sync").origin("app").enter().is_err(),
+        "upload is busy"
+    );
+    assert!(
+        s.entry("sync").origin("other").enter().is_ok(),
+        "the rule is for app only"
     );
 }
