@@ -113,6 +113,12 @@ impl ConformanceHarness for FileHarness {
         Ok(())
     }
 
+    /// The file put back by `start_server` gets `bytes`.
+    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
+        fs::write(&self.stash, bytes).expect("write the file aside");
+        Ok(())
+    }
+
     fn timeout(&self) -> Duration {
         WAIT
     }

@@ -52,4 +52,9 @@ impl ConformanceHarness for MemoryHarness {
         self.store.set_down(false);
         Ok(())
     }
+
+    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
+        self.store.put(Self::KEY, bytes);
+        Ok(())
+    }
 }

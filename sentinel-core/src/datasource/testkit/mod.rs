@@ -59,6 +59,13 @@ pub trait ConformanceHarness: Send + Sync {
         Err(Unsupported)
     }
 
+    /// Stores `bytes` under the key while the server is stopped (a write the source cannot
+    /// see until it reconnects and reads again), where the harness has a way to.
+    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
+        let _ = bytes;
+        Err(Unsupported)
+    }
+
     /// The longest any single wait may take (10 s by default).
     fn timeout(&self) -> Duration {
         Duration::from_secs(10)
