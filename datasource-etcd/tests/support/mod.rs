@@ -180,3 +180,74 @@ pub(crate) fn values(payload: &RawPayload) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// A TCP proxy in front of an etcd, to cut a client off from a server that keeps running (a
+/// network partition): writes made meanwhile reach the server directly.
+pub(crate) struct Partition {
+    endpoint: String,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Partition {
+    /// A proxy on a free loopback port to `target` (`host:port`).
+    pub(crate) async fn start(target: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let endpoint = format!("http://{}", listener.local_addr().expect("proxy address"));
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (target, is_open, conns) = (target.to_owned(), open.clone(), connections.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !is_open.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: refused while cut
+                }
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                if let Ok(mut all) = conns.lock() {
+                    all.push(task.abort_handle());
+                }
+            }
+        });
+        Self {
+            endpoint,
+            open,
+            connections,
+            accept,
+        }
+    }
+
+    /// The endpoint a client reaches the server through.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Cuts every connection and refuses new ones.
+    pub(crate) fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Ok(mut all) = self.connections.lock() {
+            for connection in all.drain(..) {
+                connection.abort();
+            }
+        }
+    }
+
+    /// Lets connections through again.
+    pub(crate) fn heal(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        self.cut();
+        self.accept.abort();
+    }
+}
