@@ -15,8 +15,8 @@ use std::time::Duration;
 use sentinel_core::datasource::{ReadableDataSource, SourceError, WatchEvent};
 use sentinel_datasource_etcd::EtcdSource;
 use support::{
-    auth_endpoints, builder, config, endpoints, fault_endpoints, next_value, read, run_services,
-    unique_key, values, watch, writer, WAIT,
+    auth_endpoints, builder, config, endpoints, fault_endpoints, fault_lock, next_value, read,
+    run_services, unique_key, values, watch, writer, WAIT,
 };
 
 #[tokio::test]
@@ -136,7 +136,11 @@ async fn prefix_source_tracks_added_and_removed_keys() {
 
 #[tokio::test]
 async fn compaction_past_the_watch_position_resyncs_to_the_latest_value() {
-    let cfg = config(&endpoints());
+    // Compaction affects every key: only on the fault instance, under its lock, so no other
+    // test's revisions go away under it.
+    let _fault = fault_lock().await;
+    run_services(&["start", "etcd-fault"]);
+    let cfg = config(&fault_endpoints());
     let w = writer(cfg.clone()).await;
     let key = unique_key("/sentinel-test", "compaction");
     w.put_bytes(&key, "v1").await.expect("put v1");
@@ -254,6 +258,7 @@ async fn unreachable_server_is_a_connection_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
+    let _fault = fault_lock().await;
     run_services(&["start", "etcd-fault"]);
     let cfg = config(&fault_endpoints());
     let key = unique_key("/sentinel-test", "restart");
@@ -272,11 +277,12 @@ async fn survives_a_server_restart_and_sees_changes_made_meanwhile() {
     let payload = next_value(&mut source).await;
     assert_eq!(values(&payload), [(key.clone(), "v2".to_owned())]);
 
+    // The stream is open already, so the watch fails on it whether the server stops before
+    // or after the spawned call starts waiting.
     let waiting = tokio::spawn(async move {
         let result = tokio::time::timeout(WAIT, source.watch()).await;
         (source, result)
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
     run_services(&["stop", "etcd-fault", "--keep-data"]);
 
     let (mut source, result) = tokio::time::timeout(WAIT, waiting)

@@ -337,7 +337,10 @@ impl ReadableDataSource for HeldWatch {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_past_the_watch_position_converges_on_the_latest_value() {
-    let cfg = config(&endpoints());
+    // Compaction affects every key: only on the fault instance, under its lock.
+    let _fault = fault_lock().await;
+    services(&["start", "etcd-fault"]).await;
+    let cfg = config(&fault_endpoints());
     let w = writer(cfg.clone()).await;
     let key = unique_key("/sentinel-test", "compaction");
     w.put_bytes(&key, flow_payload(1)).await.expect("put 1");
@@ -436,6 +439,37 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
     source.close().await;
 }
 
+/// An etcd source whose reads after the first wait for a gate: a test holds the driver's
+/// reconnect until it has changed the key, instead of racing a long backoff.
+struct HeldReread {
+    inner: EtcdSource,
+    gate: tokio::sync::watch::Receiver<bool>,
+    reads: usize,
+}
+
+#[async_trait]
+impl ReadableDataSource for HeldReread {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        self.reads += 1;
+        if self.reads > 1 {
+            let _ = self.gate.wait_for(|open| *open).await;
+        }
+        self.inner.read().await
+    }
+
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        self.inner.watch().await
+    }
+
+    async fn close(&mut self) {
+        self.inner.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     let _fault = fault_lock().await;
@@ -449,10 +483,16 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
         .expect("put 1");
 
     let sentinel = Sentinel::new();
-    // A long first backoff (4 s to 8 s with jitter): the test restarts the server and writes
-    // before the driver tries again.
-    let source = DataSource::builder(EtcdSource::key(cfg.clone(), key.clone()), FlowJson::new())
-        .backoff(Duration::from_secs(8), Duration::from_secs(8))
+    // The driver's re-read after the disconnect waits for the gate: the test restarts the
+    // server and writes first.
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let held = HeldReread {
+        inner: EtcdSource::key(cfg.clone(), key.clone()),
+        gate,
+        reads: 0,
+    };
+    let source = DataSource::builder(held, FlowJson::new())
+        .backoff(Duration::from_millis(20), Duration::from_millis(200))
         .start(&sentinel)
         .await
         .expect("start");
@@ -473,6 +513,7 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
         !status.connected && applied_seq::<FlowRule>(&sentinel) == Some(1),
         "the source reconnected before the change was written; status {status:?}"
     );
+    let _ = open.send(true);
 
     wait_until("sequence 3 after the reconnect", || {
         applied_seq::<FlowRule>(&sentinel) == Some(3)
