@@ -195,9 +195,18 @@ impl EtcdConfig {
             .saturating_add(MESSAGE_OVERHEAD_BYTES)
     }
 
-    /// Opens a client. With credentials this authenticates, so it talks to the server; without
-    /// them the connection is made lazily by the first request.
+    /// Opens a client to every endpoint (the writer's: the client balances its requests).
+    /// With credentials this authenticates, so it talks to a server; without them the
+    /// connection is made lazily by the first request.
     pub(crate) async fn connect(&self) -> Result<Client, etcd_client::Error> {
+        self.connect_to(&self.endpoints).await
+    }
+
+    /// Opens a client to `endpoints` only.
+    pub(crate) async fn connect_to(
+        &self,
+        endpoints: &[String],
+    ) -> Result<Client, etcd_client::Error> {
         let mut options = ConnectOptions::new().with_connect_timeout(self.connect_timeout);
         if let Some((interval, timeout)) = self.keep_alive {
             options = options.with_keep_alive(interval, timeout);
@@ -213,7 +222,7 @@ impl EtcdConfig {
         if let Some(tls) = &self.tls {
             options = options.with_tls(tls.to_options());
         }
-        Client::connect(&self.endpoints, Some(options)).await
+        Client::connect(endpoints, Some(options)).await
     }
 
     /// A short, secret-free description of the endpoints for logs.

@@ -78,6 +78,10 @@
 //!
 //! # Compaction, disconnects and timeouts
 //!
+//! A source talks to one endpoint of its list at a time. A connection failure moves it to the
+//! next one, and a read tries each endpoint once before it fails, so a dead first endpoint
+//! costs one connect timeout, not the start.
+//!
 //! - If etcd has compacted its history past the revision the watch starts from, etcd cancels
 //!   the watch; the source reports a resync and the driver GETs the key again and watches from
 //!   the new revision. Nothing is lost: the GET returns the latest value. This is not counted

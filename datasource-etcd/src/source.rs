@@ -75,6 +75,9 @@ pub struct EtcdSource {
     entries: BTreeMap<String, Vec<u8>>,
     /// Set when etcd refused the token; the next read authenticates before its GET.
     reauthenticate: bool,
+    /// The endpoint the client talks to: one at a time, the next one after a connection
+    /// failure, so a dead first endpoint never fails a read while another answers.
+    endpoint: usize,
     closed: bool,
 }
 
@@ -111,6 +114,7 @@ impl EtcdSource {
             revision: 0,
             entries: BTreeMap::new(),
             reauthenticate: false,
+            endpoint: 0,
             closed: false,
         }
     }
@@ -141,7 +145,13 @@ impl EtcdSource {
             return Ok(client.clone());
         }
         let timeout = self.config.connect_timeout + self.config.request_timeout;
-        match tokio::time::timeout(timeout, self.config.connect()).await {
+        let endpoints = self.config.endpoints();
+        let endpoint = endpoints
+            .get(self.endpoint % endpoints.len().max(1))
+            .cloned()
+            .into_iter()
+            .collect::<Vec<_>>();
+        match tokio::time::timeout(timeout, self.config.connect_to(&endpoint)).await {
             Ok(Ok(client)) => {
                 tracing::debug!(source = %self.describe(), "connected to etcd");
                 self.reauthenticate = false;
@@ -149,7 +159,10 @@ impl EtcdSource {
                 Ok(client)
             }
             Ok(Err(e)) => Err(self.fail("connect", e)),
-            Err(_) => Err(timed_out("connect", timeout)),
+            Err(_) => {
+                self.endpoint = self.endpoint.wrapping_add(1);
+                Err(timed_out("connect", timeout))
+            }
         }
     }
 
@@ -159,7 +172,10 @@ impl EtcdSource {
         let (error, recovery) = map_error(&op, err);
         match recovery {
             Recovery::Keep => {}
-            Recovery::Reconnect => self.client = None,
+            Recovery::Reconnect => {
+                self.client = None;
+                self.endpoint = self.endpoint.wrapping_add(1);
+            }
             Recovery::Reauthenticate => self.reauthenticate = true,
         }
         error
@@ -321,6 +337,27 @@ impl ReadableDataSource for EtcdSource {
     }
 
     async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        // A connection failure moves to the next endpoint: try each once before failing.
+        let mut attempts = self.config.endpoints().len().max(1);
+        loop {
+            match self.read_once().await {
+                Err(SourceError::Connection { .. }) if attempts > 1 => attempts -= 1,
+                result => return result,
+            }
+        }
+    }
+
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        self.watch_events().await
+    }
+
+    async fn close(&mut self) {
+        self.close_source().await;
+    }
+}
+
+impl EtcdSource {
+    async fn read_once(&mut self) -> Result<RawPayload, SourceError> {
         if self.closed {
             return Err(SourceError::Closed);
         }
@@ -374,7 +411,7 @@ impl ReadableDataSource for EtcdSource {
         Ok(self.payload())
     }
 
-    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+    async fn watch_events(&mut self) -> Result<WatchEvent, SourceError> {
         // etcd refuses to create a watch with an expired token by cancelling it as "permission
         // denied". Authenticate again and re-open once before reporting it.
         let mut reauthenticated = false;
@@ -422,7 +459,7 @@ impl ReadableDataSource for EtcdSource {
         }
     }
 
-    async fn close(&mut self) {
+    async fn close_source(&mut self) {
         self.closed = true;
         self.watch = None;
         self.client = None;

@@ -477,3 +477,25 @@ mod tls {
         }
     }
 }
+
+#[tokio::test]
+async fn several_endpoints_with_the_first_down_read_from_the_next() {
+    let w = writer(config(&endpoints())).await;
+    let key = unique_key("/sentinel-test", "endpoints");
+    w.put_bytes(&key, "v1").await.expect("put v1");
+    // Nothing listens on port 1; the second endpoint is the running server.
+    let cfg = sentinel_datasource_etcd::EtcdConfig::builder()
+        .endpoints(["http://127.0.0.1:1".to_owned(), endpoints()])
+        .connect_timeout(Duration::from_secs(2))
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .expect("config");
+    let mut source = EtcdSource::key(cfg, key.clone());
+    let payload = read(&mut source)
+        .await
+        .expect("read through the second endpoint");
+    assert_eq!(values(&payload), [(key.clone(), "v1".to_owned())]);
+    w.put_bytes(&key, "v2").await.expect("put v2");
+    let payload = next_value(&mut source).await;
+    assert_eq!(values(&payload), [(key, "v2".to_owned())]);
+}
