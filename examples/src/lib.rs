@@ -1,4 +1,7 @@
 //! Shared pieces of the example programs: a simulated workload and a per-second report.
+//!
+//! The repository README's code is compiled as this crate's doctests (see [`readme`]), so
+//! it cannot go stale.
 
 use std::error::Error;
 use std::time::Duration;
@@ -49,3 +52,6 @@ pub fn error_chain(error: &dyn Error) -> String {
     }
     text
 }
+
+#[doc = include_str!("../../README.md")]
+pub mod readme {}
