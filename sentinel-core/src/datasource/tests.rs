@@ -614,3 +614,34 @@ async fn backoff_starts_over_after_a_healthy_watch() {
         );
     }
 }
+
+/// A backend whose watch panics: a bug in a backend.
+struct PanickingWatch;
+
+#[async_trait::async_trait]
+impl ReadableDataSource for PanickingWatch {
+    fn describe(&self) -> String {
+        "panicking watch".into()
+    }
+
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        Ok(RawPayload::single("k", flow_payload(1)))
+    }
+
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        panic!("a backend bug");
+    }
+}
+
+#[tokio::test]
+async fn close_resumes_a_panic_of_the_driver_task() {
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(PanickingWatch, FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    // `close` runs in a task of its own so the test can see it panic.
+    let closed = tokio::spawn(async move { source.close().await }).await;
+    let panic = closed.expect_err("close resumes the panic");
+    assert!(panic.is_panic());
+}
