@@ -303,26 +303,62 @@ async fn prefix_union_changes_atomically_as_keys_come_and_go() {
     source.close().await;
 }
 
-/// An etcd source whose watch waits for a gate before it opens, so that a test can compact
-/// the history past the revision the watch will start from.
-struct HeldWatch {
+/// Which calls of a [`Gated`] source wait for its gate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// Every watch: a test compacts the history past the revision the watch will start from.
+    Watch,
+    /// Every read after the first (the driver's reconnect): a test changes the key while the
+    /// source is disconnected, instead of racing a long backoff.
+    Reread,
+}
+
+/// An etcd source whose calls wait for a gate, so that a test changes the store first.
+struct Gated {
     inner: EtcdSource,
+    hold: Hold,
     gate: tokio::sync::watch::Receiver<bool>,
+    reads: usize,
+    /// How many watches reported a resync.
     resyncs: Arc<AtomicUsize>,
 }
 
+impl Gated {
+    fn new(inner: EtcdSource, hold: Hold) -> (Self, tokio::sync::watch::Sender<bool>) {
+        let (open, gate) = tokio::sync::watch::channel(false);
+        let gated = Self {
+            inner,
+            hold,
+            gate,
+            reads: 0,
+            resyncs: Arc::new(AtomicUsize::new(0)),
+        };
+        (gated, open)
+    }
+
+    async fn pass(&mut self) {
+        let _ = self.gate.wait_for(|open| *open).await;
+    }
+}
+
 #[async_trait]
-impl ReadableDataSource for HeldWatch {
+impl ReadableDataSource for Gated {
     fn describe(&self) -> String {
         self.inner.describe()
     }
 
     async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        self.reads += 1;
+        if self.hold == Hold::Reread && self.reads > 1 {
+            self.pass().await;
+        }
         self.inner.read().await
     }
 
     async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
-        let _ = self.gate.wait_for(|open| *open).await;
+        if self.hold == Hold::Watch {
+            self.pass().await;
+        }
         let event = self.inner.watch().await;
         if matches!(event, Ok(WatchEvent::Resync)) {
             self.resyncs.fetch_add(1, Ordering::SeqCst);
@@ -345,13 +381,8 @@ async fn compaction_past_the_watch_position_converges_on_the_latest_value() {
     let key = unique_key("/sentinel-test", "compaction");
     w.put_bytes(&key, flow_payload(1)).await.expect("put 1");
 
-    let (open, gate) = tokio::sync::watch::channel(false);
-    let resyncs = Arc::new(AtomicUsize::new(0));
-    let backend = HeldWatch {
-        inner: EtcdSource::key(cfg, key.clone()),
-        gate,
-        resyncs: resyncs.clone(),
-    };
+    let (backend, open) = Gated::new(EtcdSource::key(cfg, key.clone()), Hold::Watch);
+    let resyncs = backend.resyncs.clone();
     let sentinel = Sentinel::new();
     let source = DataSource::builder(backend, FlowJson::new())
         .start(&sentinel)
@@ -439,37 +470,6 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
     source.close().await;
 }
 
-/// An etcd source whose reads after the first wait for a gate: a test holds the driver's
-/// reconnect until it has changed the key, instead of racing a long backoff.
-struct HeldReread {
-    inner: EtcdSource,
-    gate: tokio::sync::watch::Receiver<bool>,
-    reads: usize,
-}
-
-#[async_trait]
-impl ReadableDataSource for HeldReread {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    async fn read(&mut self) -> Result<RawPayload, SourceError> {
-        self.reads += 1;
-        if self.reads > 1 {
-            let _ = self.gate.wait_for(|open| *open).await;
-        }
-        self.inner.read().await
-    }
-
-    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
-        self.inner.watch().await
-    }
-
-    async fn close(&mut self) {
-        self.inner.close().await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     let _fault = fault_lock().await;
@@ -485,12 +485,7 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     let sentinel = Sentinel::new();
     // The driver's re-read after the disconnect waits for the gate: the test restarts the
     // server and writes first.
-    let (open, gate) = tokio::sync::watch::channel(false);
-    let held = HeldReread {
-        inner: EtcdSource::key(cfg.clone(), key.clone()),
-        gate,
-        reads: 0,
-    };
+    let (held, open) = Gated::new(EtcdSource::key(cfg.clone(), key.clone()), Hold::Reread);
     let source = DataSource::builder(held, FlowJson::new())
         .backoff(Duration::from_millis(20), Duration::from_millis(200))
         .start(&sentinel)

@@ -37,3 +37,31 @@ pub(crate) fn run_load(
         })
         .collect()
 }
+
+/// Runs 16 threads that each try `calls` entries with `enter`, holding each one that passes
+/// over a thread yield; returns the most calls inside at once, and how many passed.
+pub(crate) fn most_inside<E>(calls: usize, enter: impl Fn() -> Option<E> + Sync) -> (usize, usize) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (inside, most, admitted) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    std::thread::scope(|scope| {
+        for _ in 0..16 {
+            scope.spawn(|| {
+                for _ in 0..calls {
+                    if let Some(entry) = enter() {
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(entry);
+                    }
+                }
+            });
+        }
+    });
+    (most.into_inner(), admitted.into_inner())
+}

@@ -3,11 +3,8 @@
 use std::sync::{Arc, Barrier, Mutex};
 
 use super::*;
+use crate::test_support::engine;
 use crate::{BlockError, Entry, FakeClock, Sentinel, SentinelEvent};
-
-fn engine(clock: &FakeClock) -> Sentinel {
-    Sentinel::builder().clock(clock.clone()).build()
-}
 
 fn state(s: &Sentinel) -> BreakerState {
     s.circuit_breakers()[0].1

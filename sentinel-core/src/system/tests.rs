@@ -183,24 +183,8 @@ fn max_thread_under_real_threads() {
     s.system_rules()
         .load_rules(vec![SystemRule::new().max_thread(4)])
         .unwrap();
-    let inside = std::sync::atomic::AtomicUsize::new(0);
-    let most = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..16 {
-            scope.spawn(|| {
-                for _ in 0..20_000 {
-                    if let Ok(entry) = s.entry("a").inbound().enter() {
-                        let now = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                        most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
-                        std::thread::yield_now();
-                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                        drop(entry);
-                    }
-                }
-            });
-        }
-    });
-    let most = most.into_inner();
+    let (most, _) =
+        crate::test_support::most_inside(20_000, || s.entry("a").inbound().enter().ok());
     assert!(most <= 5, "{most} inbound calls inside maxThread 4");
 }
 

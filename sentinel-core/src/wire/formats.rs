@@ -108,10 +108,7 @@ const KEYS: &[(&str, &[Format])] = &[
 /// message to report for it.
 pub(crate) fn foreign_key(object: &Map<String, Value>, own: Format) -> Option<(String, String)> {
     object.keys().find_map(|key| {
-        let (_, formats) = KEYS.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))?;
-        if formats.contains(&own) {
-            return None;
-        }
+        let formats = formats_of(key.as_bytes()).filter(|f| !f.contains(&own))?;
         let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
         Some((
             key.clone(),
@@ -160,9 +157,14 @@ pub(crate) fn may_hold_foreign_key(bytes: &[u8], own: Format) -> bool {
 const LONGEST_KEY: usize = 28;
 
 fn is_foreign(key: &[u8], own: Format) -> bool {
-    KEYS.iter().any(|(k, formats)| {
-        k.len() == key.len() && k.as_bytes().eq_ignore_ascii_case(key) && !formats.contains(&own)
-    })
+    formats_of(key).is_some_and(|formats| !formats.contains(&own))
+}
+
+/// The formats that use `key` (any letter case), if it is in [`KEYS`].
+fn formats_of(key: &[u8]) -> Option<&'static [Format]> {
+    KEYS.iter()
+        .find(|(k, _)| k.len() == key.len() && k.as_bytes().eq_ignore_ascii_case(key))
+        .map(|(_, formats)| *formats)
 }
 
 #[cfg(test)]

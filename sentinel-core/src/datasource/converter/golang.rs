@@ -10,7 +10,7 @@ use crate::circuit_breaker::{DegradeGrade, DegradeRule};
 use crate::family::Family;
 use crate::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT};
 use crate::rule_set::RuleSet;
-use crate::rules::{Issues, RuleError, RuleFamily, RuleIssue, Validation};
+use crate::rules::{Issues, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
 use crate::wire::{self, Bool, Float, Format, Int, WireShape};
 
@@ -20,33 +20,21 @@ macro_rules! go_converter {
         $(#[$meta:meta])* $name:ident, $family:expr, $wire_format:expr, $format:literal,
         $wire:ty, $into:path, $fields:expr
     ) => {
-        converter_with_mode!($(#[$meta])* $name);
-
-        impl Converter<[u8], RuleSet> for $name {
-            fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
-                self.convert_with(source, self.validation).map(|c| c.value)
-            }
-
-            fn convert_with(
-                &self,
-                source: &[u8],
-                validation: Validation,
-            ) -> Result<Converted<RuleSet>, RuleError> {
-                let document = wire::parse_document(source, $format)?;
-                let items = wire::rule_list(document, $family, $format)?;
-                let shape = WireShape {
-                    family: $family,
-                    format: $wire_format,
-                    prepare: wire::lowercase_keys,
-                    field_name: |path| go_field_name($fields, path),
-                };
-                let (rules, skipped) =
-                    wire::parse_family::<$wire, _>(items, &shape, $into, Family::validate, validation)
-                        .map_err(wire::invalid)?;
-                let rules = rules.into_iter().map(|(_, rule)| rule).collect();
-                Ok(Converted::validated(RuleSet::of(rules), skipped))
-            }
-        }
+        converter_with_mode!($(#[$meta])* $name, |source, validation| {
+            let document = wire::parse_document(source, $format)?;
+            let items = wire::rule_list(document, $family, $format)?;
+            let shape = WireShape {
+                family: $family,
+                format: $wire_format,
+                prepare: wire::lowercase_keys,
+                field_name: |path| go_field_name($fields, path),
+            };
+            let (rules, skipped) =
+                wire::parse_family::<$wire, _>(items, &shape, $into, Family::validate, validation)
+                    .map_err(wire::invalid)?;
+            let rules = rules.into_iter().map(|(_, rule)| rule).collect();
+            Ok(Converted::validated(RuleSet::of(rules), skipped))
+        });
     };
 }
 

@@ -15,21 +15,9 @@ use crate::wire;
 /// Declares a Sentinel (Java) JSON converter for one rule family.
 macro_rules! java_converter {
     ($(#[$meta:meta])* $name:ident, $rule:ty) => {
-        converter_with_mode!($(#[$meta])* $name);
-
-        impl Converter<[u8], RuleSet> for $name {
-            fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
-                self.convert_with(source, self.validation).map(|c| c.value)
-            }
-
-            fn convert_with(
-                &self,
-                source: &[u8],
-                validation: Validation,
-            ) -> Result<Converted<RuleSet>, RuleError> {
-                convert_java::<$rule>(source, validation)
-            }
-        }
+        converter_with_mode!($(#[$meta])* $name, |source, validation| {
+            convert_java::<$rule>(source, validation)
+        });
     };
 }
 
@@ -139,23 +127,12 @@ converter_with_mode!(
     /// names no family is a format error, so that a typo (`"flows"`) cannot silently clear rules.
     ///
     /// A data source's snapshot file is written in this format.
-    CombinedJson
-);
-
-impl Converter<[u8], RuleSet> for CombinedJson {
-    fn convert(&self, source: &[u8]) -> Result<RuleSet, RuleError> {
-        self.convert_with(source, self.validation).map(|c| c.value)
-    }
-
-    fn convert_with(
-        &self,
-        source: &[u8],
-        validation: Validation,
-    ) -> Result<Converted<RuleSet>, RuleError> {
+    CombinedJson,
+    |source, validation| {
         let (set, skipped) = RuleSet::from_combined_json(source, validation)?;
         Ok(Converted::validated(set, skipped))
     }
-}
+);
 
 #[cfg(test)]
 mod tests {

@@ -152,10 +152,10 @@ where
     }
 }
 
-/// Declares a converter type that carries a validation mode (strict by default), with its
-/// constructors.
+/// Declares a bytes-to-`RuleSet` converter type that carries a validation mode (strict by
+/// default), with its constructors; `|source, validation| body` converts.
 macro_rules! converter_with_mode {
-    ($(#[$meta:meta])* $name:ident) => {
+    ($(#[$meta:meta])* $name:ident, |$source:ident, $validation:ident| $body:expr) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct $name {
@@ -179,6 +179,23 @@ macro_rules! converter_with_mode {
             pub fn validation(mut self, validation: Validation) -> Self {
                 self.validation = validation;
                 self
+            }
+        }
+
+        impl Converter<[u8], $crate::rule_set::RuleSet> for $name {
+            fn convert(
+                &self,
+                source: &[u8],
+            ) -> Result<$crate::rule_set::RuleSet, $crate::rules::RuleError> {
+                self.convert_with(source, self.validation).map(|c| c.value)
+            }
+
+            fn convert_with(
+                &self,
+                $source: &[u8],
+                $validation: Validation,
+            ) -> Result<Converted<$crate::rule_set::RuleSet>, $crate::rules::RuleError> {
+                $body
             }
         }
     };
