@@ -21,6 +21,25 @@
 #   etcd-fault   an etcd (client 23792, peer 23802) that fault tests stop and restart
 #                themselves, so they never disturb the instances other tests share.
 #
+#   redis          every Redis instance below: redis-main, redis-auth, redis-keyspace,
+#                  redis-fault, redis-ha and redis-cluster. All listen on 127.0.0.1 only.
+#   redis-main     plain Redis on 16379, no persistence, keyspace notifications off.
+#   redis-auth     Redis on 16380 with `requirepass rootpw` (the default user) and the ACL
+#                  user app:apppw, allowed keys and channels matching `rules:*` only.
+#   redis-keyspace Redis on 16381 with `notify-keyspace-events KA`.
+#   redis-fault    Redis on 16382 that fault tests stop and restart themselves. Its data lives
+#                  in an append-only file (appendfsync always, .services/redis-fault/data/
+#                  appendonlydir) and always survives stop and start: it is never wiped.
+#   redis-ha       a Redis Sentinel deployment, reset on every `start` (a master, its
+#                  replica and a fresh sentinel config, whatever failovers happened since):
+#                    redis-ha-a      16390, the master at start
+#                    redis-ha-b      16391, replica of redis-ha-a at start
+#                    redis-sentinel  26390, watches master name `sentinel-test` (quorum 1,
+#                                    down after 1 s, failover timeout 5 s)
+#   redis-cluster  a 3-master cluster, no replicas: redis-cluster-1/2/3 on 16401, 16402,
+#                  16403 (cluster bus 26401-26403), created fresh (redis-cli --cluster create)
+#                  unless all three are already running with cluster_state:ok.
+#
 # Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}.
 #
 # `start` wipes the data directory first, unless --keep-data is given. `stop` deletes the data
@@ -28,13 +47,18 @@
 # the same ports with the same data, runs:
 #   scripts/services.sh stop etcd-fault --keep-data
 #   scripts/services.sh start etcd-fault --keep-data
-# `start` of an instance that is already running and healthy does nothing and succeeds.
-# `stop` kills exactly the PID recorded in the pidfile, never a process found by name.
+# redis-fault keeps its data either way (`stop redis-fault` then `start redis-fault`); redis-ha
+# and redis-cluster ignore --keep-data and start with fresh data whenever they (re)start.
+# `start` of an instance that is already running and healthy does nothing and succeeds
+# (except redis-ha, which is always reset).
+# `stop` kills exactly the PID recorded in the pidfile, never a process found by name; the
+# Redis stops also wait until the port is free.
 #
-# `start` apt-get installs whichever of the Debian packages in ETCD_PACKAGES dpkg does not list
-# as installed: etcd-server and etcd-client for the servers and etcdctl, and protobuf-compiler
-# plus libprotobuf-dev because the etcd-client crate's build script needs protoc and the
-# google/protobuf/*.proto includes, which Debian ships in libprotobuf-dev.
+# `start` apt-get installs whichever of the Debian packages in ETCD_PACKAGES (for etcd) or
+# REDIS_PACKAGES (for Redis) dpkg does not list as installed: etcd-server and etcd-client for
+# the servers and etcdctl, and protobuf-compiler plus libprotobuf-dev because the etcd-client
+# crate's build script needs protoc and the google/protobuf/*.proto includes, which Debian
+# ships in libprotobuf-dev; redis-server, redis-tools (redis-cli) and redis-sentinel.
 #
 # Adding a service: write `start_<name>` / `stop_<name>` functions (see the etcd ones, built on
 # spawn_detached / wait_ready / stop_instance), and add it to the dispatch in main() and
@@ -56,8 +80,21 @@ ETCD_FAULT_PEER_PORT=23802
 ETCD_TLS_CLIENT_PORT=23793
 ETCD_TLS_PEER_PORT=23803
 
+REDIS_MAIN_PORT=16379
+REDIS_AUTH_PORT=16380
+REDIS_KEYSPACE_PORT=16381
+REDIS_FAULT_PORT=16382
+REDIS_HA_A_PORT=16390
+REDIS_HA_B_PORT=16391
+REDIS_SENTINEL_PORT=26390
+REDIS_MASTER_NAME=sentinel-test
+REDIS_CLUSTER_NODES=(redis-cluster-1 redis-cluster-2 redis-cluster-3)
+REDIS_CLUSTER_PORTS=(16401 16402 16403)
+
 # Every instance this script knows, for `status`.
-INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault)
+INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault
+  redis-main redis-auth redis-keyspace redis-fault redis-ha-a redis-ha-b redis-sentinel
+  "${REDIS_CLUSTER_NODES[@]}")
 
 APT_UPDATED=0
 
@@ -94,6 +131,8 @@ apt_install() {
 
 # Debian packages the etcd instances and the etcd-client crate's build need.
 ETCD_PACKAGES=(protobuf-compiler libprotobuf-dev etcd-server etcd-client)
+# Debian packages the Redis instances need: the server, redis-cli, and the sentinel binary.
+REDIS_PACKAGES=(redis-server redis-tools redis-sentinel)
 
 # Checks packages, not commands: a working protoc says nothing about whether the
 # google/protobuf/*.proto includes (libprotobuf-dev) are there.
@@ -101,15 +140,19 @@ pkg_installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
 }
 
-ensure_etcd_installed() {
+# ensure_packages <package...>: apt-get installs those dpkg does not list as installed.
+ensure_packages() {
   local pkg missing=()
-  for pkg in "${ETCD_PACKAGES[@]}"; do
+  for pkg in "$@"; do
     pkg_installed "$pkg" || missing+=("$pkg")
   done
   if [ "${#missing[@]}" -gt 0 ]; then
     apt_install "${missing[@]}"
   fi
 }
+
+ensure_etcd_installed() { ensure_packages "${ETCD_PACKAGES[@]}"; }
+ensure_redis_installed() { ensure_packages "${REDIS_PACKAGES[@]}"; }
 
 # ---------------------------------------------------------------------------------------------
 # Generic process handling
@@ -131,6 +174,17 @@ live_pid() {
   kill -0 "$pid" 2>/dev/null || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$binary" || return 1
   printf '%s' "$pid"
+}
+
+# pid_alive <pid>: the process exists and is not a zombie. The servers are orphans once the
+# script that started them exits, and some inits reap orphans only every second or two; a
+# zombie no longer holds its ports or files.
+pid_alive() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [ "${stat:0:1}" != Z ]
 }
 
 # spawn_detached <instance> <command...>: runs the command in its own session, stdin closed,
@@ -180,14 +234,14 @@ stop_instance() {
     kill -TERM "$pid" 2>/dev/null || true
     local i
     for ((i = 0; i < 100; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
+      pid_alive "$pid" || break
       sleep 0.1
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    if pid_alive "$pid"; then
       log "$name (pid $pid) ignored SIGTERM for 10 s, sending SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
       for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
+        pid_alive "$pid" || break
         sleep 0.1
       done
     fi
@@ -325,6 +379,203 @@ start_etcd_tls() {
 stop_etcd_tls() { stop_instance etcd-tls etcd "$1"; }
 
 # ---------------------------------------------------------------------------------------------
+# Redis
+# ---------------------------------------------------------------------------------------------
+
+redis_port() {
+  case "$1" in
+  redis-main) printf '%s' "$REDIS_MAIN_PORT" ;;
+  redis-auth) printf '%s' "$REDIS_AUTH_PORT" ;;
+  redis-keyspace) printf '%s' "$REDIS_KEYSPACE_PORT" ;;
+  redis-fault) printf '%s' "$REDIS_FAULT_PORT" ;;
+  redis-ha-a) printf '%s' "$REDIS_HA_A_PORT" ;;
+  redis-ha-b) printf '%s' "$REDIS_HA_B_PORT" ;;
+  redis-sentinel) printf '%s' "$REDIS_SENTINEL_PORT" ;;
+  redis-cluster-[1-3]) printf '%s' "${REDIS_CLUSTER_PORTS[${1##*-} - 1]}" ;;
+  *) die "unknown redis instance $1" ;;
+  esac
+}
+
+# redis_cli <port> <command...>: one command, as the default user (rootpw) on redis-auth,
+# bounded so that a wedged server cannot hang the script.
+redis_cli() {
+  local port="$1"
+  shift
+  local auth=()
+  if [ "$port" = "$REDIS_AUTH_PORT" ]; then
+    auth=(--user default --pass rootpw)
+  fi
+  timeout 5 redis-cli --no-auth-warning -h 127.0.0.1 -p "$port" "${auth[@]}" "$@"
+}
+
+redis_ping() { [ "$(redis_cli "$1" ping 2>/dev/null)" = PONG ]; }
+
+# port_free <port>: nothing accepts connections on 127.0.0.1:<port>.
+port_free() { ! (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_redis_instance <instance> <keep_data 0|1> [extra redis-server flags...]
+start_redis_instance() {
+  local name="$1" keep_data="$2"
+  shift 2
+  local port dd
+  port="$(redis_port "$name")"
+
+  if live_pid "$name" redis-server >/dev/null && redis_ping "$port"; then
+    log "$name already running at 127.0.0.1:$port"
+    return 0
+  fi
+  # A dead or unhealthy leftover: stop exactly the recorded PID, keep data as asked.
+  stop_instance "$name" redis-server 1 2>/dev/null || true
+
+  ensure_redis_installed
+  dd="$(data_dir "$name")"
+  if [ "$keep_data" -eq 0 ]; then
+    rm -rf "$dd"
+  fi
+  mkdir -p "$dd"
+
+  spawn_detached "$name" redis-server --bind 127.0.0.1 --port "$port" --daemonize no \
+    --dir "$dd" "$@"
+  wait_ready "$name" redis-server redis_ping "$port"
+}
+
+# stop_redis_instance <instance> <keep_data 0|1> [binary]: stop_instance, then waits until the
+# port is free, so that a `start` right after can bind it.
+stop_redis_instance() {
+  local name="$1" keep_data="$2" binary="${3:-redis-server}" port i
+  port="$(redis_port "$name")"
+  stop_instance "$name" "$binary" "$keep_data"
+  for ((i = 0; i < 50; i++)); do
+    port_free "$port" && return 0
+    sleep 0.1
+  done
+  die "$name: 127.0.0.1:$port still accepts connections after the stop" \
+    "(a process this script did not start?)"
+}
+
+start_redis_main() { start_redis_instance redis-main "$1" --save '' --appendonly no; }
+stop_redis_main() { stop_redis_instance redis-main "$1"; }
+
+start_redis_auth() {
+  start_redis_instance redis-auth "$1" --save '' --appendonly no --requirepass rootpw \
+    --user app on '>apppw' '~rules:*' '&rules:*' '+@all'
+}
+stop_redis_auth() { stop_redis_instance redis-auth "$1"; }
+
+start_redis_keyspace() {
+  start_redis_instance redis-keyspace "$1" --save '' --appendonly no --notify-keyspace-events KA
+}
+stop_redis_keyspace() { stop_redis_instance redis-keyspace "$1"; }
+
+# redis-fault's data (an fsync-always AOF) survives every stop and start: --keep-data is moot.
+start_redis_fault() {
+  start_redis_instance redis-fault 1 --save '' --appendonly yes --appendfsync always
+}
+stop_redis_fault() { stop_redis_instance redis-fault 1; }
+
+# The Sentinel deployment. Tests fail it over (the roles swap), so `start` always resets it:
+# redis-ha-a master, redis-ha-b its replica, a fresh sentinel config.
+
+redis_replica_linked() {
+  local info
+  info="$(redis_cli "$1" info replication 2>/dev/null)" || return 1
+  [[ "$info" == *master_link_status:up* ]]
+}
+
+# The sentinel sees redis-ha-a as the master and has had an INFO reply from its replica (so a
+# SENTINEL FAILOVER finds a good replica at once).
+sentinel_ready() {
+  local master replicas
+  master="$(redis_cli "$REDIS_SENTINEL_PORT" sentinel get-master-addr-by-name \
+    "$REDIS_MASTER_NAME" 2>/dev/null)" || return 1
+  [ "$(printf '%s' "$master" | tr '\n' ' ')" = "127.0.0.1 $REDIS_HA_A_PORT" ] || return 1
+  replicas="$(redis_cli "$REDIS_SENTINEL_PORT" sentinel replicas "$REDIS_MASTER_NAME" \
+    2>/dev/null)" || return 1
+  [[ "$replicas" == *$'\nmaster-link-status\nok'* ]]
+}
+
+# Sentinel rewrites its config file, so it gets a writable one of its own, fresh each start.
+start_redis_sentinel() {
+  local dir
+  dir="$(instance_dir redis-sentinel)"
+  mkdir -p "$dir"
+  cat >"$dir/sentinel.conf" <<CONF
+port $REDIS_SENTINEL_PORT
+bind 127.0.0.1
+daemonize no
+dir "$dir"
+sentinel resolve-hostnames no
+sentinel monitor $REDIS_MASTER_NAME 127.0.0.1 $REDIS_HA_A_PORT 1
+sentinel down-after-milliseconds $REDIS_MASTER_NAME 1000
+sentinel failover-timeout $REDIS_MASTER_NAME 5000
+CONF
+  spawn_detached redis-sentinel redis-sentinel "$dir/sentinel.conf"
+  wait_ready redis-sentinel redis-sentinel sentinel_ready
+}
+
+start_redis_ha() {
+  # No full-sync delay: the replica (and, after a failover, the old master) syncs at once.
+  local node=(--save '' --appendonly no --repl-diskless-sync-delay 0)
+  stop_redis_ha 0
+  start_redis_instance redis-ha-a 0 "${node[@]}"
+  start_redis_instance redis-ha-b 0 "${node[@]}" --replicaof 127.0.0.1 "$REDIS_HA_A_PORT"
+  wait_ready redis-ha-b redis-server redis_replica_linked "$REDIS_HA_B_PORT"
+  start_redis_sentinel
+}
+stop_redis_ha() {
+  # The sentinel first, so that stopping the data nodes starts no failover.
+  stop_redis_instance redis-sentinel "$1" redis-sentinel
+  stop_redis_instance redis-ha-b "$1"
+  stop_redis_instance redis-ha-a "$1"
+}
+
+# The cluster: three masters, no replicas, all 16384 slots assigned.
+
+redis_cluster_ok() {
+  local port info
+  for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+    info="$(redis_cli "$port" cluster info 2>/dev/null)" || return 1
+    [[ "$info" == *cluster_state:ok* ]] || return 1
+  done
+}
+
+redis_cluster_running() {
+  local name
+  for name in "${REDIS_CLUSTER_NODES[@]}"; do
+    live_pid "$name" redis-server >/dev/null || return 1
+  done
+  redis_cluster_ok
+}
+
+start_redis_cluster() {
+  if redis_cluster_running; then
+    log "redis-cluster already running on ports ${REDIS_CLUSTER_PORTS[*]}"
+    return 0
+  fi
+  stop_redis_cluster 0
+  local name addrs=() lf
+  for name in "${REDIS_CLUSTER_NODES[@]}"; do
+    start_redis_instance "$name" 0 --cluster-enabled yes --cluster-config-file nodes.conf \
+      --cluster-node-timeout 2000 --save '' --appendonly no
+    addrs+=("127.0.0.1:$(redis_port "$name")")
+  done
+  lf="$(log_file "${REDIS_CLUSTER_NODES[0]}")"
+  if ! timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 \
+    --cluster-yes >>"$lf" 2>&1; then
+    log "redis-cluster: 'redis-cli --cluster create' failed; last log lines:"
+    tail -n 40 "$lf" >&2 || true
+    exit 1
+  fi
+  wait_ready "${REDIS_CLUSTER_NODES[0]}" redis-server redis_cluster_ok
+}
+stop_redis_cluster() {
+  local name
+  for name in "${REDIS_CLUSTER_NODES[@]}"; do
+    stop_redis_instance "$name" "$1"
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
@@ -334,6 +585,15 @@ cmd_env() {
   printf 'export SENTINEL_ETCD_FAULT_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_FAULT_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_TLS_ENDPOINTS=https://127.0.0.1:%s\n' "$ETCD_TLS_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_TLS_CA=%s\n' "$(instance_dir etcd-tls)/certs/ca.pem"
+  printf 'export SENTINEL_REDIS_ADDR=127.0.0.1:%s\n' "$REDIS_MAIN_PORT"
+  printf 'export SENTINEL_REDIS_AUTH_ADDR=127.0.0.1:%s\n' "$REDIS_AUTH_PORT"
+  printf 'export SENTINEL_REDIS_KEYSPACE_ADDR=127.0.0.1:%s\n' "$REDIS_KEYSPACE_PORT"
+  printf 'export SENTINEL_REDIS_FAULT_ADDR=127.0.0.1:%s\n' "$REDIS_FAULT_PORT"
+  printf 'export SENTINEL_REDIS_FAULT_DIR=%s\n' "$(data_dir redis-fault)"
+  printf 'export SENTINEL_REDIS_SENTINEL_ADDRS=127.0.0.1:%s\n' "$REDIS_SENTINEL_PORT"
+  printf 'export SENTINEL_REDIS_MASTER_NAME=%s\n' "$REDIS_MASTER_NAME"
+  printf 'export SENTINEL_REDIS_CLUSTER_ADDRS=%s\n' \
+    "$(printf '127.0.0.1:%s,' "${REDIS_CLUSTER_PORTS[@]}" | sed 's/,$//')"
 }
 
 cmd_status() {
@@ -341,9 +601,9 @@ cmd_status() {
   for name in "${INSTANCES[@]}"; do
     local binary="${name%%-*}"
     if pid="$(live_pid "$name" "$binary")"; then
-      printf '%-12s running  pid %s\n' "$name" "$pid"
+      printf '%-16s running  pid %s\n' "$name" "$pid"
     else
-      printf '%-12s stopped\n' "$name"
+      printf '%-16s stopped\n' "$name"
     fi
   done
 }
@@ -382,7 +642,24 @@ main() {
     etcd-auth) "${cmd}_etcd_auth" "$keep_data" ;;
     etcd-fault) "${cmd}_etcd_fault" "$keep_data" ;;
     etcd-tls) "${cmd}_etcd_tls" "$keep_data" ;;
-    *) die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault)" ;;
+    redis)
+      "${cmd}_redis_main" "$keep_data"
+      "${cmd}_redis_auth" "$keep_data"
+      "${cmd}_redis_keyspace" "$keep_data"
+      "${cmd}_redis_fault" "$keep_data"
+      "${cmd}_redis_ha" "$keep_data"
+      "${cmd}_redis_cluster" "$keep_data"
+      ;;
+    redis-main) "${cmd}_redis_main" "$keep_data" ;;
+    redis-auth) "${cmd}_redis_auth" "$keep_data" ;;
+    redis-keyspace) "${cmd}_redis_keyspace" "$keep_data" ;;
+    redis-fault) "${cmd}_redis_fault" "$keep_data" ;;
+    redis-ha) "${cmd}_redis_ha" "$keep_data" ;;
+    redis-cluster) "${cmd}_redis_cluster" "$keep_data" ;;
+    *)
+      die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
+        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-ha, redis-cluster)"
+      ;;
     esac
     ;;
   *) usage ;;

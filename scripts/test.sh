@@ -19,11 +19,13 @@ cleanup() {
   step "stopping test servers"
   scripts/services.sh stop etcd || true
   scripts/services.sh stop etcd-fault || true
+  scripts/services.sh stop redis || true
 }
 trap cleanup EXIT
 
-step "starting test servers (installs etcd and protoc on a fresh machine)"
+step "starting test servers (installs etcd, protoc and Redis on a fresh machine)"
 scripts/services.sh start etcd
+scripts/services.sh start redis
 eval "$(scripts/services.sh env)"
 
 step "cargo fmt --check"
@@ -45,8 +47,10 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --features etcd --bin etcd
+cargo build -p examples --features etcd,redis --bin etcd --bin redis
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
+# the Redis cluster tests (and the tls build) are behind features
+cargo test -p sentinel-datasource-redis --all-features --no-fail-fast
 cargo test -p sentinel-core --features metrics --test metrics
 
 step "cargo doc"

@@ -15,6 +15,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use sentinel_core::datasource::testkit::Latencies;
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
@@ -26,11 +27,6 @@ const WAIT: Duration = Duration::from_secs(10);
 
 fn payload(seq: usize) -> String {
     format!(r#"[{{"resource":"bench","count":{seq}}}]"#)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -64,9 +60,9 @@ async fn run(endpoints: &str) -> Result<bool, Box<dyn std::error::Error>> {
         .await?;
     let mut status = source.status_watch();
 
-    let mut samples = Vec::with_capacity(SAMPLES);
-    let mut puts = Vec::with_capacity(SAMPLES);
-    let mut after_put = Vec::with_capacity(SAMPLES);
+    let mut samples = Latencies::with_capacity(SAMPLES);
+    let mut puts = Latencies::with_capacity(SAMPLES);
+    let mut after_put = Latencies::with_capacity(SAMPLES);
     for seq in 1..=WARMUP + SAMPLES {
         let started = Instant::now();
         let revision = writer.put_bytes(&key, payload(seq)).await?.to_string();
@@ -83,9 +79,9 @@ async fn run(endpoints: &str) -> Result<bool, Box<dyn std::error::Error>> {
         }
         let elapsed = started.elapsed();
         if seq > WARMUP {
-            samples.push(elapsed);
-            puts.push(put);
-            after_put.push(elapsed.saturating_sub(put));
+            samples.record(elapsed);
+            puts.record(put);
+            after_put.record(elapsed.saturating_sub(put));
         }
     }
     let active = sentinel.flow_rules().rules();
@@ -95,29 +91,20 @@ async fn run(endpoints: &str) -> Result<bool, Box<dyn std::error::Error>> {
     source.close().await;
     writer.delete(&key).await?;
 
-    samples.sort();
-    puts.sort();
-    after_put.sort();
-    let (p50, p99) = (percentile(&samples, 50.0), percentile(&samples, 99.0));
-    let max = samples.last().copied().unwrap_or_default();
     println!(
-        "etcd put RPC alone (commit + fsync on the server): p50 {:.3} ms, p99 {:.3} ms",
-        percentile(&puts, 50.0).as_secs_f64() * 1e3,
-        percentile(&puts, 99.0).as_secs_f64() * 1e3,
+        "etcd put RPC alone (commit + fsync on the server): {}",
+        puts.summary()
     );
     println!(
-        "from the put's answer to applied (watch + convert + apply): p50 {:.3} ms, p99 {:.3} ms",
-        percentile(&after_put, 50.0).as_secs_f64() * 1e3,
-        percentile(&after_put, 99.0).as_secs_f64() * 1e3,
+        "from the put's answer to applied (watch + convert + apply): {}",
+        after_put.summary()
     );
     println!(
-        "etcd put -> applied over {SAMPLES} updates: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (budget p99 <= {} ms)",
-        p50.as_secs_f64() * 1e3,
-        p99.as_secs_f64() * 1e3,
-        max.as_secs_f64() * 1e3,
+        "etcd put -> applied over {SAMPLES} updates: {} (budget p99 <= {} ms)",
+        samples.summary(),
         BUDGET_P99.as_millis()
     );
-    if p99 > BUDGET_P99 {
+    if samples.percentile(99.0) > BUDGET_P99 {
         println!("OVER BUDGET");
         return Ok(false);
     }

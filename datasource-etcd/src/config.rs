@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use sentinel_core::datasource::Secret;
+
 use etcd_client::{Client, ConnectOptions};
 
 /// Default time allowed to open a TCP (and TLS) connection to one endpoint.
@@ -45,19 +47,10 @@ pub enum ConfigError {
 
 /// A user name and password for etcd's authentication. The password never appears in `Debug`
 /// output, logs or error messages.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Credentials {
     pub(crate) user: String,
-    pub(crate) password: String,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("user", &self.user)
-            .field("password", &"<redacted>")
-            .finish()
-    }
+    pub(crate) password: Secret,
 }
 
 /// TLS settings for `https://` endpoints (the `tls` feature).
@@ -215,7 +208,7 @@ impl EtcdConfig {
             // etcd's simple tokens expire after --auth-token-ttl of inactivity and are lost on a
             // server restart. The client then re-authenticates once and retries the request.
             options = options
-                .with_user(creds.user.clone(), creds.password.clone())
+                .with_user(creds.user.clone(), creds.password.expose())
                 .with_auto_token_refresh(true);
         }
         #[cfg(feature = "tls")]
@@ -300,7 +293,7 @@ impl EtcdConfigBuilder {
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.credentials = Some(Credentials {
             user: user.into(),
-            password: password.into(),
+            password: Secret::new(password),
         });
         self
     }

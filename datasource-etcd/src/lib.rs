@@ -119,5 +119,6 @@ pub use config::{
     ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
     DEFAULT_REQUEST_TIMEOUT,
 };
+pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::EtcdSource;
-pub use writer::{encode_rules, EtcdRuleWriter, WriteError};
+pub use writer::EtcdRuleWriter;

@@ -12,12 +12,12 @@ mod support;
 
 use std::time::Duration;
 
+use sentinel_core::datasource::testkit::{
+    fault_lock, next_value, read, run_services, unique_key, values, watch, WAIT,
+};
 use sentinel_core::datasource::{ReadableDataSource, SourceError, WatchEvent};
 use sentinel_datasource_etcd::EtcdSource;
-use support::{
-    auth_endpoints, builder, config, endpoints, fault_endpoints, fault_lock, next_value, read,
-    run_services, unique_key, values, watch, writer, WAIT,
-};
+use support::{auth_endpoints, builder, config, endpoints, fault_endpoints, writer};
 
 #[tokio::test]
 async fn initial_read_returns_value_and_header_revision() {

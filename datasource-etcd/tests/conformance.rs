@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
-    applied_seq, check_ordered_updates, flow_payload, run_conformance, wait_status, wait_until,
-    CheckOutcome, ConformanceHarness, EventRecorder, Unsupported,
+    applied_seq, check_ordered_updates, expect_all_conformance, expect_conformance, fault_lock,
+    flow_payload, services, unique_key, wait_status, wait_until, CheckOutcome, ConformanceHarness,
+    EventRecorder, Partition, Unsupported, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -31,10 +32,7 @@ use sentinel_core::flow::FlowRule;
 use sentinel_core::system::SystemRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource, WriteError};
-use support::{
-    auth_endpoints, builder, config, endpoints, fault_endpoints, fault_lock, services, unique_key,
-    writer, Partition, WAIT,
-};
+use support::{auth_endpoints, builder, config, endpoints, fault_endpoints, writer};
 
 /// The conformance kit's view of one etcd key.
 struct EtcdHarness {
@@ -100,7 +98,7 @@ impl ConformanceHarness for EtcdHarness {
 
     fn make_source(&self) -> EtcdSource {
         let config = match &self.partition {
-            Some(partition) => config(partition.endpoint()),
+            Some(partition) => config(&format!("http://{}", partition.addr())),
             None => self.config.clone(),
         };
         EtcdSource::key(config, self.key.clone())
@@ -189,10 +187,7 @@ async fn conformance_kit_passes_with_server_restarts() {
     let _fault = fault_lock().await;
     services(&["start", "etcd-fault"]).await;
     let harness = EtcdHarness::new(&fault_endpoints(), "conformance", true).await;
-    let report = run_conformance(&harness)
-        .await
-        .unwrap_or_else(|failure| panic!("{failure}"));
-    println!("conformance: {report}");
+    let report = expect_conformance(&harness).await;
     assert_eq!(report.checks.len(), 10, "{report:?}");
     // A stopped etcd takes no write, so disconnect's catch-up part is skipped here; the
     // partition test below shows it.
@@ -208,11 +203,7 @@ async fn conformance_kit_passes_with_server_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_kit_passes_through_a_network_partition() {
     let harness = EtcdHarness::partitioned(&endpoints(), "partition").await;
-    let report = run_conformance(&harness)
-        .await
-        .unwrap_or_else(|failure| panic!("{failure}"));
-    println!("conformance: {report}");
-    assert!(report.all_passed(), "{report}");
+    expect_all_conformance(&harness).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

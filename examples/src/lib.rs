@@ -6,6 +6,7 @@
 use std::error::Error;
 use std::time::Duration;
 
+use sentinel_core::datasource::DataSource;
 use sentinel_core::Sentinel;
 
 /// Runs a simulated resource under steady load: `rate` calls per second, each taking
@@ -51,6 +52,68 @@ pub fn error_chain(error: &dyn Error) -> String {
         cause = e.source();
     }
     text
+}
+
+/// Guards `resource` with a simulated load of `rate` calls per second and prints, once a
+/// second, the passes and blocks, the active rules and the source's state (a rejected
+/// payload, a lost connection), until Ctrl-C or after `seconds`.
+pub async fn live(
+    sentinel: &Sentinel,
+    source: &DataSource,
+    resource: &'static str,
+    rate: u32,
+    seconds: Option<u64>,
+) {
+    let load = tokio::spawn(simulate(
+        sentinel.clone(),
+        resource,
+        rate,
+        Duration::from_millis(5),
+    ));
+
+    // The engine counts "the last second" in two 500 ms buckets. Report just before a
+    // bucket ends, so that both buckets are (nearly) full and the numbers cover a whole second.
+    let into_bucket = sentinel.clock().now_ms() % 500;
+    let first = tokio::time::Instant::now() + Duration::from_millis(1480 - into_bucket);
+    let mut tick = tokio::time::interval_at(first, Duration::from_secs(1));
+    let started = tokio::time::Instant::now();
+    let mut last_rejected = 0;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => break,
+        }
+        println!("{}", report(sentinel, &[resource]));
+        let rules: Vec<String> = sentinel
+            .flow_rules()
+            .rules()
+            .iter()
+            .map(|r| format!("{} count={} grade={:?}", r.resource, r.count, r.grade))
+            .collect();
+        let status = source.status();
+        println!(
+            "  flow rules: [{}]  (degrade {}, system {}, authority {}) applied={} connected={}",
+            rules.join("; "),
+            sentinel.degrade_rules().rules().len(),
+            sentinel.system_rules().rules().len(),
+            sentinel.authority_rules().rules().len(),
+            status.applied_count,
+            status.connected,
+        );
+        if status.rejected_count > last_rejected {
+            last_rejected = status.rejected_count;
+            println!(
+                "  REJECTED (rules kept): {}",
+                status.last_error.as_deref().unwrap_or("?")
+            );
+        } else if let (false, Some(error)) = (status.connected, &status.last_error) {
+            println!("  disconnected: {error}");
+        }
+        if seconds.is_some_and(|s| started.elapsed() >= Duration::from_secs(s)) {
+            break;
+        }
+    }
+    load.abort();
 }
 
 #[doc = include_str!("../../README.md")]

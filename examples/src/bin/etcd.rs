@@ -16,8 +16,6 @@
 //! `--rate N` (calls per second, default 50), `--seconds N` (stop after N seconds; default:
 //! run until Ctrl-C).
 
-use std::time::Duration;
-
 use sentinel_core::datasource::{CombinedJson, DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdSource};
@@ -113,59 +111,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.rate
     );
 
-    let load = tokio::spawn(examples::simulate(
-        sentinel.clone(),
-        RESOURCE,
-        args.rate,
-        Duration::from_millis(5),
-    ));
-
-    // The engine counts "the last second" in two 500 ms buckets. Report just before a
-    // bucket ends, so that both buckets are (nearly) full and the numbers cover a whole second.
-    let into_bucket = sentinel.clock().now_ms() % 500;
-    let first = tokio::time::Instant::now() + Duration::from_millis(1480 - into_bucket);
-    let mut tick = tokio::time::interval_at(first, Duration::from_secs(1));
-    let started = tokio::time::Instant::now();
-    let mut last_rejected = 0;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = tokio::signal::ctrl_c() => break,
-        }
-        println!("{}", examples::report(&sentinel, &[RESOURCE]));
-        let rules: Vec<String> = sentinel
-            .flow_rules()
-            .rules()
-            .iter()
-            .map(|r| format!("{} count={} grade={:?}", r.resource, r.count, r.grade))
-            .collect();
-        let status = source.status();
-        println!(
-            "  flow rules: [{}]  (degrade {}, system {}, authority {}) applied={} connected={}",
-            rules.join("; "),
-            sentinel.degrade_rules().rules().len(),
-            sentinel.system_rules().rules().len(),
-            sentinel.authority_rules().rules().len(),
-            status.applied_count,
-            status.connected,
-        );
-        if status.rejected_count > last_rejected {
-            last_rejected = status.rejected_count;
-            println!(
-                "  REJECTED (rules kept): {}",
-                status.last_error.as_deref().unwrap_or("?")
-            );
-        } else if let (false, Some(error)) = (status.connected, &status.last_error) {
-            println!("  disconnected: {error}");
-        }
-        if args
-            .seconds
-            .is_some_and(|s| started.elapsed() >= Duration::from_secs(s))
-        {
-            break;
-        }
-    }
-    load.abort();
+    examples::live(&sentinel, &source, RESOURCE, args.rate, args.seconds).await;
     source.close().await;
     Ok(())
 }

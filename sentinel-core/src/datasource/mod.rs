@@ -23,6 +23,7 @@
 mod converter;
 mod driver;
 mod memory;
+mod secret;
 mod snapshot;
 mod source;
 mod status;
@@ -30,6 +31,7 @@ mod status;
 pub mod testkit;
 #[cfg(test)]
 mod tests;
+mod write;
 
 #[cfg(test)]
 pub(crate) use converter::java_converter;
@@ -39,8 +41,10 @@ pub use converter::{
 };
 pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode};
 pub use memory::{MemorySource, MemoryStore};
+pub use secret::Secret;
 pub use source::{
     BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use status::SourceStatus;
+pub use write::{encode_rules, WriteError};

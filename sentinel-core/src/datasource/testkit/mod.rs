@@ -6,6 +6,11 @@
 //! A backend crate's test implements [`ConformanceHarness`] over a real server and calls
 //! [`run_conformance`], or single checks such as [`check_ordered_updates`] with its own
 //! numbers. Every wait is bounded by [`ConformanceHarness::timeout`].
+//!
+//! The rest serves every backend's tests alike: driving a source by hand ([`read`],
+//! [`watch`], [`next_value`]), reaching the workspace's test servers ([`env_or`],
+//! [`unique_key`], [`services`], [`fault_lock`]) and cutting a client off from a running
+//! server ([`Partition`]).
 
 use std::time::Duration;
 
@@ -14,20 +19,28 @@ use async_trait::async_trait;
 use super::driver::DataSourceBuilder;
 use super::source::ReadableDataSource;
 
+mod by_hand;
 mod checks;
 mod fixture;
+mod latency;
 mod memory;
 mod observe;
+mod partition;
+mod servers;
 
+pub use by_hand::{next_value, read, values, watch};
 pub use checks::{
     check_bad_payload, check_close, check_delete, check_disconnect, check_identical_payload,
     check_initial_load, check_ordered_updates, check_size_cap, check_snapshot, check_status,
 };
+pub use latency::Latencies;
 pub use memory::MemoryHarness;
 pub use observe::{
     applied_seq, flow_payload, status_within, until_within, wait_status, wait_until, AppliedRecord,
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
+pub use partition::Partition;
+pub use servers::{env_or, fault_lock, run_services, services, unique_key};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -157,4 +170,32 @@ pub async fn run_conformance<H: ConformanceHarness>(
     checks.push(("snapshot", check_snapshot(harness).await?));
     checks.push(("size_cap", check_size_cap(harness).await?));
     Ok(ConformanceReport { checks })
+}
+
+/// [`run_conformance`] for a test: prints the report and returns it, or panics with the
+/// failure.
+///
+/// # Panics
+///
+/// When a check fails.
+pub async fn expect_conformance<H: ConformanceHarness>(harness: &H) -> ConformanceReport {
+    match run_conformance(harness).await {
+        Ok(report) => {
+            println!("conformance: {report}");
+            report
+        }
+        Err(failure) => panic!("{failure}"),
+    }
+}
+
+/// [`expect_conformance`], asserting that every check of the contract ran in full.
+///
+/// # Panics
+///
+/// When a check fails or is skipped.
+pub async fn expect_all_conformance<H: ConformanceHarness>(harness: &H) -> ConformanceReport {
+    let report = expect_conformance(harness).await;
+    assert!(report.all_passed(), "{report}");
+    assert_eq!(report.checks.len(), 10, "{report:?}");
+    report
 }

@@ -1,0 +1,677 @@
+//! Connection settings for Redis: the deployment (one server, Redis Sentinel, cluster),
+//! credentials, database, timeouts.
+
+use std::fmt;
+use std::time::Duration;
+
+use sentinel_core::datasource::Secret;
+
+/// Default time allowed to open a connection (TCP, handshake, AUTH, SELECT).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time allowed for one command (GET, SUBSCRIBE, the writer's transaction).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default interval between PINGs on the subscription connection, which otherwise only reads.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
+/// Default cap on the size of the value a source reads: the data-source framework's cap
+/// (4 MiB), which the driver enforces too.
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
+
+/// The port a Redis server listens on when an address names none.
+const DEFAULT_PORT: u16 = 6379;
+/// The port a Redis Sentinel listens on when an address names none.
+const DEFAULT_SENTINEL_PORT: u16 = 26379;
+
+/// A configuration that [`RedisConfigBuilder::build`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No server, sentinel or cluster node was given.
+    #[error("a Redis server, Redis Sentinel or cluster address is required")]
+    NoAddress,
+    /// Addresses of two deployments were given (a server and sentinels, for example).
+    #[error("choose one deployment: a server, Redis Sentinel or a cluster")]
+    SeveralDeployments,
+    /// An address is malformed.
+    #[error("invalid Redis address {address:?}: {reason}")]
+    InvalidAddress {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The Redis Sentinel master name is empty.
+    #[error("the Redis Sentinel master name is empty")]
+    EmptyMasterName,
+    /// The ACL user name is empty.
+    #[error("the Redis user name is empty")]
+    EmptyUser,
+    /// A cluster has only database 0.
+    #[error("Redis Cluster has only database 0, not {db}")]
+    ClusterDatabase {
+        /// The database that was asked for.
+        db: i64,
+    },
+    /// The database index is negative.
+    #[error("the Redis database index {db} is negative")]
+    NegativeDatabase {
+        /// The database that was asked for.
+        db: i64,
+    },
+    /// A timeout or size limit is zero.
+    #[error("{field} must be greater than zero")]
+    Zero {
+        /// The setting that is zero.
+        field: &'static str,
+    },
+}
+
+/// A host and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Address {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+impl Address {
+    /// Parses `host:port`, `host`, `[v6]:port` or `[v6]`, with an optional `redis://` prefix.
+    fn parse(text: &str, default_port: u16) -> Result<Self, ConfigError> {
+        let invalid = |reason| ConfigError::InvalidAddress {
+            address: text.to_owned(),
+            reason,
+        };
+        let rest = text.trim();
+        let rest = rest.strip_prefix("redis://").unwrap_or(rest);
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('@') {
+            return Err(invalid(
+                "credentials belong in the builder (credentials or password), not in the address",
+            ));
+        }
+        if rest.contains("://") {
+            return Err(invalid("only host:port or redis://host:port is accepted"));
+        }
+        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+            let (host, tail) = v6.split_once(']').ok_or_else(|| invalid("unclosed '['"))?;
+            match tail.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None if tail.is_empty() => (host, None),
+                None => return Err(invalid("unexpected text after ']'")),
+            }
+        } else {
+            match rest.rsplit_once(':') {
+                Some((_, _)) if rest.matches(':').count() > 1 => {
+                    return Err(invalid("write an IPv6 address as [addr]:port"))
+                }
+                Some((host, port)) => (host, Some(port)),
+                None => (rest, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(invalid("empty host"));
+        }
+        let port = match port {
+            Some(p) => p.parse::<u16>().map_err(|_| invalid("bad port"))?,
+            None => default_port,
+        };
+        if port == 0 {
+            return Err(invalid("port 0"));
+        }
+        Ok(Self {
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Where the rules live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deployment {
+    /// One server (or a proxy in front of several).
+    Server(Address),
+    /// The master that these Redis Sentinels name, looked up again on every reconnect.
+    Sentinel {
+        sentinels: Vec<Address>,
+        master: String,
+    },
+    /// A Redis Cluster reached through any of these nodes.
+    #[cfg(feature = "cluster")]
+    Cluster(Vec<Address>),
+}
+
+impl fmt::Display for Deployment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let join = |list: &[Address]| {
+            list.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Deployment::Server(a) => write!(f, "{a}"),
+            Deployment::Sentinel { sentinels, master } => {
+                write!(f, "master {master} of sentinels {}", join(sentinels))
+            }
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => write!(f, "cluster {}", join(nodes)),
+        }
+    }
+}
+
+/// An ACL user (or the default user) and its password. The password never appears in
+/// `Debug` output, logs or errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Credentials {
+    /// `None` authenticates as the default user (`requirepass`).
+    pub(crate) user: Option<String>,
+    pub(crate) password: Secret,
+}
+
+/// TLS to the servers (the `tls` feature): rustls, with the system's root certificates or the
+/// CA given here.
+#[cfg(feature = "tls")]
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    pub(crate) ca_pem: Option<Vec<u8>>,
+}
+
+#[cfg(feature = "tls")]
+impl TlsConfig {
+    /// TLS with the system's root certificates.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trusts this CA certificate (PEM) for the servers' certificates, instead of the system
+    /// roots.
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
+    pub(crate) fn certificates(&self) -> redis::TlsCertificates {
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: self.ca_pem.clone(),
+        }
+    }
+}
+
+#[cfg(feature = "tls")]
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("ca_certificate", &self.ca_pem.is_some())
+            .finish()
+    }
+}
+
+/// How to reach Redis. Built with [`RedisConfig::builder`].
+///
+/// `Debug` and [`describe`](Self::describe) show the user name but never the password.
+#[derive(Clone)]
+pub struct RedisConfig {
+    pub(crate) deployment: Deployment,
+    pub(crate) credentials: Option<Credentials>,
+    pub(crate) db: i64,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) ping_interval: Duration,
+    pub(crate) max_payload_bytes: usize,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<TlsConfig>,
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("RedisConfig");
+        d.field("deployment", &self.deployment.to_string())
+            .field("user", &self.user())
+            .field("password", &self.credentials.as_ref().map(|_| "<redacted>"))
+            .field("db", &self.db)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("ping_interval", &self.ping_interval)
+            .field("max_payload_bytes", &self.max_payload_bytes);
+        #[cfg(feature = "tls")]
+        d.field("tls", &self.tls);
+        d.finish()
+    }
+}
+
+impl RedisConfig {
+    /// Starts a configuration with no address and the default timeouts.
+    pub fn builder() -> RedisConfigBuilder {
+        RedisConfigBuilder::default()
+    }
+
+    /// The ACL user name, if one is set.
+    pub fn user(&self) -> Option<&str> {
+        self.credentials.as_ref().and_then(|c| c.user.as_deref())
+    }
+
+    /// The database index (0 unless set).
+    pub fn db(&self) -> i64 {
+        self.db
+    }
+
+    /// Time allowed to open a connection.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// Time allowed for one command.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Cap on the size of the value a read returns.
+    pub fn max_payload_bytes(&self) -> usize {
+        self.max_payload_bytes
+    }
+
+    /// Where the rules live, without secrets: `127.0.0.1:6379`, `master mymaster of sentinels
+    /// ...`, `cluster ...`, with the user and database when set.
+    pub fn describe(&self) -> String {
+        let mut text = self.deployment.to_string();
+        if let Some(user) = self.user() {
+            text.push_str(&format!(" as {user}"));
+        }
+        if self.db != 0 {
+            text.push_str(&format!(" db {}", self.db));
+        }
+        text
+    }
+
+    /// The password, for the connection code only.
+    pub(crate) fn password(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|c| c.password.expose())
+    }
+
+    pub(crate) fn tls_enabled(&self) -> bool {
+        #[cfg(feature = "tls")]
+        {
+            self.tls.is_some()
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            false
+        }
+    }
+}
+
+/// Builder for [`RedisConfig`].
+#[derive(Clone)]
+pub struct RedisConfigBuilder {
+    server: Vec<String>,
+    sentinels: Vec<String>,
+    master: Option<String>,
+    #[cfg(feature = "cluster")]
+    cluster: Vec<String>,
+    credentials: Option<Credentials>,
+    db: i64,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    ping_interval: Duration,
+    max_payload_bytes: usize,
+    #[cfg(feature = "tls")]
+    tls: Option<TlsConfig>,
+}
+
+impl Default for RedisConfigBuilder {
+    fn default() -> Self {
+        Self {
+            server: Vec::new(),
+            sentinels: Vec::new(),
+            master: None,
+            #[cfg(feature = "cluster")]
+            cluster: Vec::new(),
+            credentials: None,
+            db: 0,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
+
+impl fmt::Debug for RedisConfigBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfigBuilder")
+            .field("server", &self.server)
+            .field("sentinels", &self.sentinels)
+            .field("master", &self.master)
+            .field(
+                "user",
+                &self.credentials.as_ref().and_then(|c| c.user.as_deref()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Splits comma-separated lists, so an environment variable's value can be passed as is.
+fn split_list<I, S>(list: I) -> impl Iterator<Item = String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    list.into_iter()
+        .flat_map(|s| {
+            s.as_ref()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+impl RedisConfigBuilder {
+    /// One Redis server: `host:port`, `host` (port 6379), `[v6addr]:port`, optionally with a
+    /// `redis://` prefix. Credentials go to [`credentials`](Self::credentials) or
+    /// [`password`](Self::password), never into the address.
+    pub fn server(mut self, address: impl Into<String>) -> Self {
+        self.server.push(address.into());
+        self
+    }
+
+    /// The master named `master` of these Redis Sentinels (`host:port`, port 26379 by
+    /// default; a comma-separated string is split). The sources and the writer ask the
+    /// sentinels for the master on every (re)connect, so they follow a failover.
+    pub fn sentinel<I, S>(mut self, sentinels: I, master: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.sentinels.extend(split_list(sentinels));
+        self.master = Some(master.into());
+        self
+    }
+
+    /// A Redis Cluster, reached through any of these nodes (`host:port`; a comma-separated
+    /// string is split).
+    #[cfg(feature = "cluster")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cluster")))]
+    pub fn cluster<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.cluster.extend(split_list(nodes));
+        self
+    }
+
+    /// Authenticates as an ACL user (Redis 6 or newer). The password is never logged.
+    pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials = Some(Credentials {
+            user: Some(user.into()),
+            password: Secret::new(password),
+        });
+        self
+    }
+
+    /// Authenticates as the default user, with the server's `requirepass` password. The
+    /// password is never logged.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.credentials = Some(Credentials {
+            user: None,
+            password: Secret::new(password),
+        });
+        self
+    }
+
+    /// The database index (default 0). A cluster has only database 0.
+    pub fn db(mut self, db: i64) -> Self {
+        self.db = db;
+        self
+    }
+
+    /// Time allowed to open a connection: TCP, AUTH, SELECT, and the Redis Sentinel lookup
+    /// (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Time allowed for one command: GET, SUBSCRIBE, CONFIG GET, the writer's transaction,
+    /// a PING on the subscription (default 5 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How often a source PINGs its subscription connection (default 10 s). A subscription
+    /// only reads, so without pings a server that vanishes without closing the connection
+    /// (a network partition) would go unnoticed; an unanswered PING (after the request
+    /// timeout) counts as a broken connection.
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
+    /// Cap on the size of the value a source reads (default 4 MiB). A larger value (or
+    /// message) is reported as `SourceError::TooLarge` and the watch goes on.
+    pub fn max_payload_bytes(mut self, limit: usize) -> Self {
+        self.max_payload_bytes = limit;
+        self
+    }
+
+    /// Connects with TLS (`rediss`).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Checks the settings.
+    pub fn build(self) -> Result<RedisConfig, ConfigError> {
+        let deployment = self.deployment()?;
+        if let Some(creds) = &self.credentials {
+            if creds.user.as_deref().is_some_and(str::is_empty) {
+                return Err(ConfigError::EmptyUser);
+            }
+        }
+        if self.db < 0 {
+            return Err(ConfigError::NegativeDatabase { db: self.db });
+        }
+        #[cfg(feature = "cluster")]
+        if matches!(deployment, Deployment::Cluster(_)) && self.db != 0 {
+            return Err(ConfigError::ClusterDatabase { db: self.db });
+        }
+        for (field, zero) in [
+            ("connect_timeout", self.connect_timeout.is_zero()),
+            ("request_timeout", self.request_timeout.is_zero()),
+            ("ping_interval", self.ping_interval.is_zero()),
+            ("max_payload_bytes", self.max_payload_bytes == 0),
+        ] {
+            if zero {
+                return Err(ConfigError::Zero { field });
+            }
+        }
+        Ok(RedisConfig {
+            deployment,
+            credentials: self.credentials,
+            db: self.db,
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.request_timeout,
+            ping_interval: self.ping_interval,
+            max_payload_bytes: self.max_payload_bytes,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+        })
+    }
+
+    fn deployment(&self) -> Result<Deployment, ConfigError> {
+        let parse = |list: &[String], port| {
+            list.iter()
+                .map(|a| Address::parse(a, port))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        #[cfg(feature = "cluster")]
+        let cluster = !self.cluster.is_empty();
+        #[cfg(not(feature = "cluster"))]
+        let cluster = false;
+        let chosen = [!self.server.is_empty(), self.master.is_some(), cluster];
+        match chosen.iter().filter(|c| **c).count() {
+            0 => return Err(ConfigError::NoAddress),
+            1 => {}
+            _ => return Err(ConfigError::SeveralDeployments),
+        }
+        if let [server] = self.server.as_slice() {
+            return Ok(Deployment::Server(Address::parse(server, DEFAULT_PORT)?));
+        }
+        if self.server.len() > 1 {
+            return Err(ConfigError::SeveralDeployments);
+        }
+        if let Some(master) = &self.master {
+            if master.trim().is_empty() {
+                return Err(ConfigError::EmptyMasterName);
+            }
+            let sentinels = parse(&self.sentinels, DEFAULT_SENTINEL_PORT)?;
+            if sentinels.is_empty() {
+                return Err(ConfigError::NoAddress);
+            }
+            return Ok(Deployment::Sentinel {
+                sentinels,
+                master: master.clone(),
+            });
+        }
+        #[cfg(feature = "cluster")]
+        {
+            Ok(Deployment::Cluster(parse(&self.cluster, DEFAULT_PORT)?))
+        }
+        #[cfg(not(feature = "cluster"))]
+        {
+            Err(ConfigError::NoAddress)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_with_default_ports() {
+        let a = Address::parse("redis://10.0.0.1:7000/", 6379).expect("valid");
+        assert_eq!((a.host.as_str(), a.port), ("10.0.0.1", 7000));
+        let a = Address::parse("cache.local", 6379).expect("valid");
+        assert_eq!((a.host.as_str(), a.port), ("cache.local", 6379));
+        let a = Address::parse("[::1]:6380", 6379).expect("valid");
+        assert_eq!(
+            (a.host.as_str(), a.port, a.to_string()),
+            ("::1", 6380, "[::1]:6380".into())
+        );
+        for bad in [
+            "",
+            ":1",
+            "h:0",
+            "h:x",
+            "::1",
+            "redis://u:p@h:1",
+            "rediss://h",
+            "[::1",
+        ] {
+            assert!(
+                Address::parse(bad, 6379).is_err(),
+                "{bad:?} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn credentials_in_an_address_are_refused_without_echoing_them_in_the_reason() {
+        let err = Address::parse("redis://app:s3cret@h:1", 6379).expect_err("refused");
+        let ConfigError::InvalidAddress { reason, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert!(!reason.contains("s3cret"));
+    }
+
+    #[test]
+    fn one_deployment_only() {
+        let err = RedisConfig::builder()
+            .server("a:1")
+            .sentinel(["b:2"], "m")
+            .build()
+            .expect_err("two deployments");
+        assert_eq!(err, ConfigError::SeveralDeployments);
+        assert_eq!(
+            RedisConfig::builder().build().expect_err("none"),
+            ConfigError::NoAddress
+        );
+        assert_eq!(
+            RedisConfig::builder()
+                .sentinel(["b"], " ")
+                .build()
+                .expect_err("no name"),
+            ConfigError::EmptyMasterName
+        );
+    }
+
+    #[test]
+    fn sentinels_split_and_default_to_26379() {
+        let config = RedisConfig::builder()
+            .sentinel(["s1,s2:26400"], "mymaster")
+            .build()
+            .expect("valid");
+        assert_eq!(
+            config.describe(),
+            "master mymaster of sentinels s1:26379,s2:26400"
+        );
+    }
+
+    #[test]
+    fn debug_and_describe_never_show_the_password() {
+        let config = RedisConfig::builder()
+            .server("h:1")
+            .credentials("app", "s3cret-pw")
+            .db(2)
+            .build()
+            .expect("valid");
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("s3cret-pw") && debug.contains("app"),
+            "{debug}"
+        );
+        assert_eq!(config.describe(), "h:1 as app db 2");
+        let builder = RedisConfig::builder().server("h").password("s3cret-pw");
+        assert!(!format!("{builder:?}").contains("s3cret-pw"));
+    }
+
+    #[test]
+    fn zero_limits_and_negative_databases_are_refused() {
+        let err = RedisConfig::builder()
+            .server("h")
+            .request_timeout(Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "request_timeout"
+            }
+        );
+        let err = RedisConfig::builder()
+            .server("h")
+            .db(-1)
+            .build()
+            .expect_err("negative");
+        assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
+    }
+}

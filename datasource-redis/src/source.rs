@@ -1,0 +1,433 @@
+//! [`RedisSource`]: SUBSCRIBE first, then GET the key; learn of changes from a channel, from
+//! the messages' payloads, or from keyspace notifications.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use futures_util::{FutureExt, StreamExt};
+use redis::aio::{PubSubSink, PubSubStream};
+use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
+
+use crate::config::{Address, RedisConfig};
+use crate::connect::{Commands, Connected, Connector};
+
+/// How a [`RedisSource`] learns that the rules changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangeMode {
+    /// Any message on this channel means "read the key again" (the default, and the safe
+    /// choice): the key is the truth, so a lost, repeated, reordered or wrong message cannot
+    /// leave stale rules. Works with Sentinel's publishers, which run
+    /// `MULTI; SET key v; PUBLISH channel v; EXEC`.
+    Notify(String),
+    /// Sentinel Java's `RedisDataSource` mode: each message on this channel *is* the new
+    /// value, for publishers that only PUBLISH. The key is still read at start and after every
+    /// reconnect (keep it in step with the messages, as Sentinel's publishers do).
+    Payload(String),
+    /// The key's keyspace notifications (`__keyspace@<db>__:<key>`): any command that changes
+    /// the key (a plain `SET` by any tool, `DEL`, an expiry) makes the source read it again,
+    /// with no cooperating publisher. The server must have `notify-keyspace-events` with `K`
+    /// and the string and generic classes (`K$g`, or `KA`); the source checks that when it
+    /// connects and fails otherwise.
+    Keyspace,
+}
+
+impl ChangeMode {
+    fn name(&self) -> &'static str {
+        match self {
+            ChangeMode::Notify(_) => "notify",
+            ChangeMode::Payload(_) => "payload",
+            ChangeMode::Keyspace => "keyspace",
+        }
+    }
+}
+
+/// A Redis key as a rule source, live through pub/sub.
+///
+/// - [`read`](ReadableDataSource::read) makes sure the source is subscribed (connecting
+///   first if needed), then GETs the key. Subscribing before the GET means a change between
+///   the two cannot be missed: its message is already queued. A missing key is an absent
+///   payload (the driver's delete policy decides what that means). The source keeps one
+///   multiplexed connection for commands and one subscription connection for its whole life;
+///   it never opens a connection per read.
+/// - [`watch`](ReadableDataSource::watch) waits for the next message.
+///   - `Notify` and `Keyspace`: the message (and every other already queued) yields
+///     [`WatchEvent::Resync`], and the driver reads the key again.
+///   - `Payload`: the message's payload is the new value, [`WatchEvent::Changed`].
+///   - The subscription is PINGed every
+///     [`ping_interval`](crate::RedisConfigBuilder::ping_interval), and with Redis Sentinel
+///     the sentinels are asked which master they name. An unanswered PING, a subscription the
+///     server closes (a restart, `CLIENT KILL TYPE pubsub`) or a new master (a failover) is
+///     [`SourceError::Connection`]: both connections are dropped and the driver's next read
+///     connects again (to the master the sentinels name), subscribes again and re-reads the
+///     key, so a change made while the source was away is applied.
+/// - A value or message larger than
+///   [`max_payload_bytes`](crate::RedisConfigBuilder::max_payload_bytes) is
+///   [`SourceError::TooLarge`]; the subscription stays, so a smaller value is seen at once.
+pub struct RedisSource {
+    connector: Connector,
+    key: String,
+    mode: ChangeMode,
+    /// The channel subscribed to: the configured one, or the key's keyspace channel.
+    channel: String,
+    commands: Option<Commands>,
+    sink: Option<PubSubSink>,
+    messages: Option<PubSubStream>,
+    /// In a cluster, the shard that holds the key.
+    shard: Option<Address>,
+    closed: bool,
+}
+
+impl fmt::Debug for RedisSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSource")
+            .field("at", &self.connector.config().describe())
+            .field("key", &self.key)
+            .field("mode", &self.mode.name())
+            .field("channel", &self.channel)
+            .field("subscribed", &self.messages.is_some())
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisSource {
+    /// A source for `key` that learns of changes as `mode` says.
+    pub fn new(config: RedisConfig, key: impl Into<String>, mode: ChangeMode) -> Self {
+        let key = key.into();
+        let channel = match &mode {
+            ChangeMode::Notify(channel) | ChangeMode::Payload(channel) => channel.clone(),
+            ChangeMode::Keyspace => format!("__keyspace@{}__:{key}", config.db),
+        };
+        Self {
+            connector: Connector::new(config),
+            key,
+            mode,
+            channel,
+            commands: None,
+            sink: None,
+            messages: None,
+            shard: None,
+            closed: false,
+        }
+    }
+
+    /// A source for `key` in the default [`ChangeMode::Notify`] mode: any message on
+    /// `channel` makes it read the key again.
+    pub fn notify(config: RedisConfig, key: impl Into<String>, channel: impl Into<String>) -> Self {
+        Self::new(config, key, ChangeMode::Notify(channel.into()))
+    }
+
+    /// The key this source reads.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The channel this source subscribes to (the keyspace channel in
+    /// [`ChangeMode::Keyspace`]).
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    fn config(&self) -> &RedisConfig {
+        self.connector.config()
+    }
+
+    /// Drops both connections; the next read connects again.
+    fn disconnect(&mut self) {
+        self.commands = None;
+        self.sink = None;
+        self.messages = None;
+        self.shard = None;
+    }
+
+    /// Drops the connections when `result` is a connection error.
+    fn checked<T>(&mut self, result: Result<T, SourceError>) -> Result<T, SourceError> {
+        if let Err(SourceError::Connection { .. }) = &result {
+            self.disconnect();
+        }
+        result
+    }
+
+    /// Connects both connections and subscribes; the subscription is confirmed before this
+    /// returns, so the GET that follows cannot miss a change.
+    async fn subscribe(&mut self) -> Result<(), SourceError> {
+        let Connected {
+            mut commands,
+            pubsub,
+            shard,
+        } = self.connector.subscribe_ready(&self.key).await?;
+        if self.mode == ChangeMode::Keyspace {
+            self.check_keyspace_events(&mut commands, shard.as_ref())
+                .await?;
+        }
+        let (mut sink, stream) = pubsub.split();
+        let op = format!("subscribe {}", self.channel);
+        self.connector
+            .bounded(
+                &op,
+                self.config().request_timeout,
+                sink.subscribe(&self.channel),
+            )
+            .await?;
+        tracing::debug!(
+            source = %self.describe(),
+            channel = %self.channel,
+            "subscribed"
+        );
+        self.commands = Some(commands);
+        self.sink = Some(sink);
+        self.messages = Some(stream);
+        self.shard = shard;
+        Ok(())
+    }
+
+    /// Fails when the server does not send the keyspace notifications this mode needs. A
+    /// server that refuses `CONFIG GET` (an ACL without `@admin`, a managed service) is
+    /// trusted, with a warning.
+    async fn check_keyspace_events(
+        &self,
+        commands: &mut Commands,
+        shard: Option<&Address>,
+    ) -> Result<(), SourceError> {
+        let cmd = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("notify-keyspace-events")
+            .clone();
+        let reply: Result<Vec<String>, _> = self
+            .connector
+            .bounded(
+                "config get notify-keyspace-events",
+                self.config().request_timeout,
+                commands.query_at(shard, &cmd),
+            )
+            .await;
+        let flags = match reply {
+            Ok(reply) => reply.get(1).cloned().unwrap_or_default(),
+            Err(e @ SourceError::Connection { .. }) => return Err(e),
+            Err(e) => {
+                tracing::warn!(
+                    source = %self.describe(),
+                    error = %e,
+                    "cannot check notify-keyspace-events; trusting that keyspace notifications are on"
+                );
+                return Ok(());
+            }
+        };
+        if keyspace_events_cover_sets_and_deletes(&flags) {
+            return Ok(());
+        }
+        Err(SourceError::Backend {
+            message: format!(
+                "keyspace mode needs keyspace notifications for {}, but the server's \
+                 notify-keyspace-events is {flags:?}: turn them on with \
+                 `CONFIG SET notify-keyspace-events KA` (or `notify-keyspace-events KA` in \
+                 redis.conf; `K$g` is the least that works)",
+                self.key
+            ),
+            source: None,
+        })
+    }
+
+    /// GETs the key.
+    async fn get(&mut self) -> Result<RawPayload, SourceError> {
+        let Some(commands) = self.commands.as_mut() else {
+            return Err(SourceError::Closed);
+        };
+        let op = format!("get {}", self.key);
+        let cmd = redis::cmd("GET").arg(&self.key).clone();
+        let value: Option<Vec<u8>> = self
+            .connector
+            .bounded(
+                &op,
+                self.connector.config().request_timeout,
+                commands.query(&cmd),
+            )
+            .await?;
+        let Some(value) = value else {
+            return Ok(RawPayload::absent());
+        };
+        self.check_size(value.len())?;
+        Ok(RawPayload::single(self.key.clone(), value))
+    }
+
+    fn check_size(&self, size: usize) -> Result<(), SourceError> {
+        let limit = self.config().max_payload_bytes;
+        if size > limit {
+            return Err(SourceError::TooLarge { size, limit });
+        }
+        Ok(())
+    }
+
+    /// Takes the messages already queued without waiting, and returns how many there were.
+    fn drain_queued(&mut self) -> usize {
+        let Some(messages) = self.messages.as_mut() else {
+            return 0;
+        };
+        let mut drained = 0;
+        while let Some(Some(_)) = messages.next().now_or_never() {
+            drained += 1;
+        }
+        drained
+    }
+
+    /// PINGs the subscription connection.
+    async fn ping(&mut self) -> Result<(), SourceError> {
+        let Some(sink) = self.sink.as_mut() else {
+            return Err(SourceError::Closed);
+        };
+        let timeout = self.connector.config().request_timeout;
+        self.connector
+            .bounded("ping (subscription)", timeout, sink.ping::<()>())
+            .await
+    }
+
+    /// With Redis Sentinel, fails when the sentinels name another master than the one the
+    /// source is connected to (a failover), so it reconnects to the new master at once rather
+    /// than when the sentinels reconfigure the old one and close its connections.
+    async fn check_still_master(&mut self) -> Result<(), SourceError> {
+        if self.connector.master_moved().await {
+            return Err(SourceError::Connection {
+                message: "a Redis Sentinel failover: the sentinels name another master".to_owned(),
+                source: None,
+            });
+        }
+        Ok(())
+    }
+
+    async fn read_value(&mut self) -> Result<RawPayload, SourceError> {
+        if self.closed {
+            return Err(SourceError::Closed);
+        }
+        if self.messages.is_none() || self.commands.is_none() {
+            self.subscribe().await?;
+        }
+        let payload = self.get().await?;
+        if let ChangeMode::Payload(_) = self.mode {
+            // Messages queued by now were published before the GET was answered, so their
+            // values are at most as new as the key's: applying them after it would go back.
+            let stale = self.drain_queued();
+            if stale > 0 {
+                tracing::debug!(source = %self.describe(), stale, "dropped messages older than the read");
+            }
+        }
+        tracing::debug!(
+            source = %self.describe(),
+            bytes = payload.size(),
+            "redis read"
+        );
+        Ok(payload)
+    }
+
+    async fn next_event(&mut self) -> Result<WatchEvent, SourceError> {
+        loop {
+            if self.closed {
+                return Err(SourceError::Closed);
+            }
+            let interval = self.connector.config().ping_interval;
+            let Some(messages) = self.messages.as_mut() else {
+                // Not subscribed (no read yet): ask the driver to read, which subscribes.
+                return Ok(WatchEvent::Resync);
+            };
+            let message = tokio::select! {
+                message = messages.next() => message,
+                () = tokio::time::sleep(interval) => {
+                    self.ping().await?;
+                    self.check_still_master().await?;
+                    continue;
+                }
+            };
+            let Some(message) = message else {
+                return Err(SourceError::Connection {
+                    message: format!(
+                        "subscription to {}: the server closed the connection",
+                        self.channel
+                    ),
+                    source: None,
+                });
+            };
+            return match &self.mode {
+                ChangeMode::Notify(_) | ChangeMode::Keyspace => {
+                    // The read that follows answers every message queued so far too.
+                    self.drain_queued();
+                    Ok(WatchEvent::Resync)
+                }
+                ChangeMode::Payload(_) => {
+                    let value = message.get_payload_bytes();
+                    self.check_size(value.len())?;
+                    Ok(WatchEvent::Changed(RawPayload::single(
+                        self.key.clone(),
+                        value.to_vec(),
+                    )))
+                }
+            };
+        }
+    }
+}
+
+/// True when `flags` (the value of `notify-keyspace-events`) makes the server send keyspace
+/// notifications for `SET` and `DEL`: `K`, and `A` or both `$` and `g`.
+fn keyspace_events_cover_sets_and_deletes(flags: &str) -> bool {
+    let has = |c| flags.contains(c);
+    has('K') && (has('A') || (has('$') && has('g')))
+}
+
+#[async_trait]
+impl ReadableDataSource for RedisSource {
+    fn describe(&self) -> String {
+        format!(
+            "redis key {} ({} {}) at {}",
+            self.key,
+            self.mode.name(),
+            self.channel,
+            self.config().describe()
+        )
+    }
+
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        let result = self.read_value().await;
+        self.checked(result)
+    }
+
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        let result = self.next_event().await;
+        self.checked(result)
+    }
+
+    async fn close(&mut self) {
+        self.closed = true;
+        self.disconnect();
+        tracing::debug!(source = %self.describe(), "redis source closed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyspace_flags_must_cover_string_and_generic_events() {
+        for on in ["KA", "AK", "K$g", "gK$x", "AKE"] {
+            assert!(keyspace_events_cover_sets_and_deletes(on), "{on}");
+        }
+        for off in ["", "E", "EA", "K$", "Kg", "Kx"] {
+            assert!(!keyspace_events_cover_sets_and_deletes(off), "{off}");
+        }
+    }
+
+    #[test]
+    fn the_keyspace_channel_names_the_db_and_the_key() {
+        let config = RedisConfig::builder()
+            .server("127.0.0.1")
+            .db(3)
+            .build()
+            .expect("valid");
+        let source = RedisSource::new(config, "rules:flow", ChangeMode::Keyspace);
+        assert_eq!(source.channel(), "__keyspace@3__:rules:flow");
+        assert!(
+            source.describe().contains("keyspace"),
+            "{}",
+            source.describe()
+        );
+    }
+}

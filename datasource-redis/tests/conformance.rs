@@ -1,0 +1,227 @@
+//! The Redis data source end to end: `RedisSource` driven by the generic `DataSource` driver
+//! into a `Sentinel`, against real Redis servers, through the data-source conformance kit.
+//!
+//! ```text
+//! scripts/services.sh start redis
+//! eval "$(scripts/services.sh env)"
+//! cargo test -p sentinel-datasource-redis --test conformance
+//! ```
+//!
+//! The test that stops and restarts a server uses its own instance, `redis-fault`, whose data
+//! lives in an append-only file: a value "written while it is down" is appended to that file,
+//! so the restarted server holds it.
+
+mod support;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sentinel_core::datasource::testkit::{
+    check_ordered_updates, expect_all_conformance, fault_lock, services, ConformanceHarness,
+    Partition, Unsupported, WAIT,
+};
+use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
+use support::{
+    addr, append_set_while_down, config, fault_addr, keyspace_addr, raw, run, unique_key, writer,
+};
+
+/// The conformance kit's view of one Redis key.
+struct RedisHarness {
+    /// The server itself (the writer's).
+    addr: String,
+    key: String,
+    channel: String,
+    /// `Notify`, `Payload` or `Keyspace`; in `Keyspace` the harness writes with plain SET and
+    /// DEL, with no publisher.
+    mode: ChangeMode,
+    writer: tokio::sync::Mutex<RedisRuleWriter>,
+    /// True on `redis-fault`, which the harness may stop and start.
+    restartable: bool,
+    /// Sources reach the server through this proxy, whose cut stands for a stopped server.
+    partition: Option<Partition>,
+}
+
+impl RedisHarness {
+    async fn new(addr: &str, test: &str, mode: fn(String) -> ChangeMode) -> Self {
+        let key = unique_key(test);
+        let channel = format!("{key}:changed");
+        Self {
+            addr: addr.to_owned(),
+            mode: mode(channel.clone()),
+            channel,
+            key,
+            writer: tokio::sync::Mutex::new(writer(config(addr)).await),
+            restartable: false,
+            partition: None,
+        }
+    }
+
+    fn restartable(mut self) -> Self {
+        self.restartable = true;
+        self
+    }
+
+    async fn partitioned(mut self) -> Self {
+        self.partition = Some(Partition::start(&self.addr).await);
+        self
+    }
+
+    /// Stores `value` (or deletes the key, for `None`) with the writer, reconnecting and
+    /// retrying (bounded) while the server comes back from a restart.
+    async fn store(&self, value: Option<&[u8]>) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut writer = self.writer.lock().await;
+        loop {
+            let result = match value {
+                Some(bytes) => writer.put_bytes(&self.key, &self.channel, bytes).await,
+                None => writer.delete(&self.key, &self.channel).await,
+            };
+            match result {
+                Ok(_) => return,
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    if let Ok(fresh) = RedisRuleWriter::connect(config(&self.addr)).await {
+                        *writer = fresh;
+                    }
+                }
+                Err(error) => panic!("write {}: {error}", self.key),
+            }
+        }
+    }
+}
+
+fn notify(channel: String) -> ChangeMode {
+    ChangeMode::Notify(channel)
+}
+
+fn payload(channel: String) -> ChangeMode {
+    ChangeMode::Payload(channel)
+}
+
+fn keyspace(_: String) -> ChangeMode {
+    ChangeMode::Keyspace
+}
+
+#[async_trait]
+impl ConformanceHarness for RedisHarness {
+    type Source = RedisSource;
+
+    fn make_source(&self) -> RedisSource {
+        let config: RedisConfig = match &self.partition {
+            Some(partition) => config(partition.addr()),
+            None => config(&self.addr),
+        };
+        RedisSource::new(config, self.key.clone(), self.mode.clone())
+    }
+
+    async fn write(&self, bytes: &[u8]) {
+        if self.mode == ChangeMode::Keyspace {
+            let mut conn = raw(&self.addr).await;
+            let () = run(&mut conn, redis::cmd("SET").arg(&self.key).arg(bytes)).await;
+            return;
+        }
+        self.store(Some(bytes)).await;
+    }
+
+    async fn delete(&self) {
+        if self.mode == ChangeMode::Keyspace {
+            let mut conn = raw(&self.addr).await;
+            let _: u64 = run(&mut conn, redis::cmd("DEL").arg(&self.key)).await;
+            return;
+        }
+        self.store(None).await;
+    }
+
+    async fn stop_server(&self) -> Result<(), Unsupported> {
+        if let Some(partition) = &self.partition {
+            partition.cut();
+            return Ok(());
+        }
+        if !self.restartable {
+            return Err(Unsupported);
+        }
+        services(&["stop", "redis-fault"]).await;
+        Ok(())
+    }
+
+    async fn start_server(&self) -> Result<(), Unsupported> {
+        if let Some(partition) = &self.partition {
+            partition.heal();
+            return Ok(());
+        }
+        if !self.restartable {
+            return Err(Unsupported);
+        }
+        services(&["start", "redis-fault"]).await;
+        Ok(())
+    }
+
+    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
+        if self.partition.is_some() {
+            self.write(bytes).await;
+            return Ok(());
+        }
+        if !self.restartable {
+            return Err(Unsupported);
+        }
+        append_set_while_down(&self.key, bytes);
+        Ok(())
+    }
+
+    fn timeout(&self) -> Duration {
+        WAIT
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_with_server_restarts() {
+    let _fault = fault_lock().await;
+    services(&["start", "redis-fault"]).await;
+    let harness = RedisHarness::new(&fault_addr(), "conformance", notify)
+        .await
+        .restartable();
+    expect_all_conformance(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_through_a_network_partition() {
+    let harness = RedisHarness::new(&addr(), "partition", notify)
+        .await
+        .partitioned()
+        .await;
+    expect_all_conformance(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_in_payload_mode() {
+    let harness = RedisHarness::new(&addr(), "payload", payload)
+        .await
+        .partitioned()
+        .await;
+    expect_all_conformance(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_in_keyspace_mode_with_plain_sets() {
+    let harness = RedisHarness::new(&keyspace_addr(), "keyspace", keyspace)
+        .await
+        .partitioned()
+        .await;
+    expect_all_conformance(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_set_publish_ends_in_the_final_value_and_never_goes_back_in_notify_mode() {
+    let harness = RedisHarness::new(&addr(), "rapid-notify", notify).await;
+    check_ordered_updates(&harness, 500)
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_set_publish_ends_in_the_final_value_and_never_goes_back_in_payload_mode() {
+    let harness = RedisHarness::new(&addr(), "rapid-payload", payload).await;
+    check_ordered_updates(&harness, 500)
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+}

@@ -1,0 +1,171 @@
+//! Where the Redis servers of `scripts/services.sh` listen, how tests reach them or fail naming
+//! the command that starts them, and the Redis-specific helpers of this crate's tests. The
+//! waits, the event recorder and the server script helpers are the testkit's
+//! (`sentinel_core::datasource::testkit`).
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use sentinel_core::datasource::testkit::{env_or, WAIT};
+use sentinel_core::datasource::SourceError;
+use sentinel_datasource_redis::{RedisConfig, RedisConfigBuilder, RedisRuleWriter};
+
+/// What to run when a server is missing.
+pub(crate) const START_HINT: &str =
+    "start the test servers with `scripts/services.sh start redis` \
+     (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the addresses)";
+
+/// The plain Redis most tests share (`SENTINEL_REDIS_ADDR`); keyspace notifications off.
+pub(crate) fn addr() -> String {
+    env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379")
+}
+
+/// The Redis with `requirepass rootpw` and the ACL user app:apppw, who may use keys and
+/// channels matching `rules:*` only (`SENTINEL_REDIS_AUTH_ADDR`).
+pub(crate) fn auth_addr() -> String {
+    env_or("SENTINEL_REDIS_AUTH_ADDR", "127.0.0.1:16380")
+}
+
+/// The Redis with `notify-keyspace-events KA` (`SENTINEL_REDIS_KEYSPACE_ADDR`).
+pub(crate) fn keyspace_addr() -> String {
+    env_or("SENTINEL_REDIS_KEYSPACE_ADDR", "127.0.0.1:16381")
+}
+
+/// The Redis the fault tests stop and restart (`SENTINEL_REDIS_FAULT_ADDR`); its data lives
+/// in an append-only file and survives a restart.
+pub(crate) fn fault_addr() -> String {
+    env_or("SENTINEL_REDIS_FAULT_ADDR", "127.0.0.1:16382")
+}
+
+/// The Redis Sentinel that watches the `redis-ha` pair (`SENTINEL_REDIS_SENTINEL_ADDRS`).
+pub(crate) fn sentinel_addrs() -> String {
+    env_or("SENTINEL_REDIS_SENTINEL_ADDRS", "127.0.0.1:26390")
+}
+
+/// The master name the sentinel watches (`SENTINEL_REDIS_MASTER_NAME`).
+pub(crate) fn master_name() -> String {
+    env_or("SENTINEL_REDIS_MASTER_NAME", "sentinel-test")
+}
+
+/// The nodes of the 3-master cluster (`SENTINEL_REDIS_CLUSTER_ADDRS`).
+pub(crate) fn cluster_addrs() -> String {
+    env_or(
+        "SENTINEL_REDIS_CLUSTER_ADDRS",
+        "127.0.0.1:16401,127.0.0.1:16402,127.0.0.1:16403",
+    )
+}
+
+/// A key under `rules:` (where the ACL user may read) no other test uses.
+pub(crate) fn unique_key(test: &str) -> String {
+    sentinel_core::datasource::testkit::unique_key("rules:", test)
+}
+
+/// A config builder for the server at `addr`, with short timeouts so failures show quickly.
+pub(crate) fn builder(addr: &str) -> RedisConfigBuilder {
+    RedisConfig::builder()
+        .server(addr)
+        .connect_timeout(Duration::from_secs(2))
+        .request_timeout(Duration::from_secs(2))
+        .ping_interval(Duration::from_secs(1))
+}
+
+/// A config for the server at `addr`, with short timeouts.
+pub(crate) fn config(addr: &str) -> RedisConfig {
+    builder(addr).build().expect("valid test config")
+}
+
+/// The config of the Redis Sentinel deployment.
+pub(crate) fn sentinel_config() -> RedisConfig {
+    RedisConfig::builder()
+        .sentinel([sentinel_addrs()], master_name())
+        .connect_timeout(Duration::from_secs(2))
+        .request_timeout(Duration::from_secs(2))
+        .ping_interval(Duration::from_secs(1))
+        .build()
+        .expect("valid sentinel config")
+}
+
+/// Connects a writer and proves the server answers with a write. Fails the test, naming the
+/// command that starts the servers, when it does not.
+pub(crate) async fn writer(config: RedisConfig) -> RedisRuleWriter {
+    let at = config.describe();
+    let probe = async {
+        let writer = RedisRuleWriter::connect(config).await?;
+        writer.put_bytes("rules:probe", "rules:probe", "ok").await?;
+        Ok::<_, SourceError>(writer)
+    };
+    match tokio::time::timeout(WAIT, probe).await {
+        Ok(Ok(writer)) => writer,
+        Ok(Err(e)) => panic!("Redis at {at} is unreachable ({e}); {START_HINT}"),
+        Err(_) => panic!("Redis at {at} did not answer within {WAIT:?}; {START_HINT}"),
+    }
+}
+
+/// A plain client connection to the server at `addr`, for what a test does behind the
+/// source's back (a plain SET, a PUBLISH alone, CLIENT KILL, SENTINEL FAILOVER).
+pub(crate) async fn raw(addr: &str) -> MultiplexedConnection {
+    let connect = async {
+        let client = redis::Client::open(format!("redis://{addr}/"))?;
+        client.get_multiplexed_async_connection().await
+    };
+    match tokio::time::timeout(WAIT, connect).await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => panic!("Redis at {addr} is unreachable ({e}); {START_HINT}"),
+        Err(_) => panic!("Redis at {addr} did not answer within {WAIT:?}; {START_HINT}"),
+    }
+}
+
+/// Runs one command on `conn`, failing the test on an error.
+pub(crate) async fn run<T: redis::FromRedisValue>(
+    conn: &mut MultiplexedConnection,
+    cmd: &mut redis::Cmd,
+) -> T {
+    match tokio::time::timeout(WAIT, cmd.query_async::<T>(conn)).await {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => panic!("redis command failed: {e}"),
+        Err(_) => panic!("redis command did not finish within {WAIT:?}"),
+    }
+}
+
+/// Appends `SET key value` to the stopped `redis-fault`'s append-only file, so the server
+/// comes back holding a value written while it was down.
+pub(crate) fn append_set_while_down(key: &str, value: &[u8]) {
+    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.services/redis-fault/data");
+    let dir = PathBuf::from(env_or(
+        "SENTINEL_REDIS_FAULT_DIR",
+        &default.display().to_string(),
+    ))
+    .join("appendonlydir");
+    let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest"))
+        .unwrap_or_else(|e| panic!("no AOF manifest in {} ({e}); {START_HINT}", dir.display()));
+    // `file appendonly.aof.3.incr.aof seq 3 type i`: the last incremental file is the one a
+    // restart replays last.
+    let incr = manifest
+        .lines()
+        .rev()
+        .filter(|line| line.ends_with("type i"))
+        .find_map(|line| line.split_whitespace().nth(1))
+        .unwrap_or_else(|| panic!("no incremental AOF file in {manifest:?}"));
+    let mut command = Vec::new();
+    let mut push = |args: &[&[u8]]| {
+        command.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for arg in args {
+            command.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            command.extend_from_slice(arg);
+            command.extend_from_slice(b"\r\n");
+        }
+    };
+    push(&[b"SELECT", b"0"]);
+    push(&[b"SET", key.as_bytes(), value]);
+    let path = dir.join(incr);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("cannot open {} ({e})", path.display()));
+    file.write_all(&command)
+        .unwrap_or_else(|e| panic!("cannot append to {} ({e})", path.display()));
+}

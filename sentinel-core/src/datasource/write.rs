@@ -1,0 +1,140 @@
+//! What every backend's rule writer shares: validating and encoding a [`RuleSet`] before it is
+//! stored, and the error of a refused write.
+
+use crate::{RuleError, RuleIssue, RuleSet};
+
+use super::SourceError;
+
+/// Why a rule writer (`put_rules` of a backend's writer) stored nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The set carries no rule family, so there is nothing to store. (An empty list of one
+    /// family is a valid set: it clears that family.)
+    #[error("put {key}: the rule set carries no rule family")]
+    Empty {
+        /// The key that was to be written.
+        key: String,
+    },
+    /// One or more rules are invalid; [`RuleError::issues`] lists every problem.
+    #[error("put {key}: the rules are invalid")]
+    Invalid {
+        /// The key that was to be written.
+        key: String,
+        /// The validation error ([`RuleError::Invalid`]).
+        #[source]
+        source: RuleError,
+    },
+    /// The rules could not be encoded as JSON (a non-finite number, for example).
+    #[error("put {key}: cannot encode the rules as JSON")]
+    Encode {
+        /// The key that was to be written.
+        key: String,
+        /// The encoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The store refused the write or could not be reached.
+    #[error(transparent)]
+    Store(#[from] SourceError),
+}
+
+impl WriteError {
+    /// The validation issues, if the set was refused as invalid.
+    pub fn issues(&self) -> &[RuleIssue] {
+        match self {
+            WriteError::Invalid { source, .. } => source.issues(),
+            _ => &[],
+        }
+    }
+}
+
+/// Validates `rules` and encodes them as every backend's `put_rules` stores them: a set of one
+/// family as that family's Sentinel JSON list (what [`FlowJson`](super::FlowJson) and its
+/// siblings read), a set of several as the combined document `{"flow":[...],...}` (what
+/// [`CombinedJson`](super::CombinedJson) reads). `key` only names the payload in errors.
+///
+/// An invalid set is refused whole with [`WriteError::Invalid`], naming every bad rule.
+pub fn encode_rules(key: &str, rules: &RuleSet) -> Result<Vec<u8>, WriteError> {
+    if rules.families().is_empty() {
+        return Err(WriteError::Empty {
+            key: key.to_owned(),
+        });
+    }
+    let issues = rules.validate();
+    if !issues.is_empty() {
+        return Err(WriteError::Invalid {
+            key: key.to_owned(),
+            source: RuleError::Invalid {
+                payload: key.to_owned(),
+                issues,
+            },
+        });
+    }
+    rules.to_json().map_err(|source| WriteError::Encode {
+        key: key.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datasource::{CombinedJson, Converter, FlowJson};
+    use crate::flow::FlowRule;
+    use crate::system::SystemRule;
+    use serde_json::Value;
+
+    #[test]
+    fn one_family_is_a_plain_list_that_flow_json_reads_back() {
+        let set = RuleSet::new().with_flow(vec![FlowRule::qps("GET:/order", 5.0)]);
+        let bytes = encode_rules("/k", &set).expect("valid");
+        assert!(
+            bytes.starts_with(b"["),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains(r#""resource":"GET:/order""#), "{text}");
+        assert!(text.contains(r#""controlBehavior""#), "camelCase: {text}");
+        let back = FlowJson::new().convert(&bytes).expect("reads back");
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn several_families_are_a_combined_document() {
+        let set = RuleSet::new()
+            .with_flow(vec![FlowRule::qps("a", 1.0)])
+            .with_system(Vec::<SystemRule>::new());
+        let bytes = encode_rules("/k", &set).expect("valid");
+        let doc: Value = serde_json::from_slice(&bytes).expect("json");
+        assert!(
+            doc.get("flow").is_some() && doc.get("system").is_some(),
+            "{doc}"
+        );
+        let back = CombinedJson::new().convert(&bytes).expect("reads back");
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn invalid_rules_are_refused_with_every_issue() {
+        let set = RuleSet::new().with_flow(vec![
+            FlowRule::qps("ok", 1.0),
+            FlowRule::qps("", 1.0),
+            FlowRule::qps("neg", -1.0),
+        ]);
+        let err = encode_rules("/k", &set).expect_err("invalid");
+        assert!(matches!(err, WriteError::Invalid { .. }), "{err:?}");
+        let issues = err.issues();
+        assert_eq!(issues.len(), 2, "{issues:?}");
+        assert_eq!((issues[0].index, issues[0].field.as_str()), (1, "resource"));
+        assert_eq!((issues[1].index, issues[1].field.as_str()), (2, "count"));
+        assert!(err.to_string().contains("/k"), "{err}");
+    }
+
+    #[test]
+    fn a_set_without_families_is_refused() {
+        let err = encode_rules("/k", &RuleSet::new()).expect_err("empty");
+        assert!(matches!(err, WriteError::Empty { .. }), "{err:?}");
+    }
+}
