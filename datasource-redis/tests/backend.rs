@@ -475,3 +475,30 @@ async fn cluster_a_key_on_a_later_shard_is_read_and_watched() {
     wait_seq(&t.sentinel, 2).await;
     t.ds.close().await;
 }
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn tls_with_the_servers_ca_reads_and_follows_the_key() {
+    use sentinel_datasource_redis::TlsConfig;
+    use support::{tls_addr, tls_ca_pem};
+    let cfg = builder(&tls_addr())
+        .tls(TlsConfig::new().ca_certificate_pem(tls_ca_pem()))
+        .build()
+        .expect("valid tls config");
+    let t = live(cfg, unique_key("tls"), ChangeMode::Notify).await;
+    t.writer
+        .put_bytes(&t.key, &t.channel, flow_payload(2))
+        .await
+        .expect("set 2 over tls");
+    wait_seq(&t.sentinel, 2).await;
+    t.ds.close().await;
+
+    // Without the CA the server's certificate is not trusted.
+    let untrusted = builder(&tls_addr())
+        .tls(TlsConfig::new())
+        .build()
+        .expect("valid tls config");
+    let mut source = RedisSource::notify(untrusted, unique_key("tls_untrusted"), "rules:x");
+    let err = read(&mut source).await.expect_err("untrusted certificate");
+    assert!(matches!(err, SourceError::Connection { .. }), "{err:?}");
+}

@@ -4,10 +4,9 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, WAIT};
+use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
 
@@ -39,13 +38,13 @@ pub(crate) fn tls_endpoints() -> String {
 
 /// The CA certificate (PEM) of the TLS etcd, made by the script (`SENTINEL_ETCD_TLS_CA`).
 pub(crate) fn tls_ca_pem() -> Vec<u8> {
-    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../.services/etcd-tls/certs/ca.pem")
-        .display()
-        .to_string();
-    let path = env_or("SENTINEL_ETCD_TLS_CA", &default);
-    std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("cannot read the etcd-tls CA {path} ({e}); {START_HINT}"))
+    let path = services_path("SENTINEL_ETCD_TLS_CA", "etcd-tls/certs/ca.pem");
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the etcd-tls CA {} ({e}); {START_HINT}",
+            path.display()
+        )
+    })
 }
 
 /// A config builder for `endpoints` with short timeouts, so failures show quickly.

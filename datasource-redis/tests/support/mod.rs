@@ -6,11 +6,10 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use sentinel_core::datasource::testkit::{env_or, WAIT};
+use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_redis::{RedisConfig, RedisConfigBuilder, RedisRuleWriter};
 
@@ -49,6 +48,23 @@ pub(crate) fn sentinel_addrs() -> String {
 /// The master name the sentinel watches (`SENTINEL_REDIS_MASTER_NAME`).
 pub(crate) fn master_name() -> String {
     env_or("SENTINEL_REDIS_MASTER_NAME", "sentinel-test")
+}
+
+/// The Redis that serves TLS only (`SENTINEL_REDIS_TLS_ADDR`, `scripts/services.sh start
+/// redis-tls`).
+pub(crate) fn tls_addr() -> String {
+    env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383")
+}
+
+/// The CA certificate (PEM) of the TLS Redis, made by the script (`SENTINEL_REDIS_TLS_CA`).
+pub(crate) fn tls_ca_pem() -> Vec<u8> {
+    let path = services_path("SENTINEL_REDIS_TLS_CA", "redis-tls/certs/ca.pem");
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the redis-tls CA {} ({e}); {START_HINT}",
+            path.display()
+        )
+    })
 }
 
 /// The nodes of the 3-master cluster (`SENTINEL_REDIS_CLUSTER_ADDRS`).
@@ -134,12 +150,7 @@ pub(crate) async fn run<T: redis::FromRedisValue>(
 /// Appends `SET key value` to the stopped `redis-fault`'s append-only file, so the server
 /// comes back holding a value written while it was down.
 pub(crate) fn append_set_while_down(key: &str, value: &[u8]) {
-    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.services/redis-fault/data");
-    let dir = PathBuf::from(env_or(
-        "SENTINEL_REDIS_FAULT_DIR",
-        &default.display().to_string(),
-    ))
-    .join("appendonlydir");
+    let dir = services_path("SENTINEL_REDIS_FAULT_DIR", "redis-fault/data").join("appendonlydir");
     let manifest = std::fs::read_to_string(dir.join("appendonly.aof.manifest"))
         .unwrap_or_else(|e| panic!("no AOF manifest in {} ({e}); {START_HINT}", dir.display()));
     // `file appendonly.aof.3.incr.aof seq 3 type i`: the last incremental file is the one a

@@ -40,7 +40,7 @@ pub use observe::{
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
 pub use partition::Partition;
-pub use servers::{env_or, fault_lock, run_services, services, unique_key};
+pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

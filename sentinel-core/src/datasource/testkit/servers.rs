@@ -14,6 +14,17 @@ pub fn env_or(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
+/// A path the services script made: the value of the environment variable `name` (which
+/// `scripts/services.sh env` exports), or `relative` under the workspace's `.services/`.
+pub fn services_path(name: &str, relative: &str) -> PathBuf {
+    match std::env::var_os(name).filter(|v| !v.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../.services")
+            .join(relative),
+    }
+}
+
 /// A key no other test (or earlier run) uses: `{root}/{test}/{pid}-{nanos}-{n}`. `root` puts
 /// it where a test server's permissions expect it (`/rules`, `rules:`...).
 pub fn unique_key(root: &str, test: &str) -> String {
