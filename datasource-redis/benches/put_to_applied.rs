@@ -17,9 +17,9 @@
 //! target/notify-floor/release/notify-floor` (see that tool's README).
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sentinel_core::datasource::testkit::Latencies;
+use sentinel_core::datasource::testkit::{measure_propagation, padded_flow_payload};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
@@ -28,20 +28,6 @@ const WARMUP: usize = 20;
 const SAMPLES: usize = 200;
 const GAP: Duration = Duration::from_millis(10);
 const BUDGET_P99: Duration = Duration::from_millis(2);
-const WAIT: Duration = Duration::from_secs(10);
-
-/// A flow rule list of about 2 KiB whose first rule's count is `seq`.
-fn payload(seq: usize) -> String {
-    let mut rules = vec![format!(r#"{{"resource":"bench","count":{seq}}}"#)];
-    let mut n = 0;
-    while rules.iter().map(String::len).sum::<usize>() < 2000 {
-        rules.push(format!(
-            r#"{{"resource":"bench-padding-{n}","count":100,"grade":1,"limitApp":"default"}}"#
-        ));
-        n += 1;
-    }
-    format!("[{}]", rules.join(","))
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
@@ -79,7 +65,9 @@ async fn run(
     let key = format!("rules:bench:{name}:{nanos}");
     let channel = format!("{key}:changed");
     let writer = RedisRuleWriter::connect(config.clone()).await?;
-    writer.put_bytes(&key, &channel, payload(0)).await?;
+    writer
+        .put_bytes(&key, &channel, padded_flow_payload(0, 2048))
+        .await?;
 
     let sentinel = Sentinel::new();
     let backend = RedisSource::new(config, key.clone(), mode(channel.clone()));
@@ -87,31 +75,11 @@ async fn run(
         .name("bench")
         .start(&sentinel)
         .await?;
-    let mut status = source.status_watch();
-
-    let mut latencies = Latencies::with_capacity(SAMPLES);
-    let mut writes = Latencies::with_capacity(SAMPLES);
-    for seq in 1..=WARMUP + SAMPLES {
-        tokio::time::sleep(GAP).await;
-        let applied_before = status.borrow().applied_count;
-        let body = payload(seq);
-        let started = Instant::now();
-        writer.put_bytes(&key, &channel, body).await?;
-        let write = started.elapsed();
-        let applied = tokio::time::timeout(
-            WAIT,
-            status.wait_for(|s| s.applied_count > applied_before && s.last_error.is_none()),
-        )
-        .await;
-        if !matches!(applied, Ok(Ok(_))) {
-            return Err(format!("{name}: update {seq} not applied within {WAIT:?}").into());
-        }
-        let elapsed = started.elapsed();
-        if seq > WARMUP {
-            latencies.record(elapsed);
-            writes.record(write);
-        }
-    }
+    let (mut latencies, mut writes) = measure_propagation(&source, WARMUP, SAMPLES, GAP, |seq| {
+        writer.put_bytes(&key, &channel, padded_flow_payload(seq, 2048))
+    })
+    .await
+    .map_err(|e| format!("{name}: {e}"))?;
     let active = sentinel.flow_rules().rules();
     let last = (WARMUP + SAMPLES) as f64;
     if !active

@@ -54,16 +54,30 @@ pub fn error_chain(error: &dyn Error) -> String {
     text
 }
 
-/// Guards `resource` with a simulated load of `rate` calls per second and prints, once a
-/// second, the passes and blocks, the active rules and the source's state (a rejected
-/// payload, a lost connection), until Ctrl-C or after `seconds`.
-pub async fn live(
-    sentinel: &Sentinel,
-    source: &DataSource,
-    resource: &'static str,
-    rate: u32,
-    seconds: Option<u64>,
-) {
+/// The simulated load of the live examples.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Load {
+    /// Calls per second to the guarded resource.
+    #[arg(long, default_value_t = 50)]
+    pub rate: u32,
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long)]
+    pub seconds: Option<u64>,
+}
+
+/// Logs to stderr through `tracing-subscriber`, at `RUST_LOG` or else `default` (an
+/// example is a program, so it may install a subscriber; the libraries never do).
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+}
+
+/// Guards `resource` with the simulated `load` and prints, once a second, the passes and
+/// blocks, the active rules and the source's state (a rejected payload, a lost connection),
+/// until Ctrl-C or after `load.seconds`.
+pub async fn live(sentinel: &Sentinel, source: &DataSource, resource: &'static str, load: &Load) {
+    let (rate, seconds) = (load.rate, load.seconds);
     let load = tokio::spawn(simulate(
         sentinel.clone(),
         resource,

@@ -71,21 +71,20 @@ fn parse_properties(bytes: &[u8]) -> Result<RuleSet, RuleError> {
     }
 }
 
+/// Rules in a format of your own (`resource = qps` per line), through a custom converter.
+#[derive(Debug, clap::Parser)]
+struct Args {
+    /// The rules file (written with a default when it does not exist).
+    #[arg(long, default_value = "sentinel-quickstart/limits.properties")]
+    rules: PathBuf,
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long)]
+    seconds: Option<u64>,
+}
+
 #[tokio::main]
 async fn main() {
-    let mut rules = PathBuf::from("sentinel-quickstart/limits.properties");
-    let mut seconds: Option<u64> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--rules", Some(path)) => rules = path.into(),
-            ("--seconds", Some(n)) => seconds = n.parse().ok(),
-            _ => {
-                eprintln!("usage: custom_converter [--rules PATH] [--seconds N]");
-                std::process::exit(2);
-            }
-        }
-    }
+    let Args { rules, seconds } = <Args as clap::Parser>::parse();
     if !rules.exists() {
         if let Some(dir) = rules.parent().filter(|d| !d.as_os_str().is_empty()) {
             let _ = std::fs::create_dir_all(dir);

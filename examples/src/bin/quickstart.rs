@@ -30,31 +30,15 @@ const DEFAULT_RULES: &str = r#"{
 
 const RESOURCES: [&str; 2] = ["GET:/order", "GET:/stock"];
 
+/// The quickstart: rules in a local file, hot-updated while a simulated service runs.
+#[derive(Debug, clap::Parser)]
 struct Args {
+    /// The rules file (written with the embedded default when it does not exist).
+    #[arg(long, default_value = "sentinel-quickstart/rules.json")]
     rules: PathBuf,
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long)]
     seconds: Option<u64>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        rules: PathBuf::from("sentinel-quickstart/rules.json"),
-        seconds: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--rules" => args.rules = it.next().ok_or("--rules needs a path")?.into(),
-            "--seconds" => {
-                let n = it.next().ok_or("--seconds needs a number")?;
-                args.seconds = Some(n.parse().map_err(|_| format!("not a number: {n}"))?);
-            }
-            "-h" | "--help" => {
-                return Err("usage: quickstart [--rules PATH] [--seconds N]".to_owned());
-            }
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    Ok(args)
 }
 
 fn describe_rules(sentinel: &Sentinel) -> String {
@@ -84,19 +68,8 @@ fn describe_rules(sentinel: &Sentinel) -> String {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
+    examples::init_tracing("warn");
+    let args = <Args as clap::Parser>::parse();
 
     if !args.rules.exists() {
         if let Some(dir) = args.rules.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -194,6 +194,14 @@ pub trait ReadableDataSource: Send + 'static {
     /// Waits for the next change after the last read or event.
     async fn watch(&mut self) -> Result<WatchEvent, SourceError>;
 
+    /// How often the backend logged in again because the server refused its token (expired
+    /// or revoked); the driver shows it in
+    /// [`SourceStatus::reauthentications`](super::SourceStatus::reauthentications). Backends
+    /// without token auth keep the default, 0.
+    fn reauthentications(&self) -> u64 {
+        0
+    }
+
     /// Releases connections and background work. The driver calls it once, on close.
     async fn close(&mut self) {}
 }

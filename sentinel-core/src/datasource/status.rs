@@ -36,6 +36,9 @@ pub struct SourceStatus {
     pub kept_count: u64,
     /// Times the connection was lost.
     pub disconnects: u64,
+    /// How often the backend logged in again after the server refused its token (expired or
+    /// revoked): a backend with token auth reports it; 0 for the others.
+    pub reauthentications: u64,
     /// The issues of the rules the last apply skipped in lenient mode (a rule can have
     /// several).
     pub skipped: Vec<RuleIssue>,
@@ -66,6 +69,7 @@ impl SourceStatus {
             unchanged_count: 0,
             kept_count: 0,
             disconnects: 0,
+            reauthentications: 0,
             skipped: Vec::new(),
             skipped_rules: 0,
             families: Vec::new(),

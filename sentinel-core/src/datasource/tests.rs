@@ -61,6 +61,33 @@ async fn prefix_entries_are_merged_and_applied_once() {
 }
 
 #[tokio::test]
+async fn keyed_converters_read_each_entry_in_its_own_family() {
+    let store = MemoryStore::new();
+    store.put("app/app-flow-rules", r#"[{"resource":"a","count":1}]"#);
+    store.put(
+        "app/app-degrade-rules",
+        r#"[{"resource":"a","grade":2,"count":3,"timeWindow":5}]"#,
+    );
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.prefix_source("app/"), FlowJson::new())
+        .converter_for("app/app-degrade-rules", DegradeJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(sentinel.flow_rules().rules(), vec![FlowRule::qps("a", 1.0)]);
+    assert_eq!(sentinel.degrade_rules().rules().len(), 1);
+
+    // One change to either key applies with the other, in one update.
+    let before = sentinel.rules_version();
+    store.put("app/app-degrade-rules", "[]");
+    wait_status(&source, "apply", |s| s.applied_count == 2).await;
+    assert_eq!(sentinel.rules_version(), before + 1);
+    assert!(sentinel.degrade_rules().rules().is_empty());
+    assert_eq!(flow_count(&sentinel), 1);
+    source.close().await;
+}
+
+#[tokio::test]
 async fn combined_document_is_one_apply_and_owns_its_families() {
     let store = MemoryStore::new();
     store.put(

@@ -26,13 +26,17 @@ use backoff::Backoff;
 pub use error::DataSourceError;
 pub use options::{DeletePolicy, StartMode};
 use task::Driver;
+/// A converter the driver shares with its task.
+type SharedConverter = Arc<dyn Converter<[u8], RuleSet>>;
+
 const DEFAULT_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// Configures a [`DataSource`]. Obtained from [`DataSource::builder`].
 pub struct DataSourceBuilder {
     backend: Box<dyn ReadableDataSource>,
-    converter: Arc<dyn Converter<[u8], RuleSet>>,
+    converter: SharedConverter,
+    keyed: Vec<(String, SharedConverter)>,
     name: Option<String>,
     delete_policy: DeletePolicy,
     validation: Validation,
@@ -47,6 +51,10 @@ impl fmt::Debug for DataSourceBuilder {
         f.debug_struct("DataSourceBuilder")
             .field("backend", &self.backend.describe())
             .field("name", &self.name)
+            .field(
+                "keyed_converters",
+                &self.keyed.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .field("delete_policy", &self.delete_policy)
             .field("validation", &self.validation)
             .field("start_mode", &self.start_mode)
@@ -64,6 +72,22 @@ impl DataSourceBuilder {
     /// [`DataSourceError::DuplicateName`] for the second until the first is closed.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Converts the entry stored under `key` with `converter` rather than the source's
+    /// converter, for a source whose keys hold different formats: several Nacos dataIds of
+    /// one app, say, `{app}-flow-rules` and `{app}-degrade-rules`, each a list of its own
+    /// family, applied together as one update. The key is the entry's
+    /// [`RawEntry::key`](super::RawEntry::key) as the backend names it.
+    pub fn converter_for(
+        mut self,
+        key: impl Into<String>,
+        converter: impl Converter<[u8], RuleSet> + 'static,
+    ) -> Self {
+        let key = key.into();
+        self.keyed.retain(|(k, _)| *k != key);
+        self.keyed.push((key, Arc::new(converter)));
         self
     }
 
@@ -128,6 +152,7 @@ impl DataSourceBuilder {
             name: name.clone(),
             backend: self.backend,
             converter: self.converter,
+            keyed: self.keyed,
             sentinel: sentinel.clone(),
             delete_policy: self.delete_policy,
             validation: self.validation,
@@ -211,6 +236,7 @@ impl DataSource {
         DataSourceBuilder {
             backend: Box::new(backend),
             converter: Arc::new(converter),
+            keyed: Vec::new(),
             name: None,
             delete_policy: DeletePolicy::default(),
             validation: Validation::default(),

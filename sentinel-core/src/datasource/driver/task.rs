@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -12,6 +11,7 @@ use tokio::sync::watch;
 use super::backoff::Backoff;
 use super::error::DataSourceError;
 use super::options::{DeletePolicy, StartMode};
+use super::SharedConverter;
 use crate::datasource::converter::Converter;
 use crate::datasource::snapshot;
 use crate::datasource::source::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
@@ -30,7 +30,9 @@ pub(super) struct Driver {
     pub(super) _claim: SourceNameClaim,
     pub(super) name: String,
     pub(super) backend: Box<dyn ReadableDataSource>,
-    pub(super) converter: Arc<dyn Converter<[u8], RuleSet>>,
+    pub(super) converter: SharedConverter,
+    /// Converters for particular entry keys ([`DataSourceBuilder::converter_for`](super::DataSourceBuilder::converter_for)).
+    pub(super) keyed: Vec<(String, SharedConverter)>,
     pub(super) sentinel: Sentinel,
     pub(super) delete_policy: DeletePolicy,
     pub(super) validation: Validation,
@@ -107,6 +109,7 @@ impl Driver {
                     () = stopped(&mut stop) => break,
                     read = self.backend.read() => read,
                 };
+                self.note_reauthentications();
                 match read {
                     Ok(payload) => {
                         self.connected();
@@ -134,6 +137,7 @@ impl Driver {
                 () = stopped(&mut stop) => break,
                 event = self.backend.watch() => event,
             };
+            self.note_reauthentications();
             match event {
                 Ok(WatchEvent::Changed(payload)) => {
                     backoff.reset();
@@ -149,6 +153,7 @@ impl Driver {
                         () = stopped(&mut stop) => break,
                         read = self.backend.read() => read,
                     };
+                    self.note_reauthentications();
                     match read {
                         Ok(payload) => {
                             let _ = self.process(payload).await;
@@ -187,6 +192,16 @@ impl Driver {
             s.closed = true;
         });
         tracing::debug!(source = %self.name, "data source closed");
+    }
+
+    /// Copies the backend's count of fresh logins into the status.
+    fn note_reauthentications(&self) {
+        let count = self.backend.reauthentications();
+        self.status.send_if_modified(|s| {
+            let changed = s.reauthentications != count;
+            s.reauthentications = count;
+            changed
+        });
     }
 
     fn connected(&self) {
@@ -354,8 +369,12 @@ impl Driver {
             } else {
                 entry.key.as_str()
             };
-            let converted = self
-                .converter
+            let converter = self
+                .keyed
+                .iter()
+                .find(|(key, _)| *key == entry.key)
+                .map_or(&self.converter, |(_, converter)| converter);
+            let converted = converter
                 .convert_with(&entry.value, self.validation)
                 .map_err(|error| error.with_payload(label))?;
             let mut entry_skipped = converted.skipped;

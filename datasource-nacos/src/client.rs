@@ -1,0 +1,418 @@
+//! The Nacos v1 Open API over HTTP: server failover, login and token refresh, config GET,
+//! the long-poll listener, publish and delete.
+
+use std::time::Duration;
+
+use md5::{Digest, Md5};
+use reqwest::{RequestBuilder, StatusCode};
+use sentinel_core::datasource::{Secret, SourceError};
+use tokio::time::Instant;
+
+use crate::config::{ConfigKey, NacosConfig};
+
+/// The separators of `Listening-Configs`: between the fields of one config, and after each.
+const FIELD: char = '\u{2}';
+const CONFIG: char = '\u{1}';
+
+/// A config as the server holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fetched {
+    /// The content and its MD5 (lowercase hex, as Nacos computes it).
+    Found { content: Vec<u8>, md5: String },
+    /// No such config (404).
+    Absent,
+}
+
+/// The MD5 Nacos keeps for a content: lowercase hex of the UTF-8 bytes.
+pub(crate) fn content_md5(content: &[u8]) -> String {
+    format!("{:x}", Md5::digest(content))
+}
+
+/// An access token and when to log in again: at 90 % of its lifetime, as the Nacos SDK does.
+struct Token {
+    value: Secret,
+    refresh_at: Instant,
+}
+
+/// One client for a list of servers: it talks to one at a time and moves to the next on a
+/// connection error.
+pub(crate) struct Client {
+    http: reqwest::Client,
+    config: NacosConfig,
+    server: usize,
+    token: Option<Token>,
+    /// Logins after the server refused a token (expired or revoked).
+    relogins: u64,
+}
+
+impl Client {
+    pub(crate) fn new(config: NacosConfig) -> Result<Self, SourceError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| SourceError::backend("build the HTTP client", e.without_url()))?;
+        Ok(Self {
+            http,
+            config,
+            server: 0,
+            token: None,
+            relogins: 0,
+        })
+    }
+
+    pub(crate) fn config(&self) -> &NacosConfig {
+        &self.config
+    }
+
+    pub(crate) fn relogins(&self) -> u64 {
+        self.relogins
+    }
+
+    fn base(&self) -> &str {
+        &self.config.servers[self.server % self.config.servers.len()]
+    }
+
+    fn next_server(&mut self) {
+        self.server = (self.server + 1) % self.config.servers.len().max(1);
+    }
+
+    /// The token to send, logging in first when there is none or it is due for a refresh.
+    async fn token(&mut self) -> Result<Option<Secret>, SourceError> {
+        if self.config.credentials.is_none() {
+            return Ok(None);
+        }
+        match &self.token {
+            Some(token) if Instant::now() < token.refresh_at => Ok(Some(token.value.clone())),
+            _ => {
+                self.login().await?;
+                Ok(self.token.as_ref().map(|t| t.value.clone()))
+            }
+        }
+    }
+
+    /// `POST /v1/auth/login`. A refused login is [`SourceError::Auth`], with the server's
+    /// answer and never the password.
+    async fn login(&mut self) -> Result<(), SourceError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Login {
+            access_token: String,
+            #[serde(default)]
+            token_ttl: Option<u64>,
+        }
+        let Some(creds) = self.config.credentials.clone() else {
+            return Ok(());
+        };
+        let url = format!("{}/v1/auth/login", self.base());
+        let request = self
+            .http
+            .post(url)
+            .form(&[
+                ("username", creds.user.as_str()),
+                ("password", creds.password.expose()),
+            ])
+            .timeout(self.config.request_timeout);
+        let (status, body) = self.exchange("login", request).await?;
+        if !status.is_success() {
+            return Err(SourceError::Auth {
+                message: format!(
+                    "login as {} at {}: {status} {}",
+                    creds.user,
+                    self.base(),
+                    excerpt(&body)
+                ),
+            });
+        }
+        let login: Login = serde_json::from_slice(&body).map_err(|e| {
+            SourceError::backend(format!("login at {}: unexpected answer", self.base()), e)
+        })?;
+        let ttl = Duration::from_secs(login.token_ttl.unwrap_or(18_000).max(1));
+        self.token = Some(Token {
+            value: Secret::new(login.access_token),
+            refresh_at: Instant::now() + ttl.mul_f64(0.9),
+        });
+        tracing::debug!(user = %creds.user, server = %self.base(), ?ttl, "logged in to Nacos");
+        Ok(())
+    }
+
+    /// Sends `request` and reads the answer. A transport failure is
+    /// [`SourceError::Connection`] and moves to the next server; the message never carries
+    /// the URL (it may carry the token).
+    async fn exchange(
+        &mut self,
+        op: &str,
+        request: RequestBuilder,
+    ) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let failed = |this: &mut Self, e: reqwest::Error| {
+            let message = format!("{op} at {}: {}", this.base(), transport_error(&e));
+            this.next_server();
+            SourceError::connection(message, e.without_url())
+        };
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(failed(self, e)),
+        };
+        let status = response.status();
+        match response.bytes().await {
+            Ok(body) => Ok((status, body.to_vec())),
+            Err(e) => Err(failed(self, e)),
+        }
+    }
+
+    /// Sends the request `build` makes for the current server (base URL, token), trying
+    /// each server once on connection errors and logging in again once on a 403.
+    async fn send(
+        &mut self,
+        op: &str,
+        timeout: Duration,
+        build: impl Fn(&reqwest::Client, &str) -> RequestBuilder,
+    ) -> Result<(StatusCode, Vec<u8>), SourceError> {
+        let mut attempts = self.config.servers.len().max(1);
+        let mut relogged = false;
+        loop {
+            let token = match self.token().await {
+                Ok(token) => token,
+                Err(SourceError::Connection { .. }) if attempts > 1 => {
+                    attempts -= 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut request = build(&self.http, self.base()).timeout(timeout);
+            if let Some(token) = &token {
+                request = request.query(&[("accessToken", token.expose())]);
+            }
+            match self.exchange(op, request).await {
+                Err(SourceError::Connection { .. }) if attempts > 1 => attempts -= 1,
+                Err(e) => return Err(e),
+                Ok((StatusCode::FORBIDDEN, body)) if token.is_some() && !relogged => {
+                    tracing::info!(
+                        op,
+                        server = %self.base(),
+                        answer = %excerpt(&body),
+                        "Nacos refused the token; logging in again"
+                    );
+                    self.token = None;
+                    self.relogins += 1;
+                    relogged = true;
+                }
+                Ok((StatusCode::FORBIDDEN, body)) => {
+                    let message = format!("{op} at {}: 403 {}", self.base(), excerpt(&body));
+                    return Err(if token.is_some() {
+                        SourceError::PermissionDenied { message }
+                    } else {
+                        SourceError::Auth {
+                            message: format!(
+                                "{message} (the server wants a login: set credentials)"
+                            ),
+                        }
+                    });
+                }
+                Ok(answer) => return Ok(answer),
+            }
+        }
+    }
+
+    fn tenant(&self) -> Option<&str> {
+        self.config.namespace.as_deref()
+    }
+
+    /// `GET /v1/cs/configs`: the content, or absent on a 404.
+    pub(crate) async fn get(&mut self, key: &ConfigKey) -> Result<Fetched, SourceError> {
+        let op = format!("get {key}");
+        let tenant = self.tenant().map(str::to_owned);
+        let (status, body) = self
+            .send(&op, self.config.request_timeout, |http, base| {
+                let mut query = vec![
+                    ("dataId", key.data_id.as_str()),
+                    ("group", key.group.as_str()),
+                ];
+                if let Some(t) = &tenant {
+                    query.push(("tenant", t));
+                }
+                http.get(format!("{base}/v1/cs/configs")).query(&query)
+            })
+            .await?;
+        match status {
+            StatusCode::OK => {
+                let md5 = content_md5(&body);
+                Ok(Fetched::Found { content: body, md5 })
+            }
+            StatusCode::NOT_FOUND => Ok(Fetched::Absent),
+            status => Err(self.unexpected(&op, status, &body)),
+        }
+    }
+
+    /// `POST /v1/cs/configs/listener`: waits (up to the long-poll timeout) until one of the
+    /// configs no longer has the MD5 given (`""` for an absent one), and returns those that
+    /// changed; none when the poll timed out.
+    pub(crate) async fn listen(
+        &mut self,
+        configs: &[(ConfigKey, String)],
+    ) -> Result<Vec<ConfigKey>, SourceError> {
+        let tenant = self.tenant().map(str::to_owned);
+        let mut listening = String::new();
+        for (key, md5) in configs {
+            for field in [key.data_id.as_str(), key.group.as_str(), md5.as_str()] {
+                listening.push_str(field);
+                listening.push(FIELD);
+            }
+            listening.pop();
+            if let Some(t) = &tenant {
+                listening.push(FIELD);
+                listening.push_str(t);
+            }
+            listening.push(CONFIG);
+        }
+        let hold = self.config.long_poll_timeout;
+        let hold_ms = hold.as_millis().to_string();
+        let op = "listen";
+        let (status, body) = self
+            .send(op, hold + self.config.request_timeout, |http, base| {
+                http.post(format!("{base}/v1/cs/configs/listener"))
+                    .header("Long-Pulling-Timeout", hold_ms.as_str())
+                    .form(&[("Listening-Configs", listening.as_str())])
+            })
+            .await?;
+        if !status.is_success() {
+            return Err(self.unexpected(op, status, &body));
+        }
+        Ok(parse_changed(&body))
+    }
+
+    /// `POST /v1/cs/configs` with `type=json`.
+    pub(crate) async fn publish(
+        &mut self,
+        key: &ConfigKey,
+        content: &str,
+    ) -> Result<(), SourceError> {
+        let op = format!("publish {key}");
+        let tenant = self.tenant().map(str::to_owned);
+        let (status, body) = self
+            .send(&op, self.config.request_timeout, |http, base| {
+                let mut form = vec![
+                    ("dataId", key.data_id.as_str()),
+                    ("group", key.group.as_str()),
+                    ("content", content),
+                    ("type", "json"),
+                ];
+                if let Some(t) = &tenant {
+                    form.push(("tenant", t));
+                }
+                http.post(format!("{base}/v1/cs/configs")).form(&form)
+            })
+            .await?;
+        self.expect_true(&op, status, &body)
+    }
+
+    /// `DELETE /v1/cs/configs`.
+    pub(crate) async fn delete(&mut self, key: &ConfigKey) -> Result<(), SourceError> {
+        let op = format!("delete {key}");
+        let tenant = self.tenant().map(str::to_owned);
+        let (status, body) = self
+            .send(&op, self.config.request_timeout, |http, base| {
+                let mut query = vec![
+                    ("dataId", key.data_id.as_str()),
+                    ("group", key.group.as_str()),
+                ];
+                if let Some(t) = &tenant {
+                    query.push(("tenant", t));
+                }
+                http.delete(format!("{base}/v1/cs/configs")).query(&query)
+            })
+            .await?;
+        self.expect_true(&op, status, &body)
+    }
+
+    fn expect_true(&self, op: &str, status: StatusCode, body: &[u8]) -> Result<(), SourceError> {
+        if status.is_success() && body.trim_ascii() == b"true" {
+            return Ok(());
+        }
+        Err(self.unexpected(op, status, body))
+    }
+
+    fn unexpected(&self, op: &str, status: StatusCode, body: &[u8]) -> SourceError {
+        let message = format!("{op} at {}: {status} {}", self.base(), excerpt(body));
+        if status.is_server_error() {
+            SourceError::Connection {
+                message,
+                source: None,
+            }
+        } else {
+            SourceError::Backend {
+                message,
+                source: None,
+            }
+        }
+    }
+}
+
+/// The changed configs in a listener answer: URL-encoded `dataId%02group[%02tenant]%01`...
+fn parse_changed(body: &[u8]) -> Vec<ConfigKey> {
+    let text = String::from_utf8_lossy(body);
+    let decoded = percent_encoding::percent_decode_str(text.trim()).decode_utf8_lossy();
+    decoded
+        .split(CONFIG)
+        .filter_map(|config| {
+            let mut fields = config.split(FIELD);
+            let data_id = fields.next().filter(|d| !d.is_empty())?;
+            let group = fields.next()?;
+            Some(ConfigKey::new(data_id, group))
+        })
+        .collect()
+}
+
+/// The start of a server's answer, for an error message.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// What kind of transport failure `e` is, without its URL.
+fn transport_error(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "no answer in time"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else if e.is_body() || e.is_decode() {
+        "the connection broke while reading the answer"
+    } else {
+        "the request failed"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_is_lowercase_hex_of_the_bytes() {
+        assert_eq!(content_md5(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(content_md5(b"[]"), "d751713988987e9331980363e24189ce");
+    }
+
+    #[test]
+    fn listener_answers_are_decoded() {
+        let body = b"orders-flow-rules%02SENTINEL_GROUP%01orders-degrade-rules%02SENTINEL_GROUP%02dev%01\n";
+        assert_eq!(
+            parse_changed(body),
+            vec![
+                ConfigKey::new("orders-flow-rules", "SENTINEL_GROUP"),
+                ConfigKey::new("orders-degrade-rules", "SENTINEL_GROUP"),
+            ]
+        );
+        assert!(parse_changed(b"").is_empty());
+        assert!(parse_changed(b"%02%01").is_empty());
+    }
+
+    #[test]
+    fn excerpts_are_short() {
+        let long = "x".repeat(500);
+        assert_eq!(excerpt(long.as_bytes()).len(), 203);
+        assert_eq!(excerpt(b" ok \n"), "ok");
+    }
+}

@@ -1,0 +1,124 @@
+//! The Nacos data source end to end: `NacosSource` driven by the generic `DataSource` driver
+//! into a `Sentinel`, against real rnacos servers, through the data-source conformance kit.
+//!
+//! ```text
+//! scripts/services.sh start nacos
+//! eval "$(scripts/services.sh env)"
+//! cargo test -p sentinel-datasource-nacos --test conformance
+//! ```
+//!
+//! The test that stops and restarts a server mid-long-poll uses its own instance,
+//! `nacos-fault`, under a lock.
+
+mod support;
+
+use async_trait::async_trait;
+use sentinel_core::datasource::testkit::{
+    check_ordered_updates, expect_all_conformance, expect_conformance_skipping, fault_lock,
+    services, ConformanceHarness, Partition, Unsupported,
+};
+use sentinel_datasource_nacos::{ConfigKey, NacosRuleWriter, NacosSource};
+use support::{addr, config, fault_addr, retried, unique_key, writer};
+
+/// The conformance kit's view of one Nacos config.
+struct NacosHarness {
+    addr: String,
+    key: ConfigKey,
+    writer: NacosRuleWriter,
+    /// True on `nacos-fault`, which the harness may stop and start.
+    restartable: bool,
+    /// Sources reach the server through this proxy, whose cut stands for a stopped server.
+    partition: Option<Partition>,
+}
+
+impl NacosHarness {
+    async fn new(addr: &str, test: &str) -> Self {
+        Self {
+            addr: addr.to_owned(),
+            key: unique_key(test),
+            writer: writer(config(addr)).await,
+            restartable: false,
+            partition: None,
+        }
+    }
+}
+
+#[async_trait]
+impl ConformanceHarness for NacosHarness {
+    type Source = NacosSource;
+
+    fn make_source(&self) -> NacosSource {
+        let at = match &self.partition {
+            Some(partition) => partition.addr().to_owned(),
+            None => self.addr.clone(),
+        };
+        NacosSource::configs(config(&at), [self.key.clone()]).expect("a source")
+    }
+
+    async fn write(&self, bytes: &[u8]) {
+        let content = String::from_utf8_lossy(bytes).into_owned();
+        retried("publish", || self.writer.put_bytes(&self.key, &content)).await;
+    }
+
+    async fn delete(&self) {
+        retried("delete", || self.writer.delete(&self.key)).await;
+    }
+
+    async fn stop_server(&self) -> Result<(), Unsupported> {
+        if let Some(partition) = &self.partition {
+            partition.cut();
+            return Ok(());
+        }
+        if !self.restartable {
+            return Err(Unsupported);
+        }
+        services(&["stop", "nacos-fault", "--keep-data"]).await;
+        Ok(())
+    }
+
+    async fn start_server(&self) -> Result<(), Unsupported> {
+        if let Some(partition) = &self.partition {
+            partition.heal();
+            return Ok(());
+        }
+        if !self.restartable {
+            return Err(Unsupported);
+        }
+        services(&["start", "nacos-fault", "--keep-data"]).await;
+        Ok(())
+    }
+
+    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
+        if self.partition.is_none() {
+            return Err(Unsupported);
+        }
+        self.write(bytes).await;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_with_the_server_restarted_mid_long_poll() {
+    let _fault = fault_lock().await;
+    services(&["start", "nacos-fault"]).await;
+    let mut harness = NacosHarness::new(&fault_addr(), "conformance").await;
+    harness.restartable = true;
+    // A stopped server takes no publish, so disconnect's catch-up part is skipped here; the
+    // partition test shows it.
+    expect_conformance_skipping(&harness, &["disconnect"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_kit_passes_through_a_network_partition() {
+    let mut harness = NacosHarness::new(&addr(), "partition").await;
+    harness.partition = Some(Partition::start(&addr()).await);
+    expect_all_conformance(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_publishes_end_in_the_final_value_and_never_go_back() {
+    let harness = NacosHarness::new(&addr(), "rapid").await;
+    check_ordered_updates(&harness, 200)
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+}
