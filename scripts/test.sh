@@ -20,12 +20,14 @@ cleanup() {
   scripts/services.sh stop etcd || true
   scripts/services.sh stop etcd-fault || true
   scripts/services.sh stop redis || true
+  scripts/services.sh stop nacos || true
 }
 trap cleanup EXIT
 
-step "starting test servers (installs etcd, protoc and Redis on a fresh machine)"
+step "starting test servers (installs etcd, protoc and Redis, and builds rnacos, on a fresh machine)"
 scripts/services.sh start etcd
 scripts/services.sh start redis
+scripts/services.sh start nacos
 eval "$(scripts/services.sh env)"
 
 step "cargo fmt --check"
@@ -47,7 +49,7 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --features etcd,redis --bin etcd --bin redis
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 # the Redis cluster tests (and the tls build) are behind features
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast

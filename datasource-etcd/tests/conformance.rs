@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, expect_all_conformance, expect_conformance_skipping,
     fault_lock, flow_payload, services, unique_key, wait_status, wait_until, ConformanceHarness,
-    EventRecorder, Partition, Unsupported, WAIT,
+    EventRecorder, ServerControl, Unsupported, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -39,10 +39,8 @@ struct EtcdHarness {
     config: EtcdConfig,
     key: String,
     writer: tokio::sync::Mutex<EtcdRuleWriter>,
-    /// True on `etcd-fault`, which the harness may stop and start.
-    restartable: bool,
-    /// Sources reach the server through this proxy, whose cut stands for a stopped server.
-    partition: Option<Partition>,
+    /// How the harness stops and starts the server.
+    control: ServerControl,
 }
 
 impl EtcdHarness {
@@ -53,8 +51,11 @@ impl EtcdHarness {
             key: unique_key("/sentinel-test", test),
             config,
             writer: tokio::sync::Mutex::new(writer),
-            restartable,
-            partition: None,
+            control: if restartable {
+                ServerControl::Restart("etcd-fault")
+            } else {
+                ServerControl::Fixed
+            },
         }
     }
 
@@ -63,7 +64,7 @@ impl EtcdHarness {
     async fn partitioned(endpoints: &str, test: &str) -> Self {
         let target = endpoints.trim_start_matches("http://").to_owned();
         let mut harness = Self::new(endpoints, test, false).await;
-        harness.partition = Some(Partition::start(&target).await);
+        harness.control = ServerControl::partition(&target).await;
         harness
     }
 
@@ -97,9 +98,9 @@ impl ConformanceHarness for EtcdHarness {
     type Source = EtcdSource;
 
     fn make_source(&self) -> EtcdSource {
-        let config = match &self.partition {
-            Some(partition) => config(&format!("http://{}", partition.addr())),
-            None => self.config.clone(),
+        let config = match &self.control {
+            ServerControl::Partition(partition) => config(&format!("http://{}", partition.addr())),
+            _ => self.config.clone(),
         };
         EtcdSource::key(config, self.key.clone())
     }
@@ -123,31 +124,15 @@ impl ConformanceHarness for EtcdHarness {
     }
 
     async fn stop_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.cut();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["stop", "etcd-fault", "--keep-data"]).await;
-        Ok(())
+        self.control.stop().await
     }
 
     async fn start_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.heal();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["start", "etcd-fault", "--keep-data"]).await;
-        Ok(())
+        self.control.start().await
     }
 
     async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if self.partition.is_none() {
+        if !self.control.writable_while_down() {
             return Err(Unsupported);
         }
         self.write(bytes).await;

@@ -290,16 +290,9 @@ impl Client {
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
             .send(&op, self.config.request_timeout, |http, base| {
-                let mut form = vec![
-                    ("dataId", key.data_id.as_str()),
-                    ("group", key.group.as_str()),
-                    ("content", content),
-                    ("type", "json"),
-                ];
-                if let Some(t) = &tenant {
-                    form.push(("tenant", t));
-                }
-                http.post(format!("{base}/v1/cs/configs")).form(&form)
+                let extra = [("content", content), ("type", "json")];
+                http.post(format!("{base}/v1/cs/configs"))
+                    .form(&config_fields(key, tenant.as_deref(), &extra))
             })
             .await?;
         self.expect_true(&op, status, &body)
@@ -345,6 +338,24 @@ impl Client {
             }
         }
     }
+}
+
+/// The fields that name a config (`dataId`, `group`, and `tenant` outside the default
+/// namespace), then `extra`.
+fn config_fields<'a>(
+    key: &'a ConfigKey,
+    tenant: Option<&'a str>,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut fields = vec![
+        ("dataId", key.data_id.as_str()),
+        ("group", key.group.as_str()),
+    ];
+    if let Some(tenant) = tenant {
+        fields.push(("tenant", tenant));
+    }
+    fields.extend_from_slice(extra);
+    fields
 }
 
 /// The changed configs in a listener answer: URL-encoded `dataId%02group[%02tenant]%01`...

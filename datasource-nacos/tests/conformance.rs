@@ -15,7 +15,7 @@ mod support;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     check_ordered_updates, expect_all_conformance, expect_conformance_skipping, fault_lock,
-    services, ConformanceHarness, Partition, Unsupported,
+    services, ConformanceHarness, ServerControl, Unsupported,
 };
 use sentinel_datasource_nacos::{ConfigKey, NacosRuleWriter, NacosSource};
 use support::{addr, config, fault_addr, retried, unique_key, writer};
@@ -25,10 +25,8 @@ struct NacosHarness {
     addr: String,
     key: ConfigKey,
     writer: NacosRuleWriter,
-    /// True on `nacos-fault`, which the harness may stop and start.
-    restartable: bool,
-    /// Sources reach the server through this proxy, whose cut stands for a stopped server.
-    partition: Option<Partition>,
+    /// How the harness stops and starts the server.
+    control: ServerControl,
 }
 
 impl NacosHarness {
@@ -37,8 +35,7 @@ impl NacosHarness {
             addr: addr.to_owned(),
             key: unique_key(test),
             writer: writer(config(addr)).await,
-            restartable: false,
-            partition: None,
+            control: ServerControl::Fixed,
         }
     }
 }
@@ -48,14 +45,16 @@ impl ConformanceHarness for NacosHarness {
     type Source = NacosSource;
 
     fn make_source(&self) -> NacosSource {
-        let at = match &self.partition {
-            Some(partition) => partition.addr().to_owned(),
-            None => self.addr.clone(),
-        };
-        NacosSource::configs(config(&at), [self.key.clone()]).expect("a source")
+        let at = self.control.addr(&self.addr);
+        NacosSource::configs(config(at), [self.key.clone()]).expect("a source")
     }
 
     async fn write(&self, bytes: &[u8]) {
+        // Nacos refuses blank content ("content is blank"): an empty config does not exist
+        // there, so the kit's empty payload is a deletion.
+        if bytes.trim_ascii().is_empty() {
+            return self.delete().await;
+        }
         let content = String::from_utf8_lossy(bytes).into_owned();
         retried("publish", || self.writer.put_bytes(&self.key, &content)).await;
     }
@@ -65,31 +64,15 @@ impl ConformanceHarness for NacosHarness {
     }
 
     async fn stop_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.cut();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["stop", "nacos-fault", "--keep-data"]).await;
-        Ok(())
+        self.control.stop().await
     }
 
     async fn start_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.heal();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["start", "nacos-fault", "--keep-data"]).await;
-        Ok(())
+        self.control.start().await
     }
 
     async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if self.partition.is_none() {
+        if !self.control.writable_while_down() {
             return Err(Unsupported);
         }
         self.write(bytes).await;
@@ -102,7 +85,7 @@ async fn conformance_kit_passes_with_the_server_restarted_mid_long_poll() {
     let _fault = fault_lock().await;
     services(&["start", "nacos-fault"]).await;
     let mut harness = NacosHarness::new(&fault_addr(), "conformance").await;
-    harness.restartable = true;
+    harness.control = ServerControl::Restart("nacos-fault");
     // A stopped server takes no publish, so disconnect's catch-up part is skipped here; the
     // partition test shows it.
     expect_conformance_skipping(&harness, &["disconnect"]).await;
@@ -111,7 +94,7 @@ async fn conformance_kit_passes_with_the_server_restarted_mid_long_poll() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_kit_passes_through_a_network_partition() {
     let mut harness = NacosHarness::new(&addr(), "partition").await;
-    harness.partition = Some(Partition::start(&addr()).await);
+    harness.control = ServerControl::partition(&addr()).await;
     expect_all_conformance(&harness).await;
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     check_ordered_updates, expect_all_conformance, fault_lock, services, ConformanceHarness,
-    Partition, Unsupported, WAIT,
+    ServerControl, Unsupported, WAIT,
 };
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
 use support::{
@@ -35,10 +35,8 @@ struct RedisHarness {
     /// DEL, with no publisher.
     mode: ChangeMode,
     writer: tokio::sync::Mutex<RedisRuleWriter>,
-    /// True on `redis-fault`, which the harness may stop and start.
-    restartable: bool,
-    /// Sources reach the server through this proxy, whose cut stands for a stopped server.
-    partition: Option<Partition>,
+    /// How the harness stops and starts the server.
+    control: ServerControl,
 }
 
 impl RedisHarness {
@@ -51,18 +49,17 @@ impl RedisHarness {
             channel,
             key,
             writer: tokio::sync::Mutex::new(writer(config(addr)).await),
-            restartable: false,
-            partition: None,
+            control: ServerControl::Fixed,
         }
     }
 
     fn restartable(mut self) -> Self {
-        self.restartable = true;
+        self.control = ServerControl::Restart("redis-fault");
         self
     }
 
     async fn partitioned(mut self) -> Self {
-        self.partition = Some(Partition::start(&self.addr).await);
+        self.control = ServerControl::partition(&self.addr).await;
         self
     }
 
@@ -107,10 +104,7 @@ impl ConformanceHarness for RedisHarness {
     type Source = RedisSource;
 
     fn make_source(&self) -> RedisSource {
-        let config: RedisConfig = match &self.partition {
-            Some(partition) => config(partition.addr()),
-            None => config(&self.addr),
-        };
+        let config: RedisConfig = config(self.control.addr(&self.addr));
         RedisSource::new(config, self.key.clone(), self.mode.clone())
     }
 
@@ -133,36 +127,21 @@ impl ConformanceHarness for RedisHarness {
     }
 
     async fn stop_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.cut();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["stop", "redis-fault"]).await;
-        Ok(())
+        self.control.stop().await
     }
 
     async fn start_server(&self) -> Result<(), Unsupported> {
-        if let Some(partition) = &self.partition {
-            partition.heal();
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
-        }
-        services(&["start", "redis-fault"]).await;
-        Ok(())
+        self.control.start().await
     }
 
     async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if self.partition.is_some() {
-            self.write(bytes).await;
-            return Ok(());
-        }
-        if !self.restartable {
-            return Err(Unsupported);
+        match self.control {
+            ServerControl::Partition(_) => {
+                self.write(bytes).await;
+                return Ok(());
+            }
+            ServerControl::Fixed => return Err(Unsupported),
+            _ => {}
         }
         append_set_while_down(&self.key, bytes);
         Ok(())

@@ -65,6 +65,24 @@ pub struct Load {
     pub seconds: Option<u64>,
 }
 
+/// A user and password for a store with auth on (both or neither).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Login {
+    /// The user (with --password).
+    #[arg(long, requires = "password")]
+    pub user: Option<String>,
+    /// The password (with --user).
+    #[arg(long, requires = "user")]
+    pub password: Option<String>,
+}
+
+impl Login {
+    /// The user and password, when both are given.
+    pub fn pair(&self) -> Option<(&str, &str)> {
+        self.user.as_deref().zip(self.password.as_deref())
+    }
+}
+
 /// Logs to stderr through `tracing-subscriber`, at `RUST_LOG` or else `default` (an
 /// example is a program, so it may install a subscriber; the libraries never do).
 pub fn init_tracing(default: &str) {

@@ -31,12 +31,8 @@ struct Args {
     /// The key holds a combined document `{"flow":[...],"degrade":[...]}`.
     #[arg(long)]
     combined: bool,
-    /// etcd user (with --password).
-    #[arg(long, requires = "password")]
-    user: Option<String>,
-    /// etcd password (with --user).
-    #[arg(long, requires = "user")]
-    password: Option<String>,
+    #[command(flatten)]
+    login: examples::Login,
     #[command(flatten)]
     load: examples::Load,
 }
@@ -47,8 +43,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = <Args as clap::Parser>::parse();
 
     let mut config = EtcdConfig::builder().endpoints([args.endpoints.as_str()]);
-    if let (Some(user), Some(password)) = (&args.user, &args.password) {
-        config = config.credentials(user.clone(), password.clone());
+    if let Some((user, password)) = args.login.pair() {
+        config = config.credentials(user, password);
     }
     let config = config.build()?;
 

@@ -35,12 +35,8 @@ struct Args {
     /// The namespace id (default: public).
     #[arg(long)]
     namespace: Option<String>,
-    /// Nacos user (with --password).
-    #[arg(long, requires = "password")]
-    user: Option<String>,
-    /// Nacos password (with --user).
-    #[arg(long, requires = "user")]
-    password: Option<String>,
+    #[command(flatten)]
+    login: examples::Login,
     #[command(flatten)]
     load: examples::Load,
 }
@@ -53,8 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(namespace) = &args.namespace {
         config = config.namespace(namespace.as_str());
     }
-    if let (Some(user), Some(password)) = (&args.user, &args.password) {
-        config = config.credentials(user.as_str(), password.as_str());
+    if let Some((user, password)) = args.login.pair() {
+        config = config.credentials(user, password);
     }
     let config = config.build()?;
 

@@ -49,32 +49,6 @@ impl Latencies {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let mut l = Latencies::with_capacity(100);
-        for ms in (1..=100).rev() {
-            l.record(Duration::from_millis(ms));
-        }
-        assert_eq!(l.percentile(50.0), Duration::from_millis(50));
-        assert_eq!(l.percentile(99.0), Duration::from_millis(99));
-        assert_eq!(l.percentile(100.0), Duration::from_millis(100));
-        assert_eq!(Latencies::default().percentile(50.0), Duration::ZERO);
-    }
-
-    #[test]
-    fn padded_payloads_reach_the_size_and_carry_the_sequence() {
-        let payload = padded_flow_payload(7, 2048);
-        assert!(payload.len() >= 2048, "{}", payload.len());
-        assert!(payload.starts_with(r#"[{"resource":"bench","count":7}"#));
-        let parsed: serde_json::Value = serde_json::from_str(&payload).expect("json");
-        assert!(parsed.as_array().is_some_and(|a| a.len() > 10));
-    }
-}
-
 /// A Sentinel flow rule list of at least `size` bytes whose rule on `bench` has `count` =
 /// `seq`, padded with other rules: the propagation benches' payload (the notify-floor tool
 /// sends 2 KiB documents).
@@ -136,4 +110,30 @@ where
         }
     }
     Ok((applied, writes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut l = Latencies::with_capacity(100);
+        for ms in (1..=100).rev() {
+            l.record(Duration::from_millis(ms));
+        }
+        assert_eq!(l.percentile(50.0), Duration::from_millis(50));
+        assert_eq!(l.percentile(99.0), Duration::from_millis(99));
+        assert_eq!(l.percentile(100.0), Duration::from_millis(100));
+        assert_eq!(Latencies::default().percentile(50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn padded_payloads_reach_the_size_and_carry_the_sequence() {
+        let payload = padded_flow_payload(7, 2048);
+        assert!(payload.len() >= 2048, "{}", payload.len());
+        assert!(payload.starts_with(r#"[{"resource":"bench","count":7}"#));
+        let parsed: serde_json::Value = serde_json::from_str(&payload).expect("json");
+        assert!(parsed.as_array().is_some_and(|a| a.len() > 10));
+    }
 }

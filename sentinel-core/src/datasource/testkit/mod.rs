@@ -39,7 +39,7 @@ pub use observe::{
     applied_seq, flow_payload, status_within, until_within, wait_status, wait_until, AppliedRecord,
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
-pub use partition::Partition;
+pub use partition::{Partition, ServerControl};
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).

@@ -80,3 +80,61 @@ impl Drop for Partition {
         self.accept.abort();
     }
 }
+
+/// How a conformance harness stops and starts "its server": not at all, by restarting a
+/// services-script instance, or by cutting a [`Partition`] in front of a server that keeps
+/// running (so a write can still reach it while the source is cut off).
+#[derive(Debug, Default)]
+pub enum ServerControl {
+    /// The harness cannot stop its server.
+    #[default]
+    Fixed,
+    /// `scripts/services.sh stop|start <instance> --keep-data`.
+    Restart(&'static str),
+    /// Sources go through this proxy.
+    Partition(Partition),
+}
+
+impl ServerControl {
+    /// A partition in front of `target` (`host:port`).
+    pub async fn partition(target: &str) -> Self {
+        Self::Partition(Partition::start(target).await)
+    }
+
+    /// Where a source reaches `server`: through the proxy, when there is one.
+    pub fn addr<'a>(&'a self, server: &'a str) -> &'a str {
+        match self {
+            Self::Partition(partition) => partition.addr(),
+            _ => server,
+        }
+    }
+
+    /// True when the server keeps running while "stopped", so it takes writes meanwhile.
+    pub fn writable_while_down(&self) -> bool {
+        matches!(self, Self::Partition(_))
+    }
+
+    /// What [`ConformanceHarness::stop_server`](super::ConformanceHarness::stop_server) does.
+    pub async fn stop(&self) -> Result<(), super::Unsupported> {
+        match self {
+            Self::Fixed => return Err(super::Unsupported),
+            Self::Restart(instance) => {
+                super::services(&["stop", instance, "--keep-data"]).await;
+            }
+            Self::Partition(partition) => partition.cut(),
+        }
+        Ok(())
+    }
+
+    /// What [`ConformanceHarness::start_server`](super::ConformanceHarness::start_server) does.
+    pub async fn start(&self) -> Result<(), super::Unsupported> {
+        match self {
+            Self::Fixed => return Err(super::Unsupported),
+            Self::Restart(instance) => {
+                super::services(&["start", instance, "--keep-data"]).await;
+            }
+            Self::Partition(partition) => partition.heal(),
+        }
+        Ok(())
+    }
+}
