@@ -21,13 +21,15 @@ cleanup() {
   scripts/services.sh stop etcd-fault || true
   scripts/services.sh stop redis || true
   scripts/services.sh stop nacos || true
+  scripts/services.sh stop nats || true
 }
 trap cleanup EXIT
 
-step "starting test servers (installs etcd, protoc and Redis, and builds rnacos, on a fresh machine)"
+step "starting test servers (installs etcd, protoc, Redis and nats-server, and builds rnacos, on a fresh machine)"
 scripts/services.sh start etcd
 scripts/services.sh start redis
 scripts/services.sh start nacos
+scripts/services.sh start nats
 eval "$(scripts/services.sh env)"
 
 step "cargo fmt --check"
@@ -49,7 +51,7 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 # the Redis cluster tests (and the tls build) are behind features
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast

@@ -34,6 +34,15 @@ pub enum WriteError {
         #[source]
         source: serde_json::Error,
     },
+    /// A compare-and-set write found another revision than the one expected: someone else
+    /// wrote in between. Read again, merge, and retry.
+    #[error("put {key}: the stored revision is not {expected} any more (someone else wrote)")]
+    Conflict {
+        /// The key that was to be written.
+        key: String,
+        /// The revision the write expected.
+        expected: u64,
+    },
     /// The store refused the write or could not be reached.
     #[error(transparent)]
     Store(#[from] SourceError),

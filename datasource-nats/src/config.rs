@@ -1,0 +1,325 @@
+//! Connection settings for NATS: servers, credentials, timeouts, what a missing bucket means.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sentinel_core::datasource::Secret;
+
+/// Default time allowed to open a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Default time allowed for one JetStream request (a read, a put, opening a watch).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default cap on the total size of the values a source reads: the data-source framework's
+/// cap (4 MiB), which the driver enforces too.
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
+
+/// A configuration that [`NatsConfigBuilder::build`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No server was given.
+    #[error("at least one NATS server is required")]
+    NoServers,
+    /// A server address is malformed.
+    #[error("invalid NATS server {server:?}: {reason}")]
+    InvalidServer {
+        /// The address as given.
+        server: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A timeout or size limit is zero.
+    #[error("{field} must be greater than zero")]
+    Zero {
+        /// The setting that is zero.
+        field: &'static str,
+    },
+}
+
+/// How to authenticate. Secrets never appear in `Debug` output, logs or errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Auth {
+    None,
+    UserPassword { user: String, password: Secret },
+    Token(Secret),
+    NKey(Secret),
+    CredsFile(PathBuf),
+}
+
+/// What a source does when its bucket does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MissingBucket {
+    /// Fail the read with a clear error (the default): with `StartMode::FailFast` the start
+    /// fails, naming the bucket; the driver keeps retrying with backoff otherwise.
+    #[default]
+    Fail,
+    /// Treat the missing bucket as "no rules" and look for it again every `poll`: the
+    /// source starts, and applies the bucket's keys once someone creates it.
+    Wait {
+        /// How often to look for the bucket.
+        poll: Duration,
+    },
+}
+
+/// How to reach NATS. Built with [`NatsConfig::builder`].
+///
+/// `Debug` shows the user name but never a password, token, nkey seed or creds content.
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    pub(crate) servers: Vec<String>,
+    pub(crate) auth: Auth,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_payload_bytes: usize,
+    pub(crate) missing_bucket: MissingBucket,
+    #[cfg(feature = "tls")]
+    pub(crate) tls_root: Option<PathBuf>,
+}
+
+impl NatsConfig {
+    /// Starts a configuration with no servers and the default timeouts.
+    pub fn builder() -> NatsConfigBuilder {
+        NatsConfigBuilder::default()
+    }
+
+    /// The servers, as given.
+    pub fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// Time allowed for one JetStream request.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// What a missing bucket means.
+    pub fn missing_bucket(&self) -> MissingBucket {
+        self.missing_bucket
+    }
+
+    /// The servers and the kind of auth, without secrets.
+    pub fn describe(&self) -> String {
+        let auth = match &self.auth {
+            Auth::None => String::new(),
+            Auth::UserPassword { user, .. } => format!(" as {user}"),
+            Auth::Token(_) => " with a token".to_owned(),
+            Auth::NKey(_) => " with an nkey".to_owned(),
+            Auth::CredsFile(path) => format!(" with creds {}", path.display()),
+        };
+        format!("{}{auth}", self.servers.join(","))
+    }
+
+    /// The client options for this configuration.
+    pub(crate) async fn options(&self) -> std::io::Result<async_nats::ConnectOptions> {
+        let options = async_nats::ConnectOptions::new()
+            .connection_timeout(self.connect_timeout)
+            .request_timeout(Some(self.request_timeout))
+            .max_reconnects(None::<usize>);
+        let options = match &self.auth {
+            Auth::None => options,
+            Auth::UserPassword { user, password } => {
+                options.user_and_password(user.clone(), password.expose().to_owned())
+            }
+            Auth::Token(token) => options.token(token.expose().to_owned()),
+            Auth::NKey(seed) => options.nkey(seed.expose().to_owned()),
+            Auth::CredsFile(path) => options.credentials_file(path).await?,
+        };
+        #[cfg(feature = "tls")]
+        let options = match &self.tls_root {
+            Some(root) => options
+                .require_tls(true)
+                .add_root_certificates(root.clone()),
+            None => options,
+        };
+        Ok(options)
+    }
+}
+
+/// Builder for [`NatsConfig`].
+#[derive(Debug, Clone)]
+pub struct NatsConfigBuilder {
+    servers: Vec<String>,
+    auth: Auth,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    max_payload_bytes: usize,
+    missing_bucket: MissingBucket,
+    #[cfg(feature = "tls")]
+    tls_root: Option<PathBuf>,
+}
+
+impl Default for NatsConfigBuilder {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            auth: Auth::None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            missing_bucket: MissingBucket::Fail,
+            #[cfg(feature = "tls")]
+            tls_root: None,
+        }
+    }
+}
+
+impl NatsConfigBuilder {
+    /// Adds servers: `nats://host:port`, `host:port` or `tls://host:port` (the `tls`
+    /// feature). A comma-separated string is split. The client moves between them on its own.
+    pub fn servers<I, S>(mut self, servers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        for s in servers {
+            self.servers.extend(
+                s.as_ref()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            );
+        }
+        self
+    }
+
+    /// Authenticates with a user and password.
+    pub fn user_and_password(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Self {
+        self.auth = Auth::UserPassword {
+            user: user.into(),
+            password: Secret::new(password),
+        };
+        self
+    }
+
+    /// Authenticates with a token.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.auth = Auth::Token(Secret::new(token));
+        self
+    }
+
+    /// Authenticates with an nkey seed (`SU...`).
+    pub fn nkey(mut self, seed: impl Into<String>) -> Self {
+        self.auth = Auth::NKey(Secret::new(seed));
+        self
+    }
+
+    /// Authenticates with a creds file (a user JWT and its nkey seed), read on every connect.
+    pub fn creds_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.auth = Auth::CredsFile(path.into());
+        self
+    }
+
+    /// Time allowed to open a connection (default 3 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Time allowed for one JetStream request: a read, a put, opening a watch (default 5 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Cap on the total size of the values a source reads (default 4 MiB).
+    pub fn max_payload_bytes(mut self, limit: usize) -> Self {
+        self.max_payload_bytes = limit;
+        self
+    }
+
+    /// What a source does when its bucket does not exist ([`MissingBucket::Fail`] by
+    /// default).
+    pub fn missing_bucket(mut self, policy: MissingBucket) -> Self {
+        self.missing_bucket = policy;
+        self
+    }
+
+    /// Requires TLS and trusts this CA certificate file (PEM) for the servers.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls_root_certificate(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls_root = Some(path.into());
+        self
+    }
+
+    /// Checks the settings.
+    pub fn build(self) -> Result<NatsConfig, ConfigError> {
+        if self.servers.is_empty() {
+            return Err(ConfigError::NoServers);
+        }
+        for server in &self.servers {
+            if server.contains('@') {
+                return Err(ConfigError::InvalidServer {
+                    server: server.split('@').next_back().unwrap_or_default().to_owned(),
+                    reason: "credentials belong in the builder, not in the address",
+                });
+            }
+            if async_nats::ToServerAddrs::to_server_addrs(&server.as_str()).is_err() {
+                return Err(ConfigError::InvalidServer {
+                    server: server.clone(),
+                    reason: "not a NATS server address",
+                });
+            }
+        }
+        for (field, zero) in [
+            ("connect_timeout", self.connect_timeout.is_zero()),
+            ("request_timeout", self.request_timeout.is_zero()),
+            ("max_payload_bytes", self.max_payload_bytes == 0),
+        ] {
+            if zero {
+                return Err(ConfigError::Zero { field });
+            }
+        }
+        Ok(NatsConfig {
+            servers: self.servers,
+            auth: self.auth,
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.request_timeout,
+            max_payload_bytes: self.max_payload_bytes,
+            missing_bucket: self.missing_bucket,
+            #[cfg(feature = "tls")]
+            tls_root: self.tls_root,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_describe_never_show_secrets() {
+        for builder in [
+            NatsConfig::builder().user_and_password("app", "s3cret-pw"),
+            NatsConfig::builder().token("s3cret-pw"),
+            NatsConfig::builder().nkey("s3cret-pw"),
+        ] {
+            let config = builder.servers(["127.0.0.1:4222"]).build().expect("valid");
+            let shown = format!("{config:?} {}", config.describe());
+            assert!(!shown.contains("s3cret-pw"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_checked() {
+        assert_eq!(
+            NatsConfig::builder().build().expect_err("none"),
+            ConfigError::NoServers
+        );
+        let err = NatsConfig::builder()
+            .servers(["nats://u:s3cret@h:4222"])
+            .build()
+            .expect_err("credentials in the address");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        NatsConfig::builder()
+            .servers(["nats://127.0.0.1:4222, 127.0.0.1:4223"])
+            .build()
+            .expect("valid");
+    }
+}
