@@ -22,7 +22,8 @@
 #                themselves, so they never disturb the instances other tests share.
 #
 #   redis          every Redis instance below: redis-main, redis-auth, redis-keyspace,
-#                  redis-fault, redis-ha and redis-cluster. All listen on 127.0.0.1 only.
+#                  redis-fault, redis-tls, redis-ha and redis-cluster. All listen on 127.0.0.1
+#                  only.
 #   redis-main     plain Redis on 16379, no persistence, keyspace notifications off.
 #   redis-auth     Redis on 16380 with `requirepass rootpw` (the default user) and the ACL
 #                  user app:apppw, allowed keys and channels matching `rules:*` only.
@@ -30,6 +31,10 @@
 #   redis-fault    Redis on 16382 that fault tests stop and restart themselves. Its data lives
 #                  in an append-only file (appendfsync always, .services/redis-fault/data/
 #                  appendonlydir) and always survives stop and start: it is never wiped.
+#   redis-tls      Redis serving TLS only on 16383 (no plain port; clients are not asked for
+#                  certificates), with its own throwaway CA made by openssl on start, like
+#                  etcd-tls: .services/redis-tls/certs/ca.pem (the server certificate is for
+#                  127.0.0.1 and localhost). Used by the tests built with the `tls` feature.
 #   redis-ha       a Redis Sentinel deployment, reset on every `start` (a master, its
 #                  replica and a fresh sentinel config, whatever failovers happened since):
 #                    redis-ha-a      16390, the master at start
@@ -40,7 +45,28 @@
 #                  16403 (cluster bus 26401-26403), created fresh (redis-cli --cluster create)
 #                  unless all three are already running with cluster_state:ok.
 #
-# Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}.
+#   nacos        every Nacos instance below: nacos-main, nacos-auth and nacos-fault. The
+#                server is rnacos 0.8.8 (RNACOS_VERSION), a Nacos-compatible server in Rust (no
+#                Java Nacos is reachable here), built once with `cargo install` into
+#                .services/bin-root (see below). HTTP (the Nacos v1 open API, under /nacos) and
+#                gRPC listen on 127.0.0.1 only; no separate console port, no metrics. Each runs
+#                in its instance folder with `-e /dev/null`, so no `.env` file from that folder
+#                or any folder above it is read.
+#   nacos-main   plain rnacos, HTTP 127.0.0.1:18848, gRPC 19848, no auth.
+#   nacos-auth   rnacos with open-API auth on, HTTP 18849, gRPC 19849, user admin:adminpw
+#                (created on a fresh start). Log in with POST /nacos/v1/auth/login (form
+#                username, password) -> {"accessToken":...,"tokenTtl":3600,...}; pass the token
+#                as the `accessToken` query or form field. With no or a bad token, every
+#                /nacos/* call (health too) gets 403. `stop nacos-auth` + `start nacos-auth`
+#                gives a fresh server: data wiped, every token issued before is revoked.
+#   nacos-fault  rnacos (HTTP 18850, gRPC 19850, no auth) that fault tests stop and restart
+#                themselves. Published configs persist in its data folder, so with --keep-data
+#                on both the stop and the start they survive the restart.
+#   `stop` sends rnacos SIGINT, on which it exits at once, rather than SIGTERM, on which it
+#   waits for its open long polls to end (10 s and more).
+#
+# Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}; the TLS
+# instances keep their certificates in $ROOT/.services/<instance>/certs, which `stop` leaves.
 #
 # `start` wipes the data directory first, unless --keep-data is given. `stop` deletes the data
 # directory too, unless --keep-data is given. A test that restarts the same server mid-test, on
@@ -52,13 +78,21 @@
 # `start` of an instance that is already running and healthy does nothing and succeeds
 # (except redis-ha, which is always reset).
 # `stop` kills exactly the PID recorded in the pidfile, never a process found by name; the
-# Redis stops also wait until the port is free.
+# Redis and Nacos stops also wait until their ports are free.
 #
 # `start` apt-get installs whichever of the Debian packages in ETCD_PACKAGES (for etcd) or
 # REDIS_PACKAGES (for Redis) dpkg does not list as installed: etcd-server and etcd-client for
 # the servers and etcdctl, and protobuf-compiler plus libprotobuf-dev because the etcd-client
 # crate's build script needs protoc and the google/protobuf/*.proto includes, which Debian
-# ships in libprotobuf-dev; redis-server, redis-tools (redis-cli) and redis-sentinel.
+# ships in libprotobuf-dev; redis-server, redis-tools (redis-cli) and redis-sentinel. The TLS
+# instances (etcd-tls, redis-tls) also need TLS_PACKAGES (openssl, which makes their
+# certificates), the Nacos instances NACOS_PACKAGES (curl, for the readiness checks).
+# The rnacos binary is not packaged: the first Nacos `start` builds it with
+#   cargo install rnacos --version 0.8.8 --locked --root .services/bin-root
+# (~10 minutes, ~1.7 GB RAM; cargo must be installed), and every later start reuses
+# .services/bin-root/bin/rnacos as long as `rnacos -V` reports RNACOS_VERSION. Keep that folder
+# between CI runs (a cache) to skip the build. SERVICES_RNACOS_LOG sets rnacos' RUST_LOG
+# (default warn; info logs every request line, access tokens included).
 #
 # Adding a service: write `start_<name>` / `stop_<name>` functions (see the etcd ones, built on
 # spawn_detached / wait_ready / stop_instance), and add it to the dispatch in main() and
@@ -84,6 +118,7 @@ REDIS_MAIN_PORT=16379
 REDIS_AUTH_PORT=16380
 REDIS_KEYSPACE_PORT=16381
 REDIS_FAULT_PORT=16382
+REDIS_TLS_PORT=16383
 REDIS_HA_A_PORT=16390
 REDIS_HA_B_PORT=16391
 REDIS_SENTINEL_PORT=26390
@@ -91,10 +126,23 @@ REDIS_MASTER_NAME=sentinel-test
 REDIS_CLUSTER_NODES=(redis-cluster-1 redis-cluster-2 redis-cluster-3)
 REDIS_CLUSTER_PORTS=(16401 16402 16403)
 
+RNACOS_VERSION=0.8.8
+# cargo install --root: the binary is $RNACOS_ROOT/bin/rnacos.
+RNACOS_ROOT="$SERVICES_DIR/bin-root"
+RNACOS_BIN="$RNACOS_ROOT/bin/rnacos"
+NACOS_MAIN_HTTP_PORT=18848
+NACOS_MAIN_GRPC_PORT=19848
+NACOS_AUTH_HTTP_PORT=18849
+NACOS_AUTH_GRPC_PORT=19849
+NACOS_FAULT_HTTP_PORT=18850
+NACOS_FAULT_GRPC_PORT=19850
+NACOS_AUTH_USERNAME="admin"
+NACOS_AUTH_PASSWORD="adminpw"
+
 # Every instance this script knows, for `status`.
 INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault
-  redis-main redis-auth redis-keyspace redis-fault redis-ha-a redis-ha-b redis-sentinel
-  "${REDIS_CLUSTER_NODES[@]}")
+  redis-main redis-auth redis-keyspace redis-fault redis-tls redis-ha-a redis-ha-b redis-sentinel
+  "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault)
 
 APT_UPDATED=0
 
@@ -133,6 +181,11 @@ apt_install() {
 ETCD_PACKAGES=(protobuf-compiler libprotobuf-dev etcd-server etcd-client)
 # Debian packages the Redis instances need: the server, redis-cli, and the sentinel binary.
 REDIS_PACKAGES=(redis-server redis-tools redis-sentinel)
+# Debian packages the TLS instances (etcd-tls, redis-tls) need: openssl makes their certificates.
+TLS_PACKAGES=(openssl)
+# Debian packages the Nacos instances need: curl for the readiness checks. (rnacos itself is
+# built with cargo, see ensure_nacos_installed.)
+NACOS_PACKAGES=(curl)
 
 # Checks packages, not commands: a working protoc says nothing about whether the
 # google/protobuf/*.proto includes (libprotobuf-dev) are there.
@@ -153,6 +206,33 @@ ensure_packages() {
 
 ensure_etcd_installed() { ensure_packages "${ETCD_PACKAGES[@]}"; }
 ensure_redis_installed() { ensure_packages "${REDIS_PACKAGES[@]}"; }
+ensure_tls_installed() { ensure_packages "${TLS_PACKAGES[@]}"; }
+
+# rnacos_current: $RNACOS_BIN exists and is version $RNACOS_VERSION.
+rnacos_current() {
+  [ -x "$RNACOS_BIN" ] && [ "$("$RNACOS_BIN" -V 2>/dev/null)" = "rnacos $RNACOS_VERSION" ]
+}
+
+# The NACOS_PACKAGES, and $RNACOS_BIN, built with cargo install unless it is there already at
+# $RNACOS_VERSION. A lock makes concurrent starts build it once.
+ensure_nacos_installed() {
+  ensure_packages "${NACOS_PACKAGES[@]}"
+  rnacos_current && return 0
+  command -v cargo >/dev/null 2>&1 ||
+    die "cargo not found: it is needed to build rnacos $RNACOS_VERSION into $RNACOS_ROOT" \
+      "(install a Rust toolchain, e.g. with rustup, or put a built rnacos at $RNACOS_BIN)"
+  mkdir -p "$RNACOS_ROOT"
+  if ! (
+    flock 9
+    rnacos_current && exit 0
+    log "building rnacos $RNACOS_VERSION: cargo install --locked --root $RNACOS_ROOT" \
+      "(takes ~10 minutes and ~1.7 GB RAM; done once, later starts reuse $RNACOS_BIN)"
+    cargo install rnacos --version "$RNACOS_VERSION" --locked --force --root "$RNACOS_ROOT" >&2
+  ) 9>"$RNACOS_ROOT/.install.lock"; then
+    die "cargo install rnacos $RNACOS_VERSION failed (its output is above)"
+  fi
+  rnacos_current || die "$RNACOS_BIN is not rnacos $RNACOS_VERSION after cargo install"
+}
 
 # ---------------------------------------------------------------------------------------------
 # Generic process handling
@@ -162,6 +242,7 @@ instance_dir() { printf '%s/%s' "$SERVICES_DIR" "$1"; }
 pid_file() { printf '%s/server.pid' "$(instance_dir "$1")"; }
 log_file() { printf '%s/server.log' "$(instance_dir "$1")"; }
 data_dir() { printf '%s/data' "$(instance_dir "$1")"; }
+certs_dir() { printf '%s/certs' "$(instance_dir "$1")"; }
 
 # Prints the recorded PID of an instance if that process is alive and is still the server
 # binary we started (guards against PID reuse). Fails otherwise.
@@ -201,17 +282,24 @@ spawn_detached() {
   # the server's own PID.
   setsid "$@" </dev/null >>"$lf" 2>&1 &
   printf '%s' "$!" >"$pf"
+  # Not a job of this shell: no "Killed" notice when a stop in this same run kills it.
+  disown "$!"
 }
 
 # wait_ready <instance> <binary> <check command...>: polls the check until it succeeds, the
 # process dies, or READY_TIMEOUT_SECS pass. On failure prints the log tail and exits non-zero.
 wait_ready() {
+  wait_until "$@"
+  log "$1 is ready (pid $(cat "$(pid_file "$1")"))"
+}
+
+# wait_until <instance> <binary> <check command...>: wait_ready without the "is ready" line.
+wait_until() {
   local name="$1" binary="$2"
   shift 2
   local deadline=$((SECONDS + READY_TIMEOUT_SECS))
   while [ "$SECONDS" -lt "$deadline" ]; do
     if "$@" >/dev/null 2>&1; then
-      log "$name is ready (pid $(cat "$(pid_file "$name")"))"
       return 0
     fi
     if ! live_pid "$name" "$binary" >/dev/null; then
@@ -226,19 +314,20 @@ wait_ready() {
   exit 1
 }
 
-# stop_instance <instance> <binary> <keep_data 0|1>: SIGTERM to the recorded PID, SIGKILL after
-# 10 s, then removes the pidfile (and the data unless keep_data).
+# stop_instance <instance> <binary> <keep_data 0|1> [signal]: the signal (default TERM; rnacos
+# gets INT) to the recorded PID, SIGKILL after 10 s, then removes the pidfile (and the data
+# unless keep_data).
 stop_instance() {
-  local name="$1" binary="$2" keep_data="$3" pid
+  local name="$1" binary="$2" keep_data="$3" signal="${4:-TERM}" pid
   if pid="$(live_pid "$name" "$binary")"; then
-    kill -TERM "$pid" 2>/dev/null || true
+    kill "-$signal" "$pid" 2>/dev/null || true
     local i
     for ((i = 0; i < 100; i++)); do
       pid_alive "$pid" || break
       sleep 0.1
     done
     if pid_alive "$pid"; then
-      log "$name (pid $pid) ignored SIGTERM for 10 s, sending SIGKILL"
+      log "$name (pid $pid) ignored SIG$signal for 10 s, sending SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
       for ((i = 0; i < 50; i++)); do
         pid_alive "$pid" || break
@@ -345,16 +434,19 @@ start_etcd_auth() {
 }
 stop_etcd_auth() { stop_instance etcd-auth etcd "$1"; }
 
-# A throwaway CA and a server certificate for 127.0.0.1/localhost, made once per instance dir.
+# make_tls_certs <instance>: a throwaway CA and a server certificate for 127.0.0.1/localhost
+# in certs_dir <instance> (ca.pem, server.pem, server-key.pem), made once per instance.
 make_tls_certs() {
-  local dir="$1"
+  local name="$1" dir lf
+  dir="$(certs_dir "$name")"
+  lf="$(log_file "$name")"
   # Reuse them while they are far from their 30-day expiry.
   if [ -f "$dir/ca.pem" ] && [ -f "$dir/server.pem" ] &&
     [ -z "$(find "$dir/server.pem" -mtime +20 2>/dev/null)" ]; then
     return 0
   fi
   rm -rf "$dir"
-  command -v openssl >/dev/null 2>&1 || apt_install openssl
+  ensure_tls_installed
   mkdir -p "$dir"
   (
     cd "$dir"
@@ -365,14 +457,13 @@ make_tls_certs() {
     printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >server.ext
     openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
       -extfile server.ext -out server.pem
-  ) >>"$(log_file etcd-tls)" 2>&1 || die "making the etcd-tls certificates failed; see $(log_file etcd-tls)"
+  ) >>"$lf" 2>&1 || die "making the $name certificates failed; see $lf"
 }
 
 start_etcd_tls() {
   local certs
-  mkdir -p "$(instance_dir etcd-tls)"
-  certs="$(instance_dir etcd-tls)/certs"
-  make_tls_certs "$certs"
+  certs="$(certs_dir etcd-tls)"
+  make_tls_certs etcd-tls
   start_etcd_instance etcd-tls "$1" https "$certs/ca.pem" \
     --cert-file "$certs/server.pem" --key-file "$certs/server-key.pem"
 }
@@ -388,6 +479,7 @@ redis_port() {
   redis-auth) printf '%s' "$REDIS_AUTH_PORT" ;;
   redis-keyspace) printf '%s' "$REDIS_KEYSPACE_PORT" ;;
   redis-fault) printf '%s' "$REDIS_FAULT_PORT" ;;
+  redis-tls) printf '%s' "$REDIS_TLS_PORT" ;;
   redis-ha-a) printf '%s' "$REDIS_HA_A_PORT" ;;
   redis-ha-b) printf '%s' "$REDIS_HA_B_PORT" ;;
   redis-sentinel) printf '%s' "$REDIS_SENTINEL_PORT" ;;
@@ -397,15 +489,16 @@ redis_port() {
 }
 
 # redis_cli <port> <command...>: one command, as the default user (rootpw) on redis-auth,
-# bounded so that a wedged server cannot hang the script.
+# over TLS on redis-tls, bounded so that a wedged server cannot hang the script.
 redis_cli() {
   local port="$1"
   shift
-  local auth=()
-  if [ "$port" = "$REDIS_AUTH_PORT" ]; then
-    auth=(--user default --pass rootpw)
-  fi
-  timeout 5 redis-cli --no-auth-warning -h 127.0.0.1 -p "$port" "${auth[@]}" "$@"
+  local extra=()
+  case "$port" in
+  "$REDIS_AUTH_PORT") extra=(--user default --pass rootpw) ;;
+  "$REDIS_TLS_PORT") extra=(--tls --cacert "$(certs_dir redis-tls)/ca.pem") ;;
+  esac
+  timeout 5 redis-cli --no-auth-warning -h 127.0.0.1 -p "$port" "${extra[@]}" "$@"
 }
 
 redis_ping() { [ "$(redis_cli "$1" ping 2>/dev/null)" = PONG ]; }
@@ -417,8 +510,12 @@ port_free() { ! (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 start_redis_instance() {
   local name="$1" keep_data="$2"
   shift 2
-  local port dd
+  local port dd listen
   port="$(redis_port "$name")"
+  listen=(--port "$port")
+  if [ "$port" = "$REDIS_TLS_PORT" ]; then
+    listen=(--port 0 --tls-port "$port")
+  fi
 
   if live_pid "$name" redis-server >/dev/null && redis_ping "$port"; then
     log "$name already running at 127.0.0.1:$port"
@@ -434,7 +531,7 @@ start_redis_instance() {
   fi
   mkdir -p "$dd"
 
-  spawn_detached "$name" redis-server --bind 127.0.0.1 --port "$port" --daemonize no \
+  spawn_detached "$name" redis-server --bind 127.0.0.1 "${listen[@]}" --daemonize no \
     --dir "$dd" "$@"
   wait_ready "$name" redis-server redis_ping "$port"
 }
@@ -472,6 +569,18 @@ start_redis_fault() {
   start_redis_instance redis-fault 1 --save '' --appendonly yes --appendfsync always
 }
 stop_redis_fault() { stop_redis_instance redis-fault 1; }
+
+# TLS only: start_redis_instance listens on --tls-port (and --port 0) for redis-tls, and
+# redis_cli speaks TLS to it, trusting its CA.
+start_redis_tls() {
+  local certs
+  certs="$(certs_dir redis-tls)"
+  make_tls_certs redis-tls
+  start_redis_instance redis-tls "$1" --save '' --appendonly no \
+    --tls-cert-file "$certs/server.pem" --tls-key-file "$certs/server-key.pem" \
+    --tls-ca-cert-file "$certs/ca.pem" --tls-auth-clients no
+}
+stop_redis_tls() { stop_redis_instance redis-tls "$1"; }
 
 # The Sentinel deployment. Tests fail it over (the roles swap), so `start` always resets it:
 # redis-ha-a master, redis-ha-b its replica, a fresh sentinel config.
@@ -576,6 +685,148 @@ stop_redis_cluster() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Nacos (rnacos)
+# ---------------------------------------------------------------------------------------------
+
+nacos_ports() {
+  case "$1" in
+  nacos-main) printf '%s %s' "$NACOS_MAIN_HTTP_PORT" "$NACOS_MAIN_GRPC_PORT" ;;
+  nacos-auth) printf '%s %s' "$NACOS_AUTH_HTTP_PORT" "$NACOS_AUTH_GRPC_PORT" ;;
+  nacos-fault) printf '%s %s' "$NACOS_FAULT_HTTP_PORT" "$NACOS_FAULT_GRPC_PORT" ;;
+  *) die "unknown nacos instance $1" ;;
+  esac
+}
+
+# nacos_login <http port>: prints an access token for the admin user of nacos-auth. The password
+# goes to curl on stdin, not on its command line.
+nacos_login() {
+  local body token
+  body="$(printf '%s' "$NACOS_AUTH_PASSWORD" | curl -s --max-time 2 \
+    --data-urlencode "username=$NACOS_AUTH_USERNAME" --data-urlencode 'password@-' \
+    "http://127.0.0.1:$1/nacos/v1/auth/login")" || return 1
+  token="$(printf '%s' "$body" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
+  [ -n "$token" ] || return 1
+  printf '%s' "$token"
+}
+
+# nacos_up <http port>: the HTTP server answers at all (whatever the status). rnacos binds it
+# only once all its actors are wired, so a start-up panic (see nacos_panicked) is logged by then.
+nacos_up() {
+  curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/nacos/v1/console/health/readiness"
+}
+
+# nacos_panicked <instance>: the log shows a panic since the instance's last start. rnacos 0.8.8
+# has a start-up race: its raft auto-initialisation can reach the StateApplyManager actor before
+# that actor is wired, which panics ("raftapply.rs:421 ... unwrap() on a None value") and leaves
+# a server that answers HTTP, and even health for a few seconds, but can store nothing. It hits
+# about one fresh start in three.
+nacos_panicked() {
+  awk '/^==== .* starting /{p = 0} /panicked at/{p = 1} END{exit !p}' "$(log_file "$1")" \
+    2>/dev/null
+}
+
+# nacos_ready <instance> <http port> <auth 0|1>: no start-up panic, the readiness endpoint
+# answers OK, a config lookup answers 404 (the config store is up) and the single raft node is
+# the leader (so writes go through), logging in first when auth is on.
+nacos_ready() {
+  local name="$1" base="http://127.0.0.1:$2/nacos/v1" auth="$3" query="" token
+  ! nacos_panicked "$name" || return 1
+  if [ "$auth" -eq 1 ]; then
+    token="$(nacos_login "$2")" || return 1
+    query="accessToken=$token"
+  fi
+  [ "$(curl -s --max-time 2 "$base/console/health/readiness?$query")" = OK ] || return 1
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+    "$base/cs/configs?dataId=__probe__&group=DEFAULT_GROUP${query:+&$query}")" = 404 ] ||
+    return 1
+  curl -s --max-time 2 "$base/raft/metrics?$query" | grep -q '"state":"Leader"'
+}
+
+# start_nacos_instance <instance> <keep_data 0|1> <auth 0|1>
+start_nacos_instance() {
+  local name="$1" keep_data="$2" auth="$3" http grpc dir dd bin
+  read -r http grpc <<<"$(nacos_ports "$name")"
+
+  if live_pid "$name" rnacos >/dev/null && nacos_ready "$name" "$http" "$auth"; then
+    log "$name already running at http://127.0.0.1:$http (gRPC $grpc)"
+    return 0
+  fi
+  # A dead or unhealthy leftover: stop exactly the recorded PID, keep data as asked.
+  stop_instance "$name" rnacos 1 INT 2>/dev/null || true
+
+  ensure_nacos_installed
+  mkdir -p "$(instance_dir "$name")"
+  # Absolute paths: rnacos runs in its instance folder (SENTINEL_SERVICES_DIR may be relative).
+  dir="$(cd "$(instance_dir "$name")" && pwd)"
+  dd="$dir/data"
+  bin="$(cd "$(dirname "$RNACOS_BIN")" && pwd)/$(basename "$RNACOS_BIN")"
+
+  # rnacos reads its whole configuration from RNACOS_* variables: drop any the caller exported.
+  local var unset_env=()
+  while read -r var; do
+    [[ "$var" == RNACOS_* ]] && unset_env+=(-u "$var")
+  done < <(compgen -e)
+  local auth_env=(RNACOS_ENABLE_OPEN_API_AUTH=false)
+  if [ "$auth" -eq 1 ]; then
+    auth_env=(RNACOS_ENABLE_OPEN_API_AUTH=true
+      RNACOS_INIT_ADMIN_USERNAME="$NACOS_AUTH_USERNAME"
+      RNACOS_INIT_ADMIN_PASSWORD="$NACOS_AUTH_PASSWORD")
+  fi
+  # RNACOS_SDK_HOST is the HTTP and gRPC bind address. Each instance is a single-node raft
+  # cluster (node 1, auto-initialised) whose raft address is its own gRPC address, so the
+  # instances never share one. `-e /dev/null`: no `.env` file is read.
+  local attempt attempts=10
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    if [ "$keep_data" -eq 0 ]; then
+      rm -rf "$dd"
+    fi
+    mkdir -p "$dd"
+    spawn_detached "$name" env -C "$dir" "${unset_env[@]}" \
+      RUST_LOG="${SERVICES_RNACOS_LOG:-warn}" \
+      RNACOS_SDK_HOST=127.0.0.1 RNACOS_CONSOLE_HOST=127.0.0.1 \
+      RNACOS_HTTP_PORT="$http" RNACOS_GRPC_PORT="$grpc" RNACOS_HTTP_CONSOLE_PORT=0 \
+      RNACOS_RAFT_NODE_ID=1 RNACOS_RAFT_NODE_ADDR="127.0.0.1:$grpc" RNACOS_RAFT_AUTO_INIT=true \
+      RNACOS_DATA_DIR="$dd" RNACOS_ENABLE_METRICS=false "${auth_env[@]}" \
+      "$bin" -e /dev/null
+    wait_until "$name" rnacos nacos_up "$http"
+    if ! nacos_panicked "$name"; then
+      wait_ready "$name" rnacos nacos_ready "$name" "$http" "$auth"
+      return 0
+    fi
+    # The data of a fresh start is wiped again on the next attempt; kept data stays.
+    log "$name: rnacos panicked while starting (a known start-up race of rnacos" \
+      "$RNACOS_VERSION), starting it again (attempt $attempt of $attempts)"
+    stop_instance "$name" rnacos 1 KILL
+  done
+  log "$name: rnacos panicked on $attempts starts in a row; last log lines:"
+  tail -n 40 "$(log_file "$name")" >&2 || true
+  exit 1
+}
+
+# stop_nacos_instance <instance> <keep_data 0|1>: SIGINT (on SIGTERM rnacos waits for its open
+# long polls), then waits until both ports are free, so that a `start` right after can bind them.
+stop_nacos_instance() {
+  local name="$1" keep_data="$2" http grpc i
+  read -r http grpc <<<"$(nacos_ports "$name")"
+  stop_instance "$name" rnacos "$keep_data" INT
+  for ((i = 0; i < 50; i++)); do
+    port_free "$http" && port_free "$grpc" && return 0
+    sleep 0.1
+  done
+  die "$name: 127.0.0.1:$http or :$grpc still accepts connections after the stop" \
+    "(a process this script did not start?)"
+}
+
+start_nacos_main() { start_nacos_instance nacos-main "$1" 0; }
+stop_nacos_main() { stop_nacos_instance nacos-main "$1"; }
+
+start_nacos_auth() { start_nacos_instance nacos-auth "$1" 1; }
+stop_nacos_auth() { stop_nacos_instance nacos-auth "$1"; }
+
+start_nacos_fault() { start_nacos_instance nacos-fault "$1" 0; }
+stop_nacos_fault() { stop_nacos_instance nacos-fault "$1"; }
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
@@ -584,22 +835,28 @@ cmd_env() {
   printf 'export SENTINEL_ETCD_AUTH_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_AUTH_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_FAULT_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_FAULT_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_TLS_ENDPOINTS=https://127.0.0.1:%s\n' "$ETCD_TLS_CLIENT_PORT"
-  printf 'export SENTINEL_ETCD_TLS_CA=%s\n' "$(instance_dir etcd-tls)/certs/ca.pem"
+  printf 'export SENTINEL_ETCD_TLS_CA=%s\n' "$(certs_dir etcd-tls)/ca.pem"
   printf 'export SENTINEL_REDIS_ADDR=127.0.0.1:%s\n' "$REDIS_MAIN_PORT"
   printf 'export SENTINEL_REDIS_AUTH_ADDR=127.0.0.1:%s\n' "$REDIS_AUTH_PORT"
   printf 'export SENTINEL_REDIS_KEYSPACE_ADDR=127.0.0.1:%s\n' "$REDIS_KEYSPACE_PORT"
   printf 'export SENTINEL_REDIS_FAULT_ADDR=127.0.0.1:%s\n' "$REDIS_FAULT_PORT"
   printf 'export SENTINEL_REDIS_FAULT_DIR=%s\n' "$(data_dir redis-fault)"
+  printf 'export SENTINEL_REDIS_TLS_ADDR=127.0.0.1:%s\n' "$REDIS_TLS_PORT"
+  printf 'export SENTINEL_REDIS_TLS_CA=%s\n' "$(certs_dir redis-tls)/ca.pem"
   printf 'export SENTINEL_REDIS_SENTINEL_ADDRS=127.0.0.1:%s\n' "$REDIS_SENTINEL_PORT"
   printf 'export SENTINEL_REDIS_MASTER_NAME=%s\n' "$REDIS_MASTER_NAME"
   printf 'export SENTINEL_REDIS_CLUSTER_ADDRS=%s\n' \
     "$(printf '127.0.0.1:%s,' "${REDIS_CLUSTER_PORTS[@]}" | sed 's/,$//')"
+  printf 'export SENTINEL_NACOS_ADDR=127.0.0.1:%s\n' "$NACOS_MAIN_HTTP_PORT"
+  printf 'export SENTINEL_NACOS_AUTH_ADDR=127.0.0.1:%s\n' "$NACOS_AUTH_HTTP_PORT"
+  printf 'export SENTINEL_NACOS_FAULT_ADDR=127.0.0.1:%s\n' "$NACOS_FAULT_HTTP_PORT"
 }
 
 cmd_status() {
   local name pid
   for name in "${INSTANCES[@]}"; do
     local binary="${name%%-*}"
+    [ "$binary" != nacos ] || binary=rnacos
     if pid="$(live_pid "$name" "$binary")"; then
       printf '%-16s running  pid %s\n' "$name" "$pid"
     else
@@ -647,6 +904,7 @@ main() {
       "${cmd}_redis_auth" "$keep_data"
       "${cmd}_redis_keyspace" "$keep_data"
       "${cmd}_redis_fault" "$keep_data"
+      "${cmd}_redis_tls" "$keep_data"
       "${cmd}_redis_ha" "$keep_data"
       "${cmd}_redis_cluster" "$keep_data"
       ;;
@@ -654,11 +912,21 @@ main() {
     redis-auth) "${cmd}_redis_auth" "$keep_data" ;;
     redis-keyspace) "${cmd}_redis_keyspace" "$keep_data" ;;
     redis-fault) "${cmd}_redis_fault" "$keep_data" ;;
+    redis-tls) "${cmd}_redis_tls" "$keep_data" ;;
     redis-ha) "${cmd}_redis_ha" "$keep_data" ;;
     redis-cluster) "${cmd}_redis_cluster" "$keep_data" ;;
+    nacos)
+      "${cmd}_nacos_main" "$keep_data"
+      "${cmd}_nacos_auth" "$keep_data"
+      "${cmd}_nacos_fault" "$keep_data"
+      ;;
+    nacos-main) "${cmd}_nacos_main" "$keep_data" ;;
+    nacos-auth) "${cmd}_nacos_auth" "$keep_data" ;;
+    nacos-fault) "${cmd}_nacos_fault" "$keep_data" ;;
     *)
       die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
-        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-ha, redis-cluster)"
+        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-tls, redis-ha," \
+        "redis-cluster, nacos, nacos-main, nacos-auth, nacos-fault)"
       ;;
     esac
     ;;

@@ -75,6 +75,8 @@ pub struct EtcdSource {
     entries: BTreeMap<String, Vec<u8>>,
     /// Set when etcd refused the token; the next read authenticates before its GET.
     reauthenticate: bool,
+    /// How often the client authenticated again after etcd refused its token.
+    reauthentications: u64,
     /// The endpoint the client talks to: one at a time, the next one after a connection
     /// failure, so a dead first endpoint never fails a read while another answers.
     endpoint: usize,
@@ -114,6 +116,7 @@ impl EtcdSource {
             revision: 0,
             entries: BTreeMap::new(),
             reauthenticate: false,
+            reauthentications: 0,
             endpoint: 0,
             closed: false,
         }
@@ -133,6 +136,7 @@ impl EtcdSource {
                 match tokio::time::timeout(timeout, client.refresh_token()).await {
                     Ok(Ok(())) => {
                         self.reauthenticate = false;
+                        self.reauthentications += 1;
                         return Ok(client);
                     }
                     Ok(Err(e)) => return Err(self.fail("authenticate", e)),
@@ -349,6 +353,10 @@ impl ReadableDataSource for EtcdSource {
 
     async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
         self.watch_events().await
+    }
+
+    fn reauthentications(&self) -> u64 {
+        self.reauthentications
     }
 
     async fn close(&mut self) {
