@@ -1,7 +1,8 @@
 //! What every backend's rule writer shares: validating and encoding a [`RuleSet`] before it is
 //! stored, and the error of a refused write.
 
-use crate::{RuleError, RuleIssue, RuleSet};
+use crate::rule_set::RuleSet;
+use crate::rules::{RuleError, RuleIssue};
 
 use super::SourceError;
 
