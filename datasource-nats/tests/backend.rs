@@ -271,3 +271,35 @@ async fn compare_and_set_refuses_a_stale_revision() {
         .expect_err("invalid");
     assert!(matches!(err, WriteError::Invalid { .. }), "{err:?}");
 }
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn tls_with_the_servers_ca_reads_and_follows_the_key() {
+    use support::{tls_addr, tls_ca};
+    let bucket = unique_bucket("tls");
+    let cfg = builder(&tls_addr())
+        .tls_root_certificate(tls_ca())
+        .build()
+        .expect("valid tls config");
+    let w = bucket_writer(cfg.clone(), &bucket).await;
+    w.put_bytes("rules.flow", flow_payload(1))
+        .await
+        .expect("put over tls");
+    let (sentinel, ds) = start(NatsSource::key(cfg, &bucket, "rules.flow")).await;
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
+    w.put_bytes("rules.flow", flow_payload(2))
+        .await
+        .expect("put over tls");
+    wait_until("the change over tls", || {
+        applied_seq::<FlowRule>(&sentinel) == Some(2)
+    })
+    .await;
+    ds.close().await;
+
+    // A plain client is refused by a TLS-only server.
+    let mut plain = NatsSource::key(config(&tls_addr()), &bucket, "rules.flow");
+    let refused = tokio::time::timeout(WAIT, plain.read())
+        .await
+        .expect("in time");
+    assert!(refused.is_err(), "{refused:?}");
+}

@@ -31,6 +31,20 @@ pub(crate) fn fault_addr() -> String {
     env_or("SENTINEL_NATS_FAULT_ADDR", "127.0.0.1:14224")
 }
 
+/// The nats-server that serves TLS only (`SENTINEL_NATS_TLS_ADDR`), with a CA the script made
+/// (`SENTINEL_NATS_TLS_CA`).
+pub(crate) fn tls_addr() -> String {
+    env_or("SENTINEL_NATS_TLS_ADDR", "127.0.0.1:14225")
+}
+
+/// The TLS server's CA certificate file.
+pub(crate) fn tls_ca() -> std::path::PathBuf {
+    sentinel_core::datasource::testkit::services_path(
+        "SENTINEL_NATS_TLS_CA",
+        "nats-tls/certs/ca.pem",
+    )
+}
+
 /// A bucket name no other test (or earlier run) uses.
 pub(crate) fn unique_bucket(test: &str) -> String {
     sentinel_core::datasource::testkit::unique_key("sentinel", test).replace(['/', '.'], "_")
