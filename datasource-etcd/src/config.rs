@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::Secret;
+use sentinel_core::datasource::{address_list, Secret};
 
 use etcd_client::{Client, ConnectOptions};
 
@@ -277,15 +277,7 @@ impl EtcdConfigBuilder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        for e in endpoints {
-            self.endpoints.extend(
-                e.as_ref()
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from),
-            );
-        }
+        self.endpoints.extend(address_list(endpoints));
         self
     }
 

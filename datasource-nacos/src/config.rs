@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::Secret;
+use sentinel_core::datasource::{address_list, Secret};
 
 /// Default time allowed to open a connection to one server.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -183,15 +183,7 @@ impl NacosConfigBuilder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        for s in servers {
-            self.servers.extend(
-                s.as_ref()
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from),
-            );
-        }
+        self.servers.extend(address_list(servers));
         self
     }
 

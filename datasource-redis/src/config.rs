@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::Secret;
+use sentinel_core::datasource::{address_list, Secret};
 
 /// Default time allowed to open a connection (TCP, handshake, AUTH, SELECT).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -361,25 +361,6 @@ impl fmt::Debug for RedisConfigBuilder {
     }
 }
 
-/// Splits comma-separated lists, so an environment variable's value can be passed as is.
-fn split_list<I, S>(list: I) -> impl Iterator<Item = String>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    list.into_iter()
-        .flat_map(|s| {
-            s.as_ref()
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-}
-
 impl RedisConfigBuilder {
     /// One Redis server: `host:port`, `host` (port 6379), `[v6addr]:port`, optionally with a
     /// `redis://` prefix. Credentials go to [`credentials`](Self::credentials) or
@@ -397,7 +378,7 @@ impl RedisConfigBuilder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.sentinels.extend(split_list(sentinels));
+        self.sentinels.extend(address_list(sentinels));
         self.master = Some(master.into());
         self
     }
@@ -411,7 +392,7 @@ impl RedisConfigBuilder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.cluster.extend(split_list(nodes));
+        self.cluster.extend(address_list(nodes));
         self
     }
 

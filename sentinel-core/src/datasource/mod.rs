@@ -43,7 +43,7 @@ pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, S
 pub use memory::{MemorySource, MemoryStore};
 pub use secret::Secret;
 pub use source::{
-    BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
+    address_list, BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use status::SourceStatus;

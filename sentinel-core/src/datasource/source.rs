@@ -9,6 +9,28 @@ use async_trait::async_trait;
 /// a backend that caps what it reads uses this value as its default too.
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 4 * 1024 * 1024;
 
+/// Server addresses given as a list whose items may each be comma-separated (the value of an
+/// environment variable or of `spring.cloud.nacos.config.server-addr` passes as is): every
+/// address, trimmed, blanks dropped. The backends' config builders take their address lists
+/// through it.
+pub fn address_list<I, S>(items: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    items
+        .into_iter()
+        .flat_map(|item| {
+            item.as_ref()
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// A boxed error from a backend client library.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
