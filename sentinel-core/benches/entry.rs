@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::flow::FlowRule;
+use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
 use sentinel_core::Sentinel;
 
 /// An engine with the given rules on resource "r".
@@ -78,5 +79,44 @@ fn entry_exit(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, entry_exit);
+/// Entry + exit through a handle with one param-flow rule and one argument, the values drawn
+/// in turn from a working set of 1 000; and the same handle without arguments.
+fn param_entry_exit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("param_entry_exit");
+    group.throughput(Throughput::Elements(1));
+    let sentinel = Sentinel::new();
+    sentinel
+        .param_flow_rules()
+        .load_rules(vec![ParamFlowRule::qps("r", 0, 1e6)])
+        .expect("valid rule");
+    let handle = sentinel.resource("r");
+    let values: Vec<[ParamValue<'static>; 1]> = (0..1_000u64)
+        .map(|i| [ParamValue::from(i * 7919)])
+        .collect();
+    let mut next = 0;
+    group.bench_function("qps_param_rule/1_thread_handle_1000_values", |b| {
+        b.iter(|| {
+            next = (next + 1) % values.len();
+            drop(std::hint::black_box(
+                handle.entry().args(&values[next]).enter(),
+            ))
+        })
+    });
+    let names: Vec<String> = (0..1_000).map(|i| format!("user-{i}")).collect();
+    let names: Vec<[ParamValue<'_>; 1]> = names.iter().map(|n| [ParamValue::from(n)]).collect();
+    group.bench_function("qps_param_rule/1_thread_handle_1000_strings", |b| {
+        b.iter(|| {
+            next = (next + 1) % names.len();
+            drop(std::hint::black_box(
+                handle.entry().args(&names[next]).enter(),
+            ))
+        })
+    });
+    group.bench_function("qps_param_rule/1_thread_handle_no_args", |b| {
+        b.iter(|| drop(std::hint::black_box(handle.entry().enter())))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, entry_exit, param_entry_exit);
 criterion_main!(benches);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::DegradeRule;
 use crate::flow::{FlowGrade, FlowRule};
+use crate::param_flow::{ParamFlowGrade, ParamFlowRule};
 use crate::rules::RuleFamily;
 use crate::system::SystemMetric;
 
@@ -44,6 +45,24 @@ pub enum BlockError {
         /// The rule that blocked.
         rule: Arc<FlowRule>,
     },
+    /// A hot-parameter (param-flow) rule blocked the call: the value of the argument it
+    /// limits was hot.
+    #[error(
+        "blocked by param-flow rule on resource {resource:?}: the value of {} was hot ({}){}",
+        argument_name(rule),
+        param_limit(rule),
+        value.as_deref().map(|v| format!(": {v}")).unwrap_or_default()
+    )]
+    ParamFlow {
+        /// The resource.
+        resource: Arc<str>,
+        /// The rule that blocked.
+        rule: Arc<ParamFlowRule>,
+        /// The hot value, only if the engine was built with
+        /// [`param_values_in_errors`](crate::SentinelBuilder::param_values_in_errors): it may
+        /// be personal data.
+        value: Option<String>,
+    },
     /// An open (or half-open, probing) circuit breaker blocked the call.
     #[error("blocked by circuit breaker on resource {resource:?} ({:?}, count {}, open for {} s)", rule.grade, rule.count, rule.time_window)]
     CircuitBreaker {
@@ -61,6 +80,23 @@ fn grade_name(rule: &FlowRule) -> &'static str {
     }
 }
 
+fn argument_name(rule: &ParamFlowRule) -> String {
+    match (&rule.param_key, rule.param_idx) {
+        (Some(key), _) => format!("attachment {key:?}"),
+        (None, index) => format!("argument {}", index.unwrap_or(0)),
+    }
+}
+
+fn param_limit(rule: &ParamFlowRule) -> String {
+    match rule.grade {
+        ParamFlowGrade::Qps => format!(
+            "limit {} per {} s per value",
+            rule.count, rule.duration_in_sec
+        ),
+        ParamFlowGrade::Thread => format!("limit {} in flight per value", rule.count),
+    }
+}
+
 impl BlockError {
     /// The family of the rule that blocked.
     pub fn family(&self) -> RuleFamily {
@@ -69,6 +105,7 @@ impl BlockError {
             BlockError::System { .. } => RuleFamily::System,
             BlockError::Flow { .. } => RuleFamily::Flow,
             BlockError::CircuitBreaker { .. } => RuleFamily::Degrade,
+            BlockError::ParamFlow { .. } => RuleFamily::ParamFlow,
         }
     }
 
@@ -78,7 +115,8 @@ impl BlockError {
             BlockError::Authority { resource, .. }
             | BlockError::System { resource, .. }
             | BlockError::Flow { resource, .. }
-            | BlockError::CircuitBreaker { resource, .. } => resource,
+            | BlockError::CircuitBreaker { resource, .. }
+            | BlockError::ParamFlow { resource, .. } => resource,
         }
     }
 }
@@ -106,6 +144,11 @@ pub(crate) fn example(family: RuleFamily) -> BlockError {
         RuleFamily::Degrade => BlockError::CircuitBreaker {
             resource,
             rule: Arc::new(DegradeRule::error_count("r", 1.0, 1)),
+        },
+        RuleFamily::ParamFlow => BlockError::ParamFlow {
+            resource,
+            rule: Arc::new(ParamFlowRule::qps("r", 0, 1.0)),
+            value: None,
         },
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::authority::{self, AuthorityRule, AuthorityRuleWire, AuthorityTable};
 use crate::circuit_breaker::{DegradeRule, DegradeRuleWire, DegradeTable};
 use crate::flow::{FlowRule, FlowRuleWire, FlowTable};
+use crate::param_flow::{ParamFlowRule, ParamFlowRuleWire, ParamFlowTable};
 use crate::rules::{RuleFamily, RuleIssue};
 use crate::stat::OwnsStat;
 use crate::system::{SystemRule, SystemRuleWire, SystemTable};
@@ -152,6 +153,32 @@ impl Family for AuthorityRule {
     }
 
     fn active(table: &AuthorityTable) -> &[Arc<Self>] {
+        &table.rules
+    }
+}
+
+impl Family for ParamFlowRule {
+    const FAMILY: RuleFamily = RuleFamily::ParamFlow;
+    type Wire = ParamFlowRuleWire;
+    type Table = ParamFlowTable;
+
+    fn decode(wire: ParamFlowRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+        wire.decode(index)
+    }
+
+    fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        ParamFlowRule::validate(self, index)
+    }
+
+    fn compile(
+        rules: Vec<Arc<Self>>,
+        previous: &ParamFlowTable,
+        _: &CompileEnv<'_>,
+    ) -> ParamFlowTable {
+        ParamFlowTable::compile(rules, previous)
+    }
+
+    fn active(table: &ParamFlowTable) -> &[Arc<Self>] {
         &table.rules
     }
 }

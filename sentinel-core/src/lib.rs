@@ -23,21 +23,24 @@
 /// from it, and [`family::Family`] is implemented once per entry. Adding a family is one line
 /// here and one `Family` impl (see the README's "how to add a rule family").
 ///
-/// Each entry: the `RuleFamily` variant, the field and wire name, the rule type and the
-/// family's Sentinel (Java) JSON converter.
+/// Each entry: the `RuleFamily` variant, the field name, the family's name in combined
+/// documents, the rule type and the family's Sentinel (Java) JSON converter.
 macro_rules! for_each_family {
     ($m:ident) => {
         $m! {
             /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
-            Flow, flow, crate::flow::FlowRule, crate::datasource::FlowJson;
+            Flow, flow, "flow", crate::flow::FlowRule, crate::datasource::FlowJson;
             /// Circuit-breaker (degrade) rules
             /// ([`DegradeRule`](crate::circuit_breaker::DegradeRule)).
-            Degrade, degrade, crate::circuit_breaker::DegradeRule, crate::datasource::DegradeJson;
+            Degrade, degrade, "degrade", crate::circuit_breaker::DegradeRule, crate::datasource::DegradeJson;
             /// System adaptive protection rules ([`SystemRule`](crate::system::SystemRule)).
-            System, system, crate::system::SystemRule, crate::datasource::SystemJson;
+            System, system, "system", crate::system::SystemRule, crate::datasource::SystemJson;
             /// Authority (origin white/black list) rules
             /// ([`AuthorityRule`](crate::authority::AuthorityRule)).
-            Authority, authority, crate::authority::AuthorityRule, crate::datasource::AuthorityJson;
+            Authority, authority, "authority", crate::authority::AuthorityRule, crate::datasource::AuthorityJson;
+            /// Hot-parameter (param-flow) rules
+            /// ([`ParamFlowRule`](crate::param_flow::ParamFlowRule)).
+            ParamFlow, param_flow, "paramFlow", crate::param_flow::ParamFlowRule, crate::datasource::ParamFlowJson;
         }
     };
 }
@@ -54,6 +57,7 @@ mod events;
 mod family;
 pub mod flow;
 mod hash;
+pub mod param_flow;
 mod rule_set;
 mod rules;
 mod stat;

@@ -20,7 +20,7 @@ pub(crate) trait InRuleSet: Family {
 }
 
 macro_rules! rule_set {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// Typed rules of one payload, per family. `None` means the payload does not carry
         /// that family (it is left alone); `Some(vec![])` clears what this source contributed.
         #[derive(Debug, Clone, Default, PartialEq)]
@@ -124,6 +124,12 @@ impl RuleSet {
     /// Sets the authority rules.
     pub fn with_authority(mut self, rules: Vec<crate::authority::AuthorityRule>) -> Self {
         self.authority = Some(rules);
+        self
+    }
+
+    /// Sets the hot-parameter (param-flow) rules.
+    pub fn with_param_flow(mut self, rules: Vec<crate::param_flow::ParamFlowRule>) -> Self {
+        self.param_flow = Some(rules);
         self
     }
 

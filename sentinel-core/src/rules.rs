@@ -4,7 +4,7 @@
 use std::fmt;
 
 macro_rules! rule_family_enum {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// A rule family.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
@@ -19,7 +19,7 @@ macro_rules! rule_family_enum {
             /// The family's name, as used in combined documents (`flow`, `degrade`...).
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(RuleFamily::$variant => stringify!($field),)*
+                    $(RuleFamily::$variant => $name,)*
                 }
             }
         }

@@ -6,9 +6,12 @@ use sentinel_core::authority::AuthorityRule;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
-    GoFlowJson, GoSystemJson, SystemJson,
+    GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
 use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
+use sentinel_core::param_flow::{
+    ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamValue,
+};
 use sentinel_core::system::SystemRule;
 use sentinel_core::{RuleError, RuleSet, Sentinel};
 
@@ -305,6 +308,177 @@ fn combined_document_with_every_family() {
     assert_eq!(set.system, Some(vec![SystemRule::new().qps(1000.0)]));
 }
 
+fn param_flow(result: Result<RuleSet, RuleError>) -> Vec<ParamFlowRule> {
+    converted(result)
+        .param_flow
+        .expect("carries param-flow rules")
+}
+
+#[test]
+fn spring_cloud_alibaba_param_flow_example() {
+    let rules = param_flow(ParamFlowJson::new().convert(&payload(
+        "param-flow__alibaba-spring-cloud-alibaba__sentinel-core-example-param-flow.json",
+    )));
+    assert_eq!(
+        rules,
+        vec![ParamFlowRule::qps("aa", 0, 0.0).item(ParamFlowItem::new("2", "int", 1))]
+    );
+    // Its meaning: every value of argument 0 is blocked (count 0), except 2, once a second.
+    let sentinel = Sentinel::new();
+    sentinel
+        .param_flow_rules()
+        .load_rules(rules)
+        .expect("loads");
+    let two = [ParamValue::from(2)];
+    let three = [ParamValue::from(3)];
+    assert!(sentinel.entry("aa").args(&three).enter().is_err());
+    assert!(sentinel.entry("aa").args(&two).enter().is_ok());
+    assert!(sentinel.entry("aa").args(&two).enter().is_err());
+}
+
+#[test]
+fn dashboard_param_flow_entity_is_unwrapped() {
+    // The dashboard's ParamFlowRuleEntity, as it pushes it to Nacos or Apollo.
+    let doc = br#"[{"id": 3, "app": "shop", "ip": "10.0.0.1", "port": 8719,
+        "gmtCreate": 1700000000000, "gmtModified": null,
+        "rule": {"resource": "GET:/item", "limitApp": "default", "grade": 1, "paramIdx": 1,
+                 "count": 20, "controlBehavior": 0, "maxQueueingTimeMs": 0, "burstCount": 0,
+                 "durationInSec": 1, "clusterMode": false,
+                 "clusterConfig": {"thresholdType": 0, "fallbackToLocalWhenFail": true,
+                                   "windowIntervalMs": 1000, "sampleCount": 10},
+                 "paramFlowItemList": [{"object": "vip", "classType": "java.lang.String", "count": 200}]}}]"#;
+    let rules = param_flow(ParamFlowJson::new().convert(doc));
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].resource, "GET:/item");
+    assert_eq!(rules[0].param_idx, Some(1));
+    assert_eq!(rules[0].count, 20.0);
+    assert_eq!(
+        rules[0].param_flow_item_list,
+        vec![ParamFlowItem::new("vip", "java.lang.String", 200)]
+    );
+}
+
+#[test]
+fn golang_hotspot_helper_file() {
+    let rules = param_flow(GoHotspotJson::new().convert(&payload(
+        "hotspot-go__alibaba-sentinel-golang__tests-testdata-helper.json",
+    )));
+    assert_eq!(rules.len(), 4);
+    let expected = [
+        (
+            ParamFlowGrade::Thread,
+            ParamControlBehavior::Reject,
+            0,
+            1000.0,
+            1,
+            10,
+            1,
+            10000,
+        ),
+        (
+            ParamFlowGrade::Thread,
+            ParamControlBehavior::RateLimiter,
+            1,
+            2000.0,
+            2,
+            20,
+            2,
+            20000,
+        ),
+        (
+            ParamFlowGrade::Qps,
+            ParamControlBehavior::Reject,
+            2,
+            3000.0,
+            3,
+            30,
+            3,
+            30000,
+        ),
+        (
+            ParamFlowGrade::Qps,
+            ParamControlBehavior::RateLimiter,
+            3,
+            4000.0,
+            4,
+            40,
+            4,
+            40000,
+        ),
+    ];
+    for (rule, (grade, behavior, index, count, queue, burst, duration, capacity)) in
+        rules.iter().zip(expected)
+    {
+        assert_eq!(rule.resource, "abc");
+        assert_eq!(rule.grade, grade);
+        assert_eq!(rule.control_behavior, behavior);
+        assert_eq!(rule.param_idx, Some(index));
+        assert_eq!(rule.count, count);
+        assert_eq!(rule.max_queueing_time_ms, queue);
+        assert_eq!(rule.burst_count, burst);
+        assert_eq!(rule.duration_in_sec, duration);
+        assert_eq!(rule.params_max_capacity, Some(capacity));
+        let items: Vec<(&str, Option<&str>, i64)> = rule
+            .param_flow_item_list
+            .iter()
+            .map(|i| (i.object.as_str(), i.class_type.as_deref(), i.count))
+            .collect();
+        let base = (index as i64 + 1) * 10000;
+        assert_eq!(
+            items,
+            vec![
+                ("1000", Some("long"), base + 1),
+                ("ximu", Some("String"), base + 2),
+                ("true", Some("boolean"), base + 3),
+            ]
+        );
+    }
+    let dapr = param_flow(GoHotspotJson::new().convert(&payload(
+        "hotspot-go__dapr-components-contrib__middleware-http-sentinel-rules_test.json",
+    )));
+    assert_eq!(dapr, vec![ParamFlowRule::qps("abc", 1, 50.0)]);
+}
+
+#[test]
+fn invalid_param_flow_rules_name_index_and_field() {
+    let err = ParamFlowJson::new()
+        .convert(
+            br#"[{"resource":"a","paramIdx":0,"count":1},
+                 {"resource":"b","count":1},
+                 {"resource":"c","paramIdx":0,"durationInSec":0},
+                 {"resource":"d","paramIdx":0,"paramFlowItemList":[{"object":"x","classType":"int","count":1}]}]"#,
+        )
+        .expect_err("invalid");
+    let found: Vec<(usize, &str)> = err
+        .issues()
+        .iter()
+        .map(|i| (i.index, i.field.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (1, "paramIdx"),
+            (2, "durationInSec"),
+            (3, "paramFlowItemList[0].object")
+        ]
+    );
+    let err = GoHotspotJson::new()
+        .convert(br#"[{"resource":"a","metricType":1,"paramIndex":0,"threshold":5}]"#)
+        .expect_err("a QPS rule without durationInSec");
+    assert_eq!(err.issues()[0].field, "durationInSec");
+}
+
+#[test]
+fn combined_document_carries_param_flow() {
+    let doc = br#"{"flow": [{"resource": "a", "count": 5}],
+                   "paramFlow": [{"resource": "a", "paramIdx": 0, "count": 2}]}"#;
+    let set = converted(CombinedJson::new().convert(doc));
+    assert_eq!(set.param_flow, Some(vec![ParamFlowRule::qps("a", 0, 2.0)]));
+    // And back: the set writes the same key.
+    let again = converted(CombinedJson::new().convert(&set.to_combined_json().expect("json")));
+    assert_eq!(again, set);
+}
+
 fn converters() -> Vec<Box<dyn Converter<[u8], RuleSet>>> {
     vec![
         Box::new(FlowJson::new()),
@@ -318,6 +492,9 @@ fn converters() -> Vec<Box<dyn Converter<[u8], RuleSet>>> {
         Box::new(CombinedJson::lenient()),
         Box::new(GoFlowJson::new()),
         Box::new(GoFlowJson::lenient()),
+        Box::new(ParamFlowJson::new()),
+        Box::new(ParamFlowJson::lenient()),
+        Box::new(GoHotspotJson::new()),
     ]
 }
 
@@ -340,6 +517,10 @@ fn jsonish() -> impl Strategy<Value = String> {
         Just("\"controlBehavior\"".to_owned()),
         Just("\"clusterConfig\"".to_owned()),
         Just("\"threshold\"".to_owned()),
+        Just("\"paramIdx\"".to_owned()),
+        Just("\"paramFlowItemList\"".to_owned()),
+        Just("\"specificItems\"".to_owned()),
+        Just("\"classType\"".to_owned()),
         Just("'resource'".to_owned()),
         any::<i64>().prop_map(|n| n.to_string()),
         any::<f64>().prop_map(|n| n.to_string()),
@@ -381,13 +562,10 @@ proptest! {
 /// untested by accident.
 #[test]
 fn every_shared_payload_is_accounted_for() {
-    // Payloads of families this build does not have yet (hot parameters, isolation) or in
-    // formats it does not read (Kubernetes CRD YAML): each must still fail loudly, never
-    // load as rules of another family.
+    // Payloads of a family this build does not have (isolation) or in formats it does not
+    // read (Kubernetes CRD YAML): each must still fail loudly, never load as rules of
+    // another family.
     let not_yet: &[(&str, &str)] = &[
-        ("param-flow__alibaba-spring-cloud-alibaba__sentinel-core-example-param-flow.json", "paramFlow"),
-        ("hotspot-go__alibaba-sentinel-golang__tests-testdata-helper.json", "hotspot"),
-        ("hotspot-go__dapr-components-contrib__middleware-http-sentinel-rules_test.json", "hotspot"),
         ("isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json", "isolation"),
         ("k8s-crd-circuitbreakerrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
         ("k8s-crd-flowrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
@@ -429,6 +607,9 @@ fn every_shared_payload_is_accounted_for() {
         "system-go__alibaba-sentinel-golang__tests-testdata-helper.json",
         "system__alibaba-Sentinel__sentinel-demo-dynamic-file-rule.json",
         "system__alibaba-spring-cloud-alibaba__starter-sentinel-test-system.json",
+        "param-flow__alibaba-spring-cloud-alibaba__sentinel-core-example-param-flow.json",
+        "hotspot-go__alibaba-sentinel-golang__tests-testdata-helper.json",
+        "hotspot-go__dapr-components-contrib__middleware-http-sentinel-rules_test.json",
     ];
     let dir = format!("{}/tests/data/rules", env!("CARGO_MANIFEST_DIR"));
     let mut present: Vec<String> = std::fs::read_dir(&dir)
@@ -451,7 +632,7 @@ fn every_shared_payload_is_accounted_for() {
 #[test]
 fn no_payload_loads_as_another_family() {
     type Make = fn() -> Box<dyn Converter<[u8], RuleSet>>;
-    let converters: [(&str, Make); 7] = [
+    let converters: [(&str, Make); 9] = [
         ("flow", || Box::new(FlowJson::new())),
         ("degrade", || Box::new(DegradeJson::new())),
         ("system", || Box::new(SystemJson::new())),
@@ -462,6 +643,8 @@ fn no_payload_loads_as_another_family() {
             || Box::new(GoCircuitBreakerJson::new()),
         ),
         ("system-go", || Box::new(GoSystemJson::new())),
+        ("param-flow", || Box::new(ParamFlowJson::new())),
+        ("hotspot-go", || Box::new(GoHotspotJson::new())),
     ];
     let payloads = [
         ("authority", "authority__alibaba-spring-cloud-alibaba__sentinel-core-example-authority.json"),

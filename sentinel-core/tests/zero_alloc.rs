@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sentinel_core::authority::AuthorityRule;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::flow::{ControlBehavior, FlowRule};
+use sentinel_core::param_flow::{ParamFlowItem, ParamFlowRule, ParamValue};
 use sentinel_core::system::{ManualSystemStatus, SystemRule};
 use sentinel_core::{FakeClock, Sentinel};
 
@@ -173,4 +174,38 @@ fn every_family_and_controller_does_not_allocate() {
         }
     });
     assert_eq!(allocations, 0, "a check or a block allocated");
+}
+
+/// Param-flow rules of every kind, passing and blocking, over 200 000 distinct values: the
+/// per-value tables are allocated when the rules load, never on a call.
+#[test]
+fn param_flow_does_not_allocate() {
+    let clock = FakeClock::at_ms(10_000);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    sentinel
+        .param_flow_rules()
+        .load_rules(vec![
+            ParamFlowRule::qps("tokens", 0, 2.0).item(ParamFlowItem::new("0", "int", 0)),
+            ParamFlowRule::qps("paced", 0, 1e6).rate_limiter(10),
+            ParamFlowRule::thread("inside", 0, 1.0),
+            ParamFlowRule::qps("named", 0, 2.0).param_key("user"),
+        ])
+        .expect("valid rules");
+    let tokens = sentinel.resource("tokens");
+    let run = |from: u64, to: u64| {
+        for i in from..to {
+            let args = [ParamValue::from(i % 100_000), ParamValue::from("x")];
+            drop(tokens.entry().args(&args).enter());
+            drop(sentinel.entry("paced").args(&args).enter());
+            let held = sentinel.entry("inside").args(&args).enter();
+            let _ = sentinel.entry("inside").args(&args).enter(); // blocked
+            drop(held);
+            let user = [("user", ParamValue::from(i))];
+            drop(sentinel.entry("named").attachments(&user).enter());
+            clock.advance_ms(1);
+        }
+    };
+    run(0, 1_000);
+    let allocations = allocations_during(|| run(1_000, 201_000));
+    assert_eq!(allocations, 0, "a param-flow check allocated");
 }

@@ -52,7 +52,7 @@ impl Incoming {
 }
 
 macro_rules! apply_families {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// Replaces the part of `mine` of each family `set` carries; returns those families.
         fn replace_parts(mine: &mut SourceRules, set: RuleSet) -> Vec<RuleFamily> {
             let mut changed = Vec::new();

@@ -8,6 +8,7 @@ use crate::authority::AuthorityRule;
 use crate::circuit_breaker::DegradeRule;
 use crate::family::Family;
 use crate::flow::FlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rule_set::RuleSet;
 use crate::rules::{LoadReport, RuleError, RuleFamily, Validation};
 use crate::system::SystemRule;
@@ -23,7 +24,7 @@ mod sealed {
 }
 
 macro_rules! family_rules {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         $(
             impl sealed::Sealed for $rule {
                 fn into_set(rules: Vec<Self>) -> RuleSet {
@@ -50,8 +51,8 @@ macro_rules! family_rules {
     };
 }
 
-/// A rule type with a manager: [`FlowRule`], [`DegradeRule`], [`SystemRule`] and
-/// [`AuthorityRule`].
+/// A rule type with a manager: [`FlowRule`], [`DegradeRule`], [`SystemRule`],
+/// [`AuthorityRule`] and [`ParamFlowRule`].
 pub trait FamilyRule: sealed::Sealed + Clone + Sized {
     /// The family.
     const FAMILY: RuleFamily;
@@ -63,8 +64,8 @@ pub trait FamilyRule: sealed::Sealed + Clone + Sized {
 for_each_family!(family_rules);
 
 /// Loads and reads the rules of one family. Obtained from [`Sentinel::flow_rules`],
-/// [`Sentinel::degrade_rules`], [`Sentinel::system_rules`], [`Sentinel::authority_rules`] or
-/// [`Sentinel::rules`].
+/// [`Sentinel::degrade_rules`], [`Sentinel::system_rules`], [`Sentinel::authority_rules`],
+/// [`Sentinel::param_flow_rules`] or [`Sentinel::rules`].
 ///
 /// Rules loaded here form the `api` source. Data sources add their own sources; the active
 /// rules of a family are the union of all sources.
@@ -129,6 +130,11 @@ impl Sentinel {
 
     /// The authority rule manager.
     pub fn authority_rules(&self) -> RuleManager<'_, AuthorityRule> {
+        self.rules()
+    }
+
+    /// The hot-parameter (param-flow) rule manager.
+    pub fn param_flow_rules(&self) -> RuleManager<'_, ParamFlowRule> {
         self.rules()
     }
 }

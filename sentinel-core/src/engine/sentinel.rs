@@ -77,9 +77,17 @@ pub struct SentinelBuilder {
     clock: Option<Arc<dyn Clock>>,
     limits: Limits,
     validation: Validation,
+    param_values_in_errors: bool,
 }
 
 impl SentinelBuilder {
+    /// Puts the hot value into param-flow [`BlockError`](crate::BlockError)s (off by
+    /// default: a value may be personal data, such as a user id).
+    pub fn param_values_in_errors(mut self, on: bool) -> Self {
+        self.param_values_in_errors = on;
+        self
+    }
+
     /// Uses this clock (a [`FakeClock`](crate::FakeClock) in tests).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(Arc::new(clock));
@@ -122,6 +130,7 @@ impl SentinelBuilder {
                     inbound: StatNode::new(),
                     events: EventBus::default(),
                     system_status,
+                    param_values_in_errors: self.param_values_in_errors,
                 }),
                 registry: Registry::new(self.limits),
                 validation: self.validation,
@@ -129,6 +138,21 @@ impl SentinelBuilder {
                 source_names: Mutex::new(BTreeSet::new()),
             }),
         }
+    }
+}
+
+impl Sentinel {
+    /// The heap bytes the active param-flow rules keep per-value state in: 24 bytes per
+    /// value a rule can track, allocated when the rule is compiled (see
+    /// [`param_flow`](crate::param_flow#memory)). It does not grow with the values seen.
+    pub fn param_flow_memory_bytes(&self) -> usize {
+        self.inner
+            .shared
+            .rules
+            .load()
+            .tables
+            .param_flow
+            .value_bytes()
     }
 }
 
@@ -153,7 +177,7 @@ impl WeakSentinel {
 }
 
 macro_rules! active_rules {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// Every active rule, of every family, read from one rule table. Obtained from
         /// [`Sentinel::active_rules`].
         #[derive(Debug, Clone, PartialEq)]

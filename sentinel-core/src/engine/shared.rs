@@ -19,6 +19,8 @@ pub(crate) struct Shared {
     pub(crate) inbound: StatNode,
     pub(crate) events: EventBus,
     pub(crate) system_status: OnceLock<Arc<dyn SystemStatus>>,
+    /// Param-flow block errors carry the hot value.
+    pub(crate) param_values_in_errors: bool,
 }
 
 impl Shared {

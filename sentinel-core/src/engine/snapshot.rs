@@ -9,10 +9,11 @@ use crate::circuit_breaker::CircuitBreaker;
 use crate::family::Family;
 use crate::flow::ResourceFlowRules;
 use crate::hash::FastMap;
+use crate::param_flow::ResourceParamRules;
 use crate::rules::RuleFamily;
 
 macro_rules! per_family {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// One source's contribution, per family, validated. `None`: the source brings no
         /// rule of that family.
         #[derive(Debug, Clone, Default)]
@@ -49,6 +50,7 @@ for_each_family!(per_family);
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ResourceRules {
     pub(crate) authority: Option<Arc<AuthorityRule>>,
+    pub(crate) param: Option<Arc<ResourceParamRules>>,
     pub(crate) flow: Option<Arc<ResourceFlowRules>>,
     /// `flow`'s count when its only rule is a plain QPS reject rule.
     pub(crate) plain_qps: Option<f64>,
@@ -72,7 +74,9 @@ impl RuleSnapshot {
         let tables = &self.tables;
         let index = &mut self.index;
         let resources = &mut self.resources;
-        let expected = tables.flow.by_resource.len() + tables.degrade.by_resource.len();
+        let expected = tables.flow.by_resource.len()
+            + tables.degrade.by_resource.len()
+            + tables.param_flow.by_resource.len();
         index.reserve(expected);
         resources.reserve(expected);
         for (name, rules) in &tables.flow.by_resource {
@@ -82,6 +86,9 @@ impl RuleSnapshot {
         }
         for (name, breakers) in &tables.degrade.by_resource {
             slot_of(index, resources, name).breakers = Some(breakers.clone());
+        }
+        for (name, rules) in &tables.param_flow.by_resource {
+            slot_of(index, resources, name).param = Some(rules.clone());
         }
         for rule in &tables.authority.rules {
             let name: Arc<str> = Arc::from(rule.resource.as_str());

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::guard::{Entry, Unfinished};
 use crate::block::BlockError;
 use crate::engine::{ResourceNode, Sentinel};
+use crate::param_flow::{CallArgs, ParamValue};
 
 /// Whether a call comes into this service or goes out of it. System rules apply to inbound
 /// calls only.
@@ -51,6 +52,7 @@ pub struct EntryBuilder<'a> {
     pub(super) entry_type: EntryType,
     pub(super) batch: u32,
     pub(super) prioritized: bool,
+    pub(super) args: CallArgs<'a>,
 }
 
 impl<'a> EntryBuilder<'a> {
@@ -64,6 +66,10 @@ impl<'a> EntryBuilder<'a> {
             entry_type: EntryType::Outbound,
             batch: 1,
             prioritized: false,
+            args: CallArgs {
+                args: &[],
+                attachments: &[],
+            },
         }
     }
 
@@ -103,6 +109,32 @@ impl<'a> EntryBuilder<'a> {
     /// an occupied pass now.
     pub fn prioritized(mut self) -> Self {
         self.prioritized = true;
+        self
+    }
+
+    /// The call's arguments, for hot-parameter rules: a rule with `paramIdx` 0 limits by
+    /// `args[0]`, and a negative index counts from the end.
+    ///
+    /// ```
+    /// use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
+    ///
+    /// let sentinel = sentinel_core::Sentinel::new();
+    /// sentinel
+    ///     .param_flow_rules()
+    ///     .load_rules(vec![ParamFlowRule::qps("GET:/item", -1, 100.0)])
+    ///     .unwrap();
+    /// let args = [ParamValue::from("shop-1"), ParamValue::from(42u64)]; // the last: 42
+    /// let _entry = sentinel.entry("GET:/item").args(&args).enter().unwrap();
+    /// ```
+    pub fn args(mut self, args: &'a [ParamValue<'a>]) -> Self {
+        self.args.args = args;
+        self
+    }
+
+    /// The call's named arguments (sentinel-golang's attachments), for hot-parameter rules
+    /// with a `paramKey`.
+    pub fn attachments(mut self, attachments: &'a [(&'a str, ParamValue<'a>)]) -> Self {
+        self.args.attachments = attachments;
         self
     }
 

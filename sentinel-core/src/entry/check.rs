@@ -10,6 +10,7 @@ use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::{plain_qps_passes, CheckContext};
+use crate::param_flow::Holds;
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -35,6 +36,8 @@ impl<'a> EntryBuilder<'a> {
         // The closure reports through `blocked` and returns a register-sized verdict: moving
         // a large return value out of it costs more than the checks themselves.
         let mut blocked: Option<BlockError> = None;
+        // Places thread-grade param rules take; given back if a later check blocks.
+        let mut holds = Holds::None;
         let verdict = with_rules(
             &node.shared,
             #[inline(always)]
@@ -74,6 +77,22 @@ impl<'a> EntryBuilder<'a> {
                     let Some(rules) = rules else {
                         return verdict;
                     };
+                    // Hot parameters, before flow (Sentinel's slot order). A call without
+                    // arguments passes every param rule.
+                    if let Some(param) = rules.param.as_ref().filter(|_| !self.args.is_empty()) {
+                        match param.check(&self.args, now, self.batch, &mut holds) {
+                            Ok(wait_ms) => verdict.wait_ns = wait_ms.saturating_mul(1_000_000),
+                            Err(hot) => {
+                                break 'checks BlockError::ParamFlow {
+                                    resource: node.name.clone(),
+                                    rule: hot.rule.clone(),
+                                    value: shared
+                                        .param_values_in_errors
+                                        .then(|| hot.value.to_string()),
+                                };
+                            }
+                        }
+                    }
                     // The common single plain QPS rule, without reading the flow table.
                     let plain_pass = plain_qps_passes(
                         rules.plain_qps,
@@ -96,7 +115,7 @@ impl<'a> EntryBuilder<'a> {
                         };
                         match flow.check(&cx) {
                             Ok(pass) => {
-                                verdict.wait_ns = pass.wait_ns;
+                                verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
                                 verdict.borrowed = pass.borrowed;
                                 verdict.reserved |= pass.reserved;
                             }
@@ -170,6 +189,7 @@ impl<'a> EntryBuilder<'a> {
             origin_node,
             context_node,
             breakers,
+            params: holds,
             start_ms: now,
             batch: self.batch,
             inbound,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::release_reserved;
+use crate::param_flow::Holds;
 use crate::stat::StatNode;
 
 /// Counts a call that passed on its nodes: as passed (or, on a borrowed slot, only as in
@@ -170,6 +171,8 @@ pub struct Entry<'a> {
     pub(super) context_node: Option<Arc<StatNode>>,
     /// The resource had circuit breakers when the call entered: exit reports to them.
     pub(super) breakers: bool,
+    /// The places thread-grade param rules hold for the call, given back when it exits.
+    pub(super) params: Holds,
     pub(super) start_ms: u64,
     pub(super) batch: u32,
     pub(super) inbound: bool,
@@ -198,6 +201,7 @@ impl<'a> Entry<'a> {
             origin_node: None,
             context_node: None,
             breakers: false,
+            params: Holds::None,
             start_ms: 0,
             batch: 0,
             inbound: false,
@@ -237,6 +241,7 @@ impl<'a> Entry<'a> {
             origin_node: self.origin_node.take(),
             context_node: self.context_node.take(),
             breakers: self.breakers,
+            params: std::mem::take(&mut self.params),
             start_ms: self.start_ms,
             batch: self.batch,
             inbound: self.inbound,

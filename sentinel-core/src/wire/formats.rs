@@ -32,6 +32,7 @@ impl Format {
             RuleFamily::Degrade => JavaDegrade,
             RuleFamily::System => JavaSystem,
             RuleFamily::Authority => JavaAuthority,
+            RuleFamily::ParamFlow => JavaParamFlow,
         }
     }
 
@@ -99,9 +100,10 @@ const KEYS: &[(&str, &[Format])] = &[
     ("metricType", &[GoSystem, GoHotspot, GoIsolation]),
     ("triggerCount", &[GoSystem]),
     ("paramIndex", &[GoHotspot]),
-    ("paramKey", &[GoHotspot]),
+    // This crate writes them in Java-shaped param-flow rules too.
+    ("paramKey", &[GoHotspot, JavaParamFlow]),
     ("specificItems", &[GoHotspot]),
-    ("paramsMaxCapacity", &[GoHotspot]),
+    ("paramsMaxCapacity", &[GoHotspot, JavaParamFlow]),
 ];
 
 /// The first key of `object` that `own` does not use but another format does, with the

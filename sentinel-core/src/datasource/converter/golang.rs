@@ -1,4 +1,4 @@
-//! sentinel-golang's rule JSON (flow, circuit breaker, system), mapped onto Sentinel's rules.
+//! sentinel-golang's rule JSON (flow, circuit breaker, system, hotspot), mapped onto Sentinel's rules.
 //!
 //! Keys match case-insensitively, as Go's `encoding/json` matches them: rule objects have
 //! their keys lower-cased before decoding, and messages name fields in Go's camelCase.
@@ -9,6 +9,7 @@ use super::{converter_with_mode, Converted, Converter};
 use crate::circuit_breaker::{DegradeGrade, DegradeRule};
 use crate::family::Family;
 use crate::flow::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT};
+use crate::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule};
 use crate::rule_set::RuleSet;
 use crate::rules::{Issues, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
@@ -140,6 +141,55 @@ go_converter!(
     GoSystemRuleWire,
     into_go_system_rule,
     &["metricType", "triggerCount", "strategy"]
+);
+
+go_converter!(
+    /// sentinel-golang's hotspot-rule JSON (its default converter's `HotspotRule`), mapped
+    /// onto Sentinel's [`ParamFlowRule`].
+    ///
+    /// | Go | Sentinel |
+    /// |---|---|
+    /// | `metricType` 0 Concurrency (the default), 1 QPS | `grade` 0 thread, 1 QPS |
+    /// | `controlBehavior` 0 Reject, 1 Throttling | `controlBehavior` 0, 2 (rate limiter) |
+    /// | `paramIndex` | `paramIdx` |
+    /// | `paramKey` (an attachment name; wins over `paramIndex`) | `paramKey` |
+    /// | `threshold` | `count` |
+    /// | `specificItems` `[{valKind, valStr, threshold}]`, `valKind` 0 Int, 1 String, 2 Bool, 3 Float64 | `paramFlowItemList` `[{classType, object, count}]` |
+    /// | `maxQueueingTimeMs`, `burstCount`, `durationInSec`, `paramsMaxCapacity` (0: the default) | same names |
+    ///
+    /// As in sentinel-golang, a QPS rule needs `durationInSec > 0`, a `paramIndex` other
+    /// than 0 beside a `paramKey` is an issue, and Float64 item values are rounded to 5
+    /// decimals. Unlike it, an invalid item is an issue of its rule (Go drops the item), and
+    /// a rule must name its argument with `paramIndex` or `paramKey` (Go reads a missing
+    /// `paramIndex` as 0, and so would read an isolation rule as a hotspot rule).
+    ///
+    /// ```
+    /// use sentinel_core::datasource::{Converter, GoHotspotJson};
+    ///
+    /// let payload = br#"[{"resource": "abc", "metricType": 1, "paramIndex": 1,
+    ///     "threshold": 50, "durationInSec": 1}]"#;
+    /// let set = GoHotspotJson::new().convert(&payload[..]).unwrap();
+    /// assert_eq!(set.param_flow.unwrap()[0].param_idx, Some(1));
+    /// ```
+    GoHotspotJson,
+    RuleFamily::ParamFlow,
+    Format::GoHotspot,
+    "sentinel-golang hotspot-rule JSON",
+    GoHotspotRuleWire,
+    into_go_hotspot_rule,
+    &[
+        "resource",
+        "metricType",
+        "controlBehavior",
+        "paramIndex",
+        "paramKey",
+        "threshold",
+        "maxQueueingTimeMs",
+        "burstCount",
+        "durationInSec",
+        "paramsMaxCapacity",
+        "specificItems",
+    ]
 );
 
 /// Go's camelCase spelling of a lower-cased key path, for messages.
@@ -338,6 +388,158 @@ fn into_go_breaker_rule(
     .stat_interval_ms(stat_interval_ms);
     rule.time_window = retry_ms.div_ceil(1000);
     rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
+    issues.finish(Some(rule))
+}
+
+/// sentinel-golang's hotspot rule on the wire, keys lower-cased.
+#[derive(Debug, Default, Deserialize)]
+struct GoHotspotRuleWire {
+    resource: Option<String>,
+    #[serde(rename = "metrictype")]
+    metric_type: Option<Int>,
+    #[serde(rename = "controlbehavior")]
+    control_behavior: Option<Int>,
+    #[serde(rename = "paramindex")]
+    param_index: Option<Int>,
+    #[serde(rename = "paramkey")]
+    param_key: Option<String>,
+    threshold: Option<Float>,
+    #[serde(rename = "maxqueueingtimems")]
+    max_queueing_time_ms: Option<Int>,
+    #[serde(rename = "burstcount")]
+    burst_count: Option<Int>,
+    #[serde(rename = "durationinsec")]
+    duration_in_sec: Option<Int>,
+    #[serde(rename = "paramsmaxcapacity")]
+    params_max_capacity: Option<Int>,
+    #[serde(rename = "specificitems")]
+    specific_items: Option<Vec<GoSpecificItemWire>>,
+}
+
+/// One of `specificItems`, as Go's `SpecificItem` JSON spells it.
+#[derive(Debug, Default, Deserialize)]
+struct GoSpecificItemWire {
+    #[serde(rename = "valKind", alias = "valkind", alias = "ValKind")]
+    val_kind: Option<Int>,
+    #[serde(rename = "valStr", alias = "valstr", alias = "ValStr")]
+    val_str: Option<String>,
+    #[serde(alias = "Threshold")]
+    threshold: Option<Int>,
+}
+
+/// Maps a Go hotspot rule onto a Sentinel param-flow rule.
+fn into_go_hotspot_rule(
+    wire: GoHotspotRuleWire,
+    index: usize,
+) -> Result<ParamFlowRule, Vec<RuleIssue>> {
+    let resource = wire.resource.unwrap_or_default();
+    let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
+    let grade = match wire::int(wire.metric_type).unwrap_or(0) {
+        0 => ParamFlowGrade::Thread,
+        1 => ParamFlowGrade::Qps,
+        other => {
+            issues.add(
+                "metricType",
+                format!("unknown value {other}; expected 0 (Concurrency) or 1 (QPS)"),
+            );
+            ParamFlowGrade::Qps
+        }
+    };
+    let behavior = match wire::int(wire.control_behavior).unwrap_or(0) {
+        0 => ParamControlBehavior::Reject,
+        1 => ParamControlBehavior::RateLimiter,
+        other => {
+            issues.add(
+                "controlBehavior",
+                format!("unknown value {other}; expected 0 (Reject) or 1 (Throttling)"),
+            );
+            ParamControlBehavior::Reject
+        }
+    };
+    let param_key = wire.param_key.filter(|k| !k.is_empty());
+    let param_index = wire::int(wire.param_index);
+    if param_index.is_none() && param_key.is_none() {
+        // Go reads a missing paramIndex as 0; without it (or a paramKey) the rule names no
+        // argument, and the payload looks like an isolation rule (same other keys).
+        issues.add(
+            "paramIndex",
+            "is required (or a paramKey): without it, this looks like a sentinel-golang \
+             isolation rule, not a hotspot rule",
+        );
+    }
+    let param_index = param_index.unwrap_or(0);
+    if param_key.is_some() && param_index > 0 {
+        issues.add(
+            "paramIndex",
+            "must be 0 or absent with a paramKey (the key selects the argument)",
+        );
+    }
+    let param_idx = match i32::try_from(param_index) {
+        Ok(i) => Some(i),
+        Err(_) => {
+            issues.add("paramIndex", format!("out of range: {param_index}"));
+            None
+        }
+    };
+    let max_queueing_time_ms =
+        issues.u32("maxQueueingTimeMs", wire::int(wire.max_queueing_time_ms), 0);
+    let burst_count = issues.u32("burstCount", wire::int(wire.burst_count), 0);
+    let duration = issues.u32("durationInSec", wire::int(wire.duration_in_sec), 0);
+    let capacity = issues.u32("paramsMaxCapacity", wire::int(wire.params_max_capacity), 0);
+    let mut items = Vec::new();
+    for (i, item) in wire
+        .specific_items
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let field = |name: &str| format!("specificItems[{i}].{name}");
+        let text = item.val_str.unwrap_or_default();
+        let (class, object) = match wire::int(item.val_kind).unwrap_or(-1) {
+            0 => ("long", text),
+            1 => ("String", text),
+            2 => ("boolean", text),
+            3 => match text.trim().parse::<f64>() {
+                Ok(v) => ("double", ((v * 1e5).round() / 1e5).to_string()),
+                Err(_) => {
+                    issues.add(&field("valStr"), format!("{text:?} is not a number"));
+                    continue;
+                }
+            },
+            other => {
+                issues.add(
+                    &field("valKind"),
+                    format!("unknown value {other}; expected 0 (Int), 1 (String), 2 (Bool) or 3 (Float64)"),
+                );
+                continue;
+            }
+        };
+        let Some(count) = wire::int(item.threshold) else {
+            issues.add(&field("threshold"), "is required");
+            continue;
+        };
+        let item = ParamFlowItem::new(object, class, count);
+        match item.value() {
+            Ok(_) => items.push(item),
+            Err(message) => issues.add(&field("valStr"), message),
+        }
+    }
+    let mut rule = ParamFlowRule::qps(resource.clone(), param_idx.unwrap_or(0), 0.0);
+    rule.grade = grade;
+    rule.count = wire::float(wire.threshold).unwrap_or(0.0);
+    if let Some(key) = param_key {
+        rule = rule.param_key(key);
+    }
+    rule.control_behavior = behavior;
+    rule.max_queueing_time_ms = max_queueing_time_ms;
+    rule.burst_count = burst_count;
+    // Go needs a duration for QPS only; validation reports a QPS rule's 0.
+    rule.duration_in_sec = match grade {
+        ParamFlowGrade::Thread => duration.max(1),
+        ParamFlowGrade::Qps => duration,
+    };
+    rule.params_max_capacity = (capacity > 0).then_some(capacity);
+    rule.param_flow_item_list = items;
     issues.finish(Some(rule))
 }
 

@@ -7,6 +7,7 @@ use crate::authority::AuthorityRule;
 use crate::circuit_breaker::DegradeRule;
 use crate::family::Family;
 use crate::flow::FlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rule_set::{decode_family, InRuleSet, RuleSet, JAVA_FORMAT};
 use crate::rules::{RuleError, RuleIssue, Validation};
 use crate::system::SystemRule;
@@ -56,6 +57,22 @@ java_converter!(
     AuthorityRule
 );
 
+java_converter!(
+    /// Sentinel (Java) param-flow (hot-parameter) rule JSON, flat (`ParamFlowRule`) or as
+    /// the dashboard's nested `{"rule": {...}}` entity (`ParamFlowRuleEntity`).
+    ///
+    /// ```
+    /// use sentinel_core::datasource::{Converter, ParamFlowJson};
+    ///
+    /// let payload = br#"[{"app": "shop", "rule": {"resource": "GET:/order", "paramIdx": 0,
+    ///     "count": 5, "paramFlowItemList": [{"object": "42", "classType": "long", "count": 50}]}}]"#;
+    /// let set = ParamFlowJson::new().convert(&payload[..]).unwrap();
+    /// assert_eq!(set.param_flow.unwrap()[0].param_flow_item_list[0].count, 50);
+    /// ```
+    ParamFlowJson,
+    ParamFlowRule
+);
+
 /// Converts one family's Sentinel JSON, with a fast path for a plain list of valid rules.
 fn convert_java<F: InRuleSet>(
     source: &[u8],
@@ -99,7 +116,7 @@ fn fast_path<F: Family>(bytes: &[u8]) -> Option<Vec<F>> {
 }
 
 macro_rules! family_converters {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $rule:ty, $json:ty;)*) => {
+    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// The Sentinel (Java) JSON converter of `family`.
         #[cfg(test)]
         pub(crate) fn java_converter(
@@ -118,7 +135,7 @@ converter_with_mode!(
     /// The combined document: several rule families in one payload, applied together.
     ///
     /// ```json
-    /// {"flow": [...], "degrade": [...], "system": [...], "authority": [...]}
+    /// {"flow": [...], "degrade": [...], "system": [...], "authority": [...], "paramFlow": [...]}
     /// ```
     ///
     /// Each family key holds what [`FlowJson`] (or the family's own converter) accepts. A family

@@ -1,10 +1,10 @@
 //! Converters: the bytes a config store holds, turned into typed rules.
 //!
 //! Built in:
-//! - [`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`]: Sentinel (Java) rule
-//!   JSON, exactly as Sentinel and its dashboard write it;
+//! - [`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`], [`ParamFlowJson`]:
+//!   Sentinel (Java) rule JSON, exactly as Sentinel and its dashboard write it;
 //! - [`CombinedJson`]: one document carrying several families,
-//!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...]}`;
+//!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...], "paramFlow": [...]}`;
 //! - [`GoFlowJson`] and its siblings: sentinel-golang's JSON (`threshold`,
 //!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules;
 //! - [`converter_fn`]: any closure, for a custom format.
@@ -34,10 +34,10 @@ use crate::rules::{RuleError, RuleIssue, Validation};
 mod golang;
 mod java;
 
-pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoSystemJson};
+pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;
-pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, SystemJson};
+pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, ParamFlowJson, SystemJson};
 
 /// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::rule_set::RuleSet), for
 /// data sources.

@@ -1,0 +1,75 @@
+//! Hot-parameter (param-flow) rules: a limit per value of one argument of a call, such as
+//! "5 requests a second per user id", with exceptions for specific values.
+//!
+//! Semantics follow Sentinel 1.8's `ParamFlowChecker` (and sentinel-golang's hotspot rules,
+//! which port it):
+//! - QPS grade, reject ([`ParamControlBehavior::Reject`]): a token bucket per value with
+//!   `count` tokens per `durationInSec` and room for `burstCount` more. As in Sentinel, the
+//!   bucket refills (in proportion to the time passed) once a whole duration has passed since
+//!   its last refill.
+//! - QPS grade, rate limiter: the value's calls are spaced `durationInSec / count` apart, and
+//!   a call queues if its slot is less than `maxQueueingTimeMs` away.
+//! - Thread grade: at most `count` calls in flight per value. The limit is exact, as the flow
+//!   rules' concurrency limit is: a call reserves its place before it passes.
+//! - `paramFlowItemList` gives specific values their own count.
+//! - A call without the selected argument is not checked by the rule.
+//! - A `clusterMode` rule is checked locally (there is no token server here).
+//!
+//! Rules run after the system rules and before the flow rules, Sentinel's slot order.
+//!
+//! # Arguments
+//!
+//! An entry carries positional arguments ([`EntryBuilder::args`](crate::EntryBuilder::args))
+//! and named attachments ([`EntryBuilder::attachments`](crate::EntryBuilder::attachments)),
+//! as [`ParamValue`]s: integers, floats, booleans, strings, bytes, or any type implementing
+//! [`ParamArg`].
+//!
+//! ```
+//! use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
+//! use sentinel_core::Sentinel;
+//!
+//! let sentinel = Sentinel::new();
+//! sentinel
+//!     .param_flow_rules()
+//!     .load_rules(vec![ParamFlowRule::qps("GET:/order", 0, 1.0)])
+//!     .expect("valid rule");
+//! let alice = [ParamValue::from("alice")];
+//! let bob = [ParamValue::from("bob")];
+//! let first = sentinel.entry("GET:/order").args(&alice).enter();
+//! assert!(first.is_ok());
+//! assert!(sentinel.entry("GET:/order").args(&alice).enter().is_err(), "alice is hot");
+//! assert!(sentinel.entry("GET:/order").args(&bob).enter().is_ok(), "bob is not");
+//! ```
+//!
+//! # Memory
+//!
+//! Each rule keeps the state of at most a fixed number of values: Sentinel's
+//! `4000 x durationInSec` (at most 200 000; 4 000 for thread grade), or `paramsMaxCapacity`.
+//! A value costs 24 bytes, allocated once when the rule is compiled: a rule with the default
+//! capacity takes 96 KiB, whatever the number of distinct values its calls bring. The table
+//! tracks a value by a keyed 64-bit hash of it; it is set-associative (buckets of 8 values),
+//! and a new value evicts, within its bucket, a value seen only once before one that keeps
+//! coming back, the least recently used first in each group. A flood of distinct values thus
+//! neither grows memory nor evicts the hot values; an evicted value starts again with a full
+//! bucket. A reload that keeps a rule keeps its table.
+//!
+//! # Block errors
+//!
+//! [`BlockError::ParamFlow`](crate::BlockError::ParamFlow) names the rule. The value itself
+//! may be personal data (a user id): it is left out unless the engine was built with
+//! [`SentinelBuilder::param_values_in_errors`](crate::SentinelBuilder::param_values_in_errors).
+
+mod rule;
+mod table;
+mod value;
+mod values;
+
+pub(crate) use rule::ParamFlowRuleWire;
+pub use rule::{
+    ParamControlBehavior, ParamFlowClusterConfig, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
+};
+pub(crate) use table::{CallArgs, Holds, ParamFlowTable, ResourceParamRules};
+pub use value::{ParamArg, ParamValue};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,504 @@
+//! The param-flow rule, its Sentinel (Java) JSON wire form and its validity checks.
+
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use super::value::OwnedValue;
+use crate::codes::int_code_enum;
+use crate::flow::LIMIT_APP_DEFAULT;
+use crate::rules::{Issues, RuleFamily, RuleIssue};
+use crate::wire::{self, Bool, Float, Int};
+
+int_code_enum! {
+    /// What a param-flow rule counts per value (`grade`).
+    pub enum ParamFlowGrade {
+        /// Calls in flight with the value (`FLOW_GRADE_THREAD`).
+        Thread = 0,
+        /// Calls per `durationInSec` with the value (`FLOW_GRADE_QPS`), the default.
+        Qps = 1,
+    }
+}
+
+int_code_enum! {
+    /// How a QPS param-flow rule shapes each value's traffic (`controlBehavior`).
+    pub enum ParamControlBehavior {
+        /// A token bucket per value: `count` tokens per `durationInSec`, plus `burstCount`;
+        /// a call without a token is rejected. The default.
+        Reject = 0,
+        /// Uniform spacing per value: one call every `durationInSec / count`, queueing up to
+        /// `maxQueueingTimeMs`.
+        RateLimiter = 2,
+    }
+}
+
+/// Sentinel's largest default per-rule value capacity (`TOTAL_MAX_CAPACITY`).
+const TOTAL_MAX_CAPACITY: u64 = 200_000;
+/// Values tracked per second of `durationInSec` by default (`BASE_PARAM_MAX_CAPACITY`).
+const BASE_CAPACITY: u64 = 4_000;
+/// Values tracked by a thread-grade rule by default (`THREAD_COUNT_MAX_CAPACITY`).
+const THREAD_CAPACITY: u64 = 4_000;
+/// The largest `paramsMaxCapacity` accepted: 1 000 000 values take 24 MB.
+pub(crate) const MAX_CAPACITY: u32 = 1_000_000;
+
+/// A specific value with its own threshold (`ParamFlowItem`): `object` is the value as text,
+/// `classType` its Java type.
+///
+/// `classType` `int`, `long`, `short`, `byte` (or their `java.lang` boxes) read `object` as
+/// an integer, `double` and `float` as a number, `boolean` as `true`/`false`; anything else
+/// (blank, `String`, `char`) as a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ParamFlowItem {
+    /// The value, as text.
+    pub object: String,
+    /// Its threshold, in place of the rule's `count`.
+    pub count: i64,
+    /// The Java type `object` is parsed as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_type: Option<String>,
+}
+
+impl ParamFlowItem {
+    /// `value` (parsed as `class_type`) gets `count`.
+    pub fn new(object: impl Into<String>, class_type: &str, count: i64) -> Self {
+        Self {
+            object: object.into(),
+            count,
+            class_type: Some(class_type.to_owned()),
+        }
+    }
+
+    /// The value `object` stands for.
+    pub(crate) fn value(&self) -> Result<OwnedValue, String> {
+        let text = self.object.as_str();
+        let class = self.class_type.as_deref().unwrap_or("").trim();
+        let class = class.strip_prefix("java.lang.").unwrap_or(class);
+        let int = |text: &str| {
+            text.trim()
+                .parse::<i128>()
+                .map(OwnedValue::Int)
+                .map_err(|_| format!("{text:?} is not an integer ({class})"))
+        };
+        match class {
+            "int" | "Integer" | "long" | "Long" | "short" | "Short" | "byte" | "Byte" => int(text),
+            "double" | "Double" | "float" | "Float" => text
+                .trim()
+                .parse::<f64>()
+                .map(OwnedValue::Float)
+                .map_err(|_| format!("{text:?} is not a number ({class})")),
+            "boolean" | "Boolean" => match text.trim() {
+                t if t.eq_ignore_ascii_case("true") => Ok(OwnedValue::Bool(true)),
+                t if t.eq_ignore_ascii_case("false") => Ok(OwnedValue::Bool(false)),
+                _ => Err(format!("{text:?} is not true or false")),
+            },
+            _ => Ok(OwnedValue::Str(text.to_owned())),
+        }
+    }
+}
+
+/// Sentinel's cluster settings of a param-flow rule. Kept so that payloads round-trip: there
+/// is no token server here, and a `clusterMode` rule is checked locally.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ParamFlowClusterConfig {
+    /// Global rule id; must be positive for a cluster rule.
+    pub flow_id: Option<i64>,
+    /// 0 average-local, 1 global.
+    pub threshold_type: i32,
+    /// Sentinel's default for param rules is `false`.
+    pub fallback_to_local_when_fail: bool,
+    /// Sample count (default 10).
+    pub sample_count: i32,
+    /// Window length in ms (default 1000).
+    pub window_interval_ms: i32,
+}
+
+impl Default for ParamFlowClusterConfig {
+    fn default() -> Self {
+        Self {
+            flow_id: None,
+            threshold_type: 0,
+            fallback_to_local_when_fail: false,
+            sample_count: 10,
+            window_interval_ms: 1000,
+        }
+    }
+}
+
+/// A hot-parameter rule (Sentinel's `ParamFlowRule`, sentinel-golang's hotspot rule): a limit
+/// per value of one argument of the calls to a resource.
+///
+/// `paramIdx` selects the argument by position (negative counts from the end); `paramKey`
+/// (sentinel-golang) selects a named attachment instead. A call without that argument is not
+/// checked by the rule. `limitApp` is kept for round-trips; as in Sentinel, it does not
+/// select callers.
+///
+/// ```
+/// use sentinel_core::param_flow::{ParamFlowItem, ParamFlowRule};
+///
+/// // 5 calls a second per user id (argument 0); user 42 gets 100.
+/// let rule = ParamFlowRule::qps("GET:/order", 0, 5.0)
+///     .item(ParamFlowItem::new("42", "long", 100));
+/// assert!(rule.validate(0).is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ParamFlowRule {
+    /// The guarded resource.
+    pub resource: String,
+    /// Kept for round-trips; not used to select callers (as in Sentinel).
+    pub limit_app: String,
+    /// QPS or concurrency, per value.
+    pub grade: ParamFlowGrade,
+    /// The argument's position; negative counts from the end. Required unless `paramKey`.
+    pub param_idx: Option<i32>,
+    /// The name of the attachment to limit by (sentinel-golang's `paramKey`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub param_key: Option<String>,
+    /// The threshold per value: calls per `durationInSec` (QPS), or calls in flight.
+    pub count: f64,
+    /// Token bucket or uniform spacing (QPS only).
+    pub control_behavior: ParamControlBehavior,
+    /// Longest a call may queue in the rate limiter, in ms (default 0: no queueing).
+    pub max_queueing_time_ms: u32,
+    /// Extra tokens a value may use at once, above `count` (token bucket only).
+    pub burst_count: u32,
+    /// The window `count` is per, in seconds (default 1).
+    pub duration_in_sec: u32,
+    /// Values with their own threshold.
+    pub param_flow_item_list: Vec<ParamFlowItem>,
+    /// How many values are tracked at most (sentinel-golang's `paramsMaxCapacity`). `None`:
+    /// Sentinel's default, `4000 x durationInSec` up to 200 000 (4 000 for thread grade).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params_max_capacity: Option<u32>,
+    /// Sentinel's cluster mode. There is no token server here: the rule is checked locally.
+    pub cluster_mode: bool,
+    /// Cluster settings, kept for round-trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_config: Option<ParamFlowClusterConfig>,
+}
+
+impl Eq for ParamFlowRule {}
+
+impl Hash for ParamFlowRule {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.resource.hash(state);
+        self.limit_app.hash(state);
+        self.grade.hash(state);
+        self.param_idx.hash(state);
+        self.param_key.hash(state);
+        wire::hash_f64(self.count, state);
+        self.control_behavior.hash(state);
+        self.max_queueing_time_ms.hash(state);
+        self.burst_count.hash(state);
+        self.duration_in_sec.hash(state);
+        self.param_flow_item_list.hash(state);
+        self.params_max_capacity.hash(state);
+        self.cluster_mode.hash(state);
+        self.cluster_config.hash(state);
+    }
+}
+
+impl ParamFlowRule {
+    /// At most `count` calls per second for each value of argument `param_idx`.
+    pub fn qps(resource: impl Into<String>, param_idx: i32, count: f64) -> Self {
+        Self {
+            resource: resource.into(),
+            limit_app: LIMIT_APP_DEFAULT.to_owned(),
+            grade: ParamFlowGrade::Qps,
+            param_idx: Some(param_idx),
+            param_key: None,
+            count,
+            control_behavior: ParamControlBehavior::Reject,
+            max_queueing_time_ms: 0,
+            burst_count: 0,
+            duration_in_sec: 1,
+            param_flow_item_list: Vec::new(),
+            params_max_capacity: None,
+            cluster_mode: false,
+            cluster_config: None,
+        }
+    }
+
+    /// At most `count` calls in flight for each value of argument `param_idx`.
+    pub fn thread(resource: impl Into<String>, param_idx: i32, count: f64) -> Self {
+        Self {
+            grade: ParamFlowGrade::Thread,
+            ..Self::qps(resource, param_idx, count)
+        }
+    }
+
+    /// Selects the attachment named `key` instead of a positional argument.
+    pub fn param_key(mut self, key: impl Into<String>) -> Self {
+        self.param_key = Some(key.into());
+        self.param_idx = None;
+        self
+    }
+
+    /// Sets `durationInSec`.
+    pub fn duration_in_sec(mut self, secs: u32) -> Self {
+        self.duration_in_sec = secs;
+        self
+    }
+
+    /// Sets `burstCount`.
+    pub fn burst_count(mut self, burst: u32) -> Self {
+        self.burst_count = burst;
+        self
+    }
+
+    /// Uniform spacing per value, queueing up to `max_queueing_time_ms`.
+    pub fn rate_limiter(mut self, max_queueing_time_ms: u32) -> Self {
+        self.control_behavior = ParamControlBehavior::RateLimiter;
+        self.max_queueing_time_ms = max_queueing_time_ms;
+        self
+    }
+
+    /// Adds an exception item.
+    pub fn item(mut self, item: ParamFlowItem) -> Self {
+        self.param_flow_item_list.push(item);
+        self
+    }
+
+    /// Sets `paramsMaxCapacity`.
+    pub fn params_max_capacity(mut self, capacity: u32) -> Self {
+        self.params_max_capacity = Some(capacity);
+        self
+    }
+
+    /// How many values the rule tracks.
+    pub(crate) fn capacity(&self) -> usize {
+        let default = match self.grade {
+            ParamFlowGrade::Thread => THREAD_CAPACITY,
+            ParamFlowGrade::Qps => {
+                (BASE_CAPACITY * u64::from(self.duration_in_sec.max(1))).min(TOTAL_MAX_CAPACITY)
+            }
+        };
+        let capacity = self.params_max_capacity.map_or(default, u64::from);
+        usize::try_from(capacity.min(u64::from(MAX_CAPACITY))).unwrap_or(1)
+    }
+
+    /// Checks the rule as Sentinel's `ParamFlowRuleUtil.isValidRule` does (and
+    /// sentinel-golang's, for `paramKey`), returning every problem. Unlike Sentinel, which
+    /// drops an invalid exception item and keeps the rule, an invalid item is a problem of
+    /// the rule.
+    pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
+        let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&self.resource));
+        if self.resource.trim().is_empty() {
+            issues.add("resource", "must not be blank");
+        }
+        if !(self.count >= 0.0 && self.count.is_finite()) {
+            issues.add(
+                "count",
+                format!("must be a finite number >= 0, got {}", self.count),
+            );
+        }
+        match (&self.param_idx, &self.param_key) {
+            (None, None) => issues.add("paramIdx", "is required (or a paramKey)"),
+            (Some(_), Some(_)) => issues.add(
+                "paramKey",
+                "selects the argument by name: paramIdx must be absent with it",
+            ),
+            (None, Some(key)) if key.is_empty() => issues.add("paramKey", "must not be empty"),
+            _ => {}
+        }
+        if self.duration_in_sec == 0 {
+            issues.add("durationInSec", "must be > 0");
+        }
+        if let Some(capacity) = self.params_max_capacity {
+            if capacity == 0 || capacity > MAX_CAPACITY {
+                issues.add(
+                    "paramsMaxCapacity",
+                    format!("must be between 1 and {MAX_CAPACITY}, got {capacity}"),
+                );
+            }
+        }
+        for (i, item) in self.param_flow_item_list.iter().enumerate() {
+            if let Err(message) = item.value() {
+                issues.add(&format!("paramFlowItemList[{i}].object"), message);
+            }
+            if item.count < 0 {
+                issues.add(
+                    &format!("paramFlowItemList[{i}].count"),
+                    format!("must be >= 0, got {}", item.count),
+                );
+            }
+        }
+        if self.cluster_mode {
+            match &self.cluster_config {
+                None => issues.add("clusterConfig", "required when clusterMode is true"),
+                Some(c) => {
+                    if c.flow_id.is_none_or(|id| id <= 0) {
+                        issues.add("clusterConfig.flowId", "must be > 0 in cluster mode");
+                    }
+                    if c.sample_count <= 0
+                        || c.window_interval_ms <= 0
+                        || c.window_interval_ms % c.sample_count != 0
+                    {
+                        issues.add(
+                            "clusterConfig.windowIntervalMs",
+                            "must be > 0 and a multiple of sampleCount (> 0)",
+                        );
+                    }
+                }
+            }
+        }
+        issues.into_vec()
+    }
+}
+
+/// The JSON wire shape: every field optional, `null` meaning the default, unknown keys
+/// (`id`, `app`, `gmtCreate`...) ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ParamFlowRuleWire {
+    resource: Option<String>,
+    limit_app: Option<String>,
+    grade: Option<Int>,
+    param_idx: Option<Int>,
+    param_key: Option<String>,
+    count: Option<Float>,
+    control_behavior: Option<Int>,
+    max_queueing_time_ms: Option<Int>,
+    burst_count: Option<Int>,
+    duration_in_sec: Option<Int>,
+    param_flow_item_list: Option<Vec<ParamFlowItemWire>>,
+    params_max_capacity: Option<Int>,
+    cluster_mode: Option<Bool>,
+    cluster_config: Option<ClusterConfigWire>,
+    regex: Option<Bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ParamFlowItemWire {
+    object: Option<ItemObject>,
+    count: Option<Int>,
+    class_type: Option<String>,
+}
+
+/// An item's `object`: text, or a bare JSON scalar (written by hand, `"object": 42`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ItemObject {
+    Text(String),
+    Number(serde_json::Number),
+    Bool(bool),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterConfigWire {
+    flow_id: Option<Int>,
+    threshold_type: Option<Int>,
+    fallback_to_local_when_fail: Option<Bool>,
+    sample_count: Option<Int>,
+    window_interval_ms: Option<Int>,
+}
+
+impl ParamFlowRuleWire {
+    /// Builds the typed rule with Sentinel's defaults. Reports what the wire gets wrong; the
+    /// rule's own checks are [`ParamFlowRule::validate`]'s.
+    pub(crate) fn decode(self, index: usize) -> Result<ParamFlowRule, Vec<RuleIssue>> {
+        let resource = self.resource.unwrap_or_default();
+        let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
+        issues.no_regex(wire::boolean(self.regex));
+        let grade = issues.code("grade", wire::int(self.grade), ParamFlowGrade::Qps);
+        let behavior = issues.code(
+            "controlBehavior",
+            wire::int(self.control_behavior),
+            ParamControlBehavior::Reject,
+        );
+        let idx_given = self.param_idx.is_some();
+        let param_idx = wire::int(self.param_idx).and_then(|i| match i32::try_from(i) {
+            Ok(i) => Some(i),
+            Err(_) => {
+                issues.add("paramIdx", format!("out of range: {i}"));
+                None
+            }
+        });
+        if !idx_given && self.param_key.is_none() {
+            // Sentinel refuses it too; the message says what such a payload usually is.
+            issues.add(
+                "paramIdx",
+                "is required (or a paramKey): without it, this looks like a Sentinel flow \
+                 rule, not a param-flow rule",
+            );
+        }
+        let max_queueing_time_ms =
+            issues.u32("maxQueueingTimeMs", wire::int(self.max_queueing_time_ms), 0);
+        let burst_count = issues.u32("burstCount", wire::int(self.burst_count), 0);
+        let duration_in_sec = issues.u32("durationInSec", wire::int(self.duration_in_sec), 1);
+        let params_max_capacity = wire::int(self.params_max_capacity)
+            .map(|c| issues.u32("paramsMaxCapacity", Some(c), 0));
+        let mut items = Vec::new();
+        for (i, item) in self
+            .param_flow_item_list
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            let object = match item.object {
+                Some(ItemObject::Text(text)) => Some(text),
+                Some(ItemObject::Number(n)) => Some(n.to_string()),
+                Some(ItemObject::Bool(b)) => Some(b.to_string()),
+                None => None,
+            };
+            let Some(object) = object else {
+                issues.add(&format!("paramFlowItemList[{i}].object"), "is required");
+                continue;
+            };
+            let Some(count) = wire::int(item.count) else {
+                issues.add(&format!("paramFlowItemList[{i}].count"), "is required");
+                continue;
+            };
+            items.push(ParamFlowItem {
+                object,
+                count,
+                class_type: item.class_type.filter(|c| !c.trim().is_empty()),
+            });
+        }
+        let cluster_config = self.cluster_config.map(|c| {
+            let d = ParamFlowClusterConfig::default();
+            let small = |v: Option<Int>, default: i32| {
+                wire::int(v).map_or(default, |v| i32::try_from(v).unwrap_or(-1))
+            };
+            ParamFlowClusterConfig {
+                flow_id: wire::int(c.flow_id),
+                threshold_type: small(c.threshold_type, d.threshold_type),
+                fallback_to_local_when_fail: wire::boolean(c.fallback_to_local_when_fail)
+                    .unwrap_or(d.fallback_to_local_when_fail),
+                sample_count: small(c.sample_count, d.sample_count),
+                window_interval_ms: small(c.window_interval_ms, d.window_interval_ms),
+            }
+        });
+        let limit_app = match self.limit_app {
+            Some(app) if !app.trim().is_empty() => app,
+            _ => LIMIT_APP_DEFAULT.to_owned(),
+        };
+        let rule = match (grade, behavior) {
+            (Some(grade), Some(control_behavior)) => Some(ParamFlowRule {
+                resource: resource.clone(),
+                limit_app,
+                grade,
+                param_idx,
+                param_key: self.param_key,
+                count: wire::float(self.count).unwrap_or(0.0),
+                control_behavior,
+                max_queueing_time_ms,
+                burst_count,
+                duration_in_sec,
+                param_flow_item_list: items,
+                params_max_capacity,
+                cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
+                cluster_config,
+            }),
+            _ => None,
+        };
+        issues.finish(rule)
+    }
+}

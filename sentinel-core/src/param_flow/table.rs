@@ -1,0 +1,295 @@
+//! The compiled param-flow table and the param-flow check.
+
+use std::sync::Arc;
+
+use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use super::value::ParamValue;
+use super::values::{release, reserve, space_out, take_tokens, ValueTable, MAX_TOKENS};
+use crate::hash::FastMap;
+
+/// The arguments of one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallArgs<'a> {
+    pub(crate) args: &'a [ParamValue<'a>],
+    pub(crate) attachments: &'a [(&'a str, ParamValue<'a>)],
+}
+
+impl<'a> CallArgs<'a> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.args.is_empty() && self.attachments.is_empty()
+    }
+
+    /// The argument a rule selects, if the call has it. A negative index counts from the
+    /// end (Sentinel's `applyRealParamIdx`, resolved per call instead of once per rule).
+    fn select(&self, select: &Select) -> Option<ParamValue<'a>> {
+        match select {
+            Select::Index(i) => {
+                let len = self.args.len();
+                let at = if *i < 0 {
+                    len.checked_sub(i.unsigned_abs() as usize)?
+                } else {
+                    *i as usize
+                };
+                self.args.get(at).copied()
+            }
+            Select::Key(key) => self
+                .attachments
+                .iter()
+                .find(|(k, _)| *k == &**key)
+                .map(|(_, v)| *v),
+        }
+    }
+}
+
+/// A place a thread-grade rule holds for a call: given back when dropped (the entry exits,
+/// or a later check blocks the call).
+#[derive(Debug)]
+pub(crate) struct Hold {
+    values: Arc<ValueTable>,
+    slot: usize,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        release(self.values.state(self.slot));
+    }
+}
+
+/// The places a call holds, usually none.
+#[derive(Debug, Default)]
+pub(crate) enum Holds {
+    #[default]
+    None,
+    One(Hold),
+    Many(Vec<Hold>),
+}
+
+impl Holds {
+    fn push(&mut self, hold: Hold) {
+        *self = match std::mem::take(self) {
+            Holds::None => Holds::One(hold),
+            Holds::One(first) => Holds::Many(vec![first, hold]),
+            Holds::Many(mut all) => {
+                all.push(hold);
+                Holds::Many(all)
+            }
+        };
+    }
+}
+
+#[derive(Debug)]
+enum Select {
+    Index(i32),
+    Key(Box<str>),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    /// Token bucket: `burst` on top of the value's count, per `duration_ms`.
+    Tokens { burst: u64, duration_ms: u64 },
+    /// Uniform spacing over `duration_ms`, queueing less than `max_queue_ms`.
+    Spacing { duration_ms: u64, max_queue_ms: u64 },
+    /// Calls in flight.
+    Thread,
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+pub(crate) struct CompiledParamRule {
+    pub(crate) rule: Arc<ParamFlowRule>,
+    select: Select,
+    check: Check,
+    /// The rule's count per value, as an integer (Sentinel truncates it too).
+    count: u64,
+    /// Exception items: fingerprint and count, sorted by fingerprint.
+    items: Box<[(u64, u64)]>,
+    values: Arc<ValueTable>,
+}
+
+/// A call a param-flow rule blocked: the rule and the hot value.
+#[derive(Debug)]
+pub(crate) struct ParamBlock<'r, 'a> {
+    pub(crate) rule: &'r Arc<ParamFlowRule>,
+    pub(crate) value: ParamValue<'a>,
+}
+
+impl CompiledParamRule {
+    fn compile(rule: &Arc<ParamFlowRule>, values: Arc<ValueTable>) -> Self {
+        let mut items: Vec<(u64, u64)> = rule
+            .param_flow_item_list
+            .iter()
+            .filter_map(|item| {
+                let value = item.value().ok()?;
+                let count = u64::try_from(item.count).ok()?;
+                Some((value.as_value().fingerprint(), count))
+            })
+            .collect();
+        items.sort_unstable();
+        items.dedup_by_key(|(fp, _)| *fp);
+        let duration_ms = u64::from(rule.duration_in_sec.max(1)) * 1000;
+        let check = match (rule.grade, rule.control_behavior) {
+            (ParamFlowGrade::Thread, _) => Check::Thread,
+            (ParamFlowGrade::Qps, ParamControlBehavior::Reject) => Check::Tokens {
+                burst: u64::from(rule.burst_count),
+                duration_ms,
+            },
+            (ParamFlowGrade::Qps, ParamControlBehavior::RateLimiter) => Check::Spacing {
+                duration_ms,
+                max_queue_ms: u64::from(rule.max_queueing_time_ms),
+            },
+        };
+        let select = match (&rule.param_key, rule.param_idx) {
+            (Some(key), _) => Select::Key(key.as_str().into()),
+            (None, index) => Select::Index(index.unwrap_or(0)),
+        };
+        Self {
+            // A count past `u64` saturates (`as` does); one past the bucket's size acts as it.
+            count: rule.count as u64,
+            rule: rule.clone(),
+            select,
+            check,
+            items: items.into_boxed_slice(),
+            values,
+        }
+    }
+
+    /// The count of a value: its item's, or the rule's.
+    #[inline]
+    fn count_of(&self, fingerprint: u64) -> u64 {
+        if self.items.is_empty() {
+            return self.count;
+        }
+        match self.items.binary_search_by_key(&fingerprint, |(fp, _)| *fp) {
+            Ok(i) => self.items[i].1,
+            Err(_) => self.count,
+        }
+    }
+
+    /// Checks one call. `Ok(wait_ms)` when it passes.
+    #[inline]
+    fn check(
+        &self,
+        value: ParamValue<'_>,
+        now_ms: u64,
+        batch: u32,
+        holds: &mut Holds,
+    ) -> Option<u64> {
+        let fingerprint = value.fingerprint();
+        let count = self.count_of(fingerprint);
+        let Some(slot) = self.values.slot(fingerprint, now_ms) else {
+            // Every tracked value has calls in flight: the new one is not tracked.
+            return Some(0);
+        };
+        let state = self.values.state(slot);
+        let acquire = u64::from(batch);
+        match self.check {
+            Check::Tokens { burst, duration_ms } => {
+                let tokens = count.min(MAX_TOKENS);
+                let max = tokens.saturating_add(burst).min(MAX_TOKENS);
+                take_tokens(state, now_ms, tokens, max, duration_ms, acquire).then_some(0)
+            }
+            Check::Spacing {
+                duration_ms,
+                max_queue_ms,
+            } => {
+                if count == 0 {
+                    return None;
+                }
+                // Sentinel: round(1000 * acquire * durationInSec / count) ms.
+                let cost = (acquire * duration_ms) as f64 / count as f64;
+                space_out(state, now_ms, cost.round() as u64, max_queue_ms)
+            }
+            Check::Thread => {
+                if !reserve(state, count) {
+                    return None;
+                }
+                holds.push(Hold {
+                    values: self.values.clone(),
+                    slot,
+                });
+                Some(0)
+            }
+        }
+    }
+}
+
+/// The param-flow rules of one resource.
+#[derive(Debug, Default)]
+pub(crate) struct ResourceParamRules {
+    rules: Vec<CompiledParamRule>,
+}
+
+impl ResourceParamRules {
+    /// Checks every rule whose argument the call has. `Ok` gives the longest wait (ms) of a
+    /// rate-limiter rule; places thread-grade rules took go into `holds`.
+    #[inline]
+    pub(crate) fn check<'r, 'a>(
+        &'r self,
+        args: &CallArgs<'a>,
+        now_ms: u64,
+        batch: u32,
+        holds: &mut Holds,
+    ) -> Result<u64, ParamBlock<'r, 'a>> {
+        let mut wait_ms = 0;
+        for compiled in &self.rules {
+            let Some(value) = args.select(&compiled.select) else {
+                continue;
+            };
+            match compiled.check(value, now_ms, batch, holds) {
+                Some(wait) => wait_ms = wait_ms.max(wait),
+                None => {
+                    return Err(ParamBlock {
+                        rule: &compiled.rule,
+                        value,
+                    })
+                }
+            }
+        }
+        Ok(wait_ms)
+    }
+}
+
+/// Every active param-flow rule, compiled.
+#[derive(Debug, Default)]
+pub(crate) struct ParamFlowTable {
+    pub(crate) rules: Vec<Arc<ParamFlowRule>>,
+    pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceParamRules>>,
+    /// Each rule's per-value state, kept for an equal rule of the next table.
+    values: FastMap<Arc<ParamFlowRule>, Arc<ValueTable>>,
+}
+
+impl ParamFlowTable {
+    /// Compiles deduplicated, validated rules. A rule equal to one in `previous` keeps its
+    /// per-value state (its buckets, spacing and calls in flight).
+    pub(crate) fn compile(rules: Vec<Arc<ParamFlowRule>>, previous: &ParamFlowTable) -> Self {
+        let mut values = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        let mut grouped: FastMap<Arc<str>, Vec<CompiledParamRule>> = FastMap::default();
+        for rule in &rules {
+            let table = previous.values.get(rule).cloned().unwrap_or_else(|| {
+                Arc::new(ValueTable::new(
+                    rule.capacity(),
+                    rule.grade == ParamFlowGrade::Thread,
+                ))
+            });
+            values.insert(rule.clone(), table.clone());
+            grouped
+                .entry(Arc::from(rule.resource.as_str()))
+                .or_default()
+                .push(CompiledParamRule::compile(rule, table));
+        }
+        let by_resource = grouped
+            .into_iter()
+            .map(|(resource, rules)| (resource, Arc::new(ResourceParamRules { rules })))
+            .collect();
+        Self {
+            rules,
+            by_resource,
+            values,
+        }
+    }
+
+    /// The heap bytes of every rule's per-value table.
+    pub(crate) fn value_bytes(&self) -> usize {
+        self.values.values().map(|t| t.bytes()).sum()
+    }
+}
