@@ -12,13 +12,16 @@
 //!
 //! The Sentinel dashboard (with its Nacos rule publishers) and Spring Cloud Alibaba keep an
 //! application's rules in group `SENTINEL_GROUP`, one dataId per family: `{app}-flow-rules`,
-//! `{app}-degrade-rules`, `{app}-system-rules`, `{app}-authority-rules` (and
-//! `{app}-param-rules`), each a JSON list of Sentinel (Java) rules. A Rust service pointed
-//! at the same dataIds sees the same rules and follows every change. [`NacosSource::dashboard`]
-//! reads the four; [`dashboard_keys`] names them, to give each its converter:
+//! `{app}-degrade-rules`, `{app}-system-rules`, `{app}-authority-rules` and
+//! `{app}-param-rules`, each a JSON list of Sentinel (Java) rules (the authority and param
+//! ones as the dashboard's nested `{"rule": {...}}` entities). A Rust service pointed at the
+//! same dataIds sees the same rules and follows every change. [`NacosSource::dashboard`]
+//! reads the five; [`dashboard_keys`] names them, to give each its converter:
 //!
 //! ```no_run
-//! use sentinel_core::datasource::{AuthorityJson, DataSource, DegradeJson, FlowJson, SystemJson};
+//! use sentinel_core::datasource::{
+//!     AuthorityJson, DataSource, DegradeJson, FlowJson, ParamFlowJson, SystemJson,
+//! };
 //! use sentinel_core::Sentinel;
 //! use sentinel_datasource_nacos::{dashboard_keys, NacosConfig, NacosSource};
 //!
@@ -30,16 +33,17 @@
 //!     .build()?;
 //!
 //! let sentinel = Sentinel::new();
-//! let [flow, degrade, system, authority] = dashboard_keys("orders");
+//! let [flow, degrade, system, authority, param] = dashboard_keys("orders");
 //! let source = DataSource::builder(NacosSource::dashboard(config, "orders")?, FlowJson::new())
 //!     .converter_for(flow.entry_key(), FlowJson::new())
 //!     .converter_for(degrade.entry_key(), DegradeJson::new())
 //!     .converter_for(system.entry_key(), SystemJson::new())
 //!     .converter_for(authority.entry_key(), AuthorityJson::new())
+//!     .converter_for(param.entry_key(), ParamFlowJson::new())
 //!     .name("nacos-orders")
 //!     .start(&sentinel)
 //!     .await?;
-//! // The four dataIds are read and applied as one update, and so is every later change.
+//! // The five dataIds are read and applied as one update, and so is every later change.
 //! println!("{} flow rules", sentinel.flow_rules().rules().len());
 //! source.close().await;
 //! # Ok(())

@@ -83,8 +83,8 @@ impl NacosSource {
     }
 
     /// The Sentinel dashboard's dataIds for `app` in `SENTINEL_GROUP`: `{app}-flow-rules`,
-    /// `{app}-degrade-rules`, `{app}-system-rules` and `{app}-authority-rules`, in that
-    /// order (see [`dashboard_keys`]).
+    /// `{app}-degrade-rules`, `{app}-system-rules`, `{app}-authority-rules` and
+    /// `{app}-param-rules`, in that order (see [`dashboard_keys`]).
     pub fn dashboard(config: NacosConfig, app: &str) -> Result<Self, SourceError> {
         Self::configs(config, dashboard_keys(app))
     }
@@ -148,9 +148,10 @@ impl NacosSource {
 
 /// The Sentinel dashboard's dataIds for `app` in `SENTINEL_GROUP`, as its Nacos rule
 /// publishers name them: `{app}-flow-rules`, `{app}-degrade-rules`, `{app}-system-rules`,
-/// `{app}-authority-rules`.
-pub fn dashboard_keys(app: &str) -> [ConfigKey; 4] {
-    ["flow", "degrade", "system", "authority"]
+/// `{app}-authority-rules`, `{app}-param-rules` (hot parameters, read with
+/// [`ParamFlowJson`](sentinel_core::datasource::ParamFlowJson)).
+pub fn dashboard_keys(app: &str) -> [ConfigKey; 5] {
+    ["flow", "degrade", "system", "authority", "param"]
         .map(|family| ConfigKey::new(format!("{app}-{family}-rules"), SENTINEL_GROUP))
 }
 

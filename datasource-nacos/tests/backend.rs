@@ -19,8 +19,8 @@ use sentinel_core::datasource::testkit::{
     Partition,
 };
 use sentinel_core::datasource::{
-    AuthorityJson, DataSource, DegradeJson, FlowJson, ReadableDataSource, SourceError, SystemJson,
-    WatchEvent,
+    AuthorityJson, DataSource, DegradeJson, FlowJson, ParamFlowJson, ReadableDataSource,
+    SourceError, SystemJson, WatchEvent,
 };
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
@@ -131,7 +131,7 @@ async fn the_same_data_id_in_two_namespaces_is_two_configs() {
 #[tokio::test]
 async fn several_data_ids_apply_together_and_a_change_to_one_applies_with_the_others() {
     let app = unique_id("app");
-    let [flow, degrade, system, authority] = dashboard_keys(&app);
+    let [flow, degrade, system, authority, param] = dashboard_keys(&app);
     let w = writer(config(&addr())).await;
     w.put_bytes(&flow, r#"[{"resource":"GET:/order","count":5}]"#)
         .await
@@ -150,6 +150,7 @@ async fn several_data_ids_apply_together_and_a_change_to_one_applies_with_the_ot
         .converter_for(degrade.entry_key(), DegradeJson::new())
         .converter_for(system.entry_key(), SystemJson::new())
         .converter_for(authority.entry_key(), AuthorityJson::new())
+        .converter_for(param.entry_key(), ParamFlowJson::new())
         .start(&sentinel)
         .await
         .expect("starts");
@@ -188,7 +189,7 @@ async fn the_dashboards_payloads_load_through_this_source() {
             .unwrap_or_else(|e| panic!("cannot read sentinel-core/tests/data/rules/{name}: {e}"))
     };
     let app = unique_id("dashboard");
-    let [flow, degrade, system, authority] = dashboard_keys(&app);
+    let [flow, degrade, system, authority, param] = dashboard_keys(&app);
     let w = writer(config(&addr())).await;
     for (key, file) in [
         (
@@ -207,6 +208,10 @@ async fn the_dashboards_payloads_load_through_this_source() {
             &authority,
             "authority__alibaba-spring-cloud-alibaba__sentinel-core-example-authority.json",
         ),
+        (
+            &param,
+            "param-flow__alibaba-spring-cloud-alibaba__sentinel-core-example-param-flow.json",
+        ),
     ] {
         w.put_bytes(key, &load(file)).await.expect("publish");
     }
@@ -218,6 +223,7 @@ async fn the_dashboards_payloads_load_through_this_source() {
     .converter_for(degrade.entry_key(), DegradeJson::new())
     .converter_for(system.entry_key(), SystemJson::new())
     .converter_for(authority.entry_key(), AuthorityJson::new())
+    .converter_for(param.entry_key(), ParamFlowJson::new())
     .start(&sentinel)
     .await
     .expect("the dashboard's payloads load");
@@ -225,6 +231,7 @@ async fn the_dashboards_payloads_load_through_this_source() {
     assert!(!sentinel.degrade_rules().rules().is_empty());
     assert!(!sentinel.system_rules().rules().is_empty());
     assert!(!sentinel.authority_rules().rules().is_empty());
+    assert_eq!(sentinel.param_flow_rules().rules().len(), 1);
     assert_eq!(ds.status().rejected_count, 0);
     ds.close().await;
 }

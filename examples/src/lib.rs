@@ -124,11 +124,12 @@ pub async fn live(sentinel: &Sentinel, source: &DataSource, resource: &'static s
             .collect();
         let status = source.status();
         println!(
-            "  flow rules: [{}]  (degrade {}, system {}, authority {}) applied={} connected={}",
+            "  flow rules: [{}]  (degrade {}, system {}, authority {}, param-flow {}) applied={} connected={}",
             rules.join("; "),
             sentinel.degrade_rules().rules().len(),
             sentinel.system_rules().rules().len(),
             sentinel.authority_rules().rules().len(),
+            sentinel.param_flow_rules().rules().len(),
             status.applied_count,
             status.connected,
         );

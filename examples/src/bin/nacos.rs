@@ -16,7 +16,7 @@
 //! namespace, credentials, the load).
 
 use sentinel_core::datasource::{
-    AuthorityJson, DataSource, DegradeJson, FlowJson, ReadableDataSource, SystemJson,
+    AuthorityJson, DataSource, DegradeJson, FlowJson, ParamFlowJson, ReadableDataSource, SystemJson,
 };
 use sentinel_core::Sentinel;
 use sentinel_datasource_nacos::{dashboard_keys, NacosConfig, NacosSource};
@@ -57,11 +57,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sentinel = Sentinel::new();
     let backend = NacosSource::dashboard(config, &args.app)?;
     println!("watching {}", backend.describe());
-    let [_, degrade, system, authority] = dashboard_keys(&args.app);
+    let [_, degrade, system, authority, param] = dashboard_keys(&args.app);
     let source = DataSource::builder(backend, FlowJson::new())
         .converter_for(degrade.entry_key(), DegradeJson::new())
         .converter_for(system.entry_key(), SystemJson::new())
         .converter_for(authority.entry_key(), AuthorityJson::new())
+        .converter_for(param.entry_key(), ParamFlowJson::new())
         .name("nacos")
         .start(&sentinel)
         .await?;

@@ -7,15 +7,23 @@
 //!
 //! Edit the rules file while it runs: the numbers change within a fraction of a second. A
 //! broken edit is rejected, printed, and the previous rules keep working.
+//!
+//! `GET:/cart` has a hot-parameter rule: at most 5 calls a second per user (argument 0). The
+//! simulated user `alice` calls 50 times a second and is held to 5; nine other users, one
+//! call a second each, are never blocked.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sentinel_core::datasource::{CombinedJson, DataSource};
+use sentinel_core::param_flow::ParamValue;
 use sentinel_core::{Sentinel, SentinelEvent};
 use sentinel_datasource_file::FileSource;
 
-/// The embedded default: a combined document with flow and circuit-breaker rules.
+/// The embedded default: a combined document with flow, circuit-breaker and hot-parameter
+/// rules.
 const DEFAULT_RULES: &str = r#"{
   "flow": [
     { "resource": "GET:/order", "count": 20, "grade": 1 },
@@ -24,11 +32,49 @@ const DEFAULT_RULES: &str = r#"{
   "degrade": [
     { "resource": "GET:/stock", "grade": 0, "count": 150, "slowRatioThreshold": 0.5,
       "minRequestAmount": 5, "statIntervalMs": 1000, "timeWindow": 3 }
+  ],
+  "paramFlow": [
+    { "resource": "GET:/cart", "paramIdx": 0, "count": 5 }
   ]
 }
 "#;
 
-const RESOURCES: [&str; 2] = ["GET:/order", "GET:/stock"];
+const RESOURCES: [&str; 3] = ["GET:/order", "GET:/stock", "GET:/cart"];
+
+/// Passes and blocks of `GET:/cart` since the last report: alice's, then the other users'.
+#[derive(Default)]
+struct CartCounts([AtomicU64; 4]);
+
+impl CartCounts {
+    fn count(&self, alice: bool, passed: bool) {
+        let i = usize::from(!alice) * 2 + usize::from(!passed);
+        self.0[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts, reset.
+    fn take(&self) -> [u64; 4] {
+        self.0.each_ref().map(|c| c.swap(0, Ordering::Relaxed))
+    }
+}
+
+/// `GET:/cart`: user `alice` 50 calls a second, nine other users one call a second each.
+async fn shop(sentinel: Sentinel, counts: Arc<CartCounts>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let others: Vec<String> = (1..=9).map(|i| format!("user-{i}")).collect();
+    let mut n: usize = 0;
+    loop {
+        tick.tick().await;
+        n += 1;
+        let alice = [ParamValue::from("alice")];
+        let passed = sentinel.entry("GET:/cart").args(&alice).enter().is_ok();
+        counts.count(true, passed);
+        if n.is_multiple_of(5) {
+            let user = [ParamValue::from(&others[(n / 5) % others.len()])];
+            let passed = sentinel.entry("GET:/cart").args(&user).enter().is_ok();
+            counts.count(false, passed);
+        }
+    }
+}
 
 /// The quickstart: rules in a local file, hot-updated while a simulated service runs.
 #[derive(Debug, clap::Parser)]
@@ -59,6 +105,15 @@ fn describe_rules(sentinel: &Sentinel) -> String {
             .iter()
             .map(|(r, state)| format!("breaker {} {:?} [{state}]", r.resource, r.grade)),
     );
+    parts.extend(sentinel.param_flow_rules().rules().iter().map(|r| {
+        format!(
+            "per-value {} arg {} <= {} per {} s",
+            r.resource,
+            r.param_idx.unwrap_or(0),
+            r.count,
+            r.duration_in_sec
+        )
+    }));
     if parts.is_empty() {
         "no rules".to_owned()
     } else {
@@ -155,6 +210,9 @@ async fn main() {
         }
     });
 
+    let counts = Arc::new(CartCounts::default());
+    let cart = tokio::spawn(shop(sentinel.clone(), counts.clone()));
+
     let mut second = tokio::time::interval(Duration::from_secs(1));
     second.tick().await;
     let mut elapsed = 0;
@@ -168,6 +226,11 @@ async fn main() {
             "[{elapsed:>3}s] {}",
             examples::report(&sentinel, &RESOURCES)
         );
+        let [alice_pass, alice_block, others_pass, others_block] = counts.take();
+        println!(
+            "       GET:/cart per user: alice pass {alice_pass:>3} block {alice_block:>3} | \
+             9 others pass {others_pass:>3} block {others_block:>3}"
+        );
         println!("       rules: {}", describe_rules(&sentinel));
         if args.seconds.is_some_and(|limit| elapsed >= limit) {
             break;
@@ -175,6 +238,7 @@ async fn main() {
     }
     order.abort();
     stock.abort();
+    cart.abort();
     let status = data_source.status();
     println!(
         "source {}: {} applied, {} rejected, last error: {}",

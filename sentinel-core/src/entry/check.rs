@@ -1,16 +1,19 @@
 //! The checks of one call, in Sentinel's slot order (authority, system, flow, circuit
 //! breaker), and the counting of its pass or block: the hot path.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::builder::{EntryBuilder, EntryType, Target};
-use super::guard::{count_pass, give_back, queued_bits, Entry, NodeRef, RESERVED_ON_INBOUND};
+use super::guard::{
+    count_pass, give_back, queued_bits, Entry, NodeRef, PARAM_HOLDS, RESERVED_ON_INBOUND,
+};
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::{plain_qps_passes, CheckContext};
-use crate::param_flow::Holds;
+use crate::param_flow::{CallArgs, Holds, ResourceParamRules};
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -36,8 +39,9 @@ impl<'a> EntryBuilder<'a> {
         // The closure reports through `blocked` and returns a register-sized verdict: moving
         // a large return value out of it costs more than the checks themselves.
         let mut blocked: Option<BlockError> = None;
-        // Places thread-grade param rules take; given back if a later check blocks.
-        let mut holds = Holds::None;
+        // Places thread-grade param rules take; given back if a later check blocks. Dropped
+        // by hand, so that a call without any pays no drop glue.
+        let mut holds = ManuallyDrop::new(Holds::None);
         let verdict = with_rules(
             &node.shared,
             #[inline(always)]
@@ -79,17 +83,12 @@ impl<'a> EntryBuilder<'a> {
                     };
                     // Hot parameters, before flow (Sentinel's slot order). A call without
                     // arguments passes every param rule.
-                    if let Some(param) = rules.param.as_ref().filter(|_| !self.args.is_empty()) {
-                        match param.check(&self.args, now, self.batch, &mut holds) {
-                            Ok(wait_ms) => verdict.wait_ns = wait_ms.saturating_mul(1_000_000),
-                            Err(hot) => {
-                                break 'checks BlockError::ParamFlow {
-                                    resource: node.name.clone(),
-                                    rule: hot.rule.clone(),
-                                    value: shared
-                                        .param_values_in_errors
-                                        .then(|| hot.value.to_string()),
-                                };
+                    if let Some(param) = rules.param.as_deref() {
+                        if !self.args.is_empty() {
+                            match check_params(param, &self.args, now, self.batch, &mut holds, node)
+                            {
+                                Ok(wait_ns) => verdict.wait_ns = wait_ns,
+                                Err(error) => break 'checks error,
                             }
                         }
                     }
@@ -168,6 +167,7 @@ impl<'a> EntryBuilder<'a> {
                 now,
                 batch,
             );
+            drop(ManuallyDrop::into_inner(holds));
             return Err(error);
         }
         if wait_ns != 0 {
@@ -189,17 +189,22 @@ impl<'a> EntryBuilder<'a> {
             origin_node,
             context_node,
             breakers,
-            params: holds,
-            start_ms: now,
-            batch: self.batch,
-            inbound,
-            error: false,
             pending: reserved
+                | if matches!(*holds, Holds::None) {
+                    0
+                } else {
+                    PARAM_HOLDS
+                }
                 | if wait_ns == 0 {
                     0
                 } else {
                     queued_bits(borrowed)
                 },
+            params: holds,
+            start_ms: now,
+            batch: self.batch,
+            inbound,
+            error: false,
         })
     }
 }
@@ -216,6 +221,30 @@ struct Verdict {
     breakers: bool,
     /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).
     reserved: u8,
+}
+
+/// The param-flow check, out of line: it keeps the common paths' code small enough to inline.
+/// `Ok` gives the wait in nanoseconds.
+#[inline(never)]
+fn check_params(
+    rules: &ResourceParamRules,
+    args: &CallArgs<'_>,
+    now: u64,
+    batch: u32,
+    holds: &mut Holds,
+    node: &ResourceNode,
+) -> Result<u64, BlockError> {
+    match rules.check(args, now, batch, holds) {
+        Ok(wait_ms) => Ok(wait_ms.saturating_mul(1_000_000)),
+        Err(hot) => Err(BlockError::ParamFlow {
+            resource: node.name.clone(),
+            rule: hot.rule.clone(),
+            value: node
+                .shared
+                .param_values_in_errors
+                .then(|| hot.value.to_string()),
+        }),
+    }
 }
 
 /// Checks each breaker in turn. When one blocks, the breakers before it that admitted this

@@ -1,6 +1,7 @@
 //! The RAII [`Entry`] of a call that passed: counted when it starts, exited when dropped.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::engine::{with_rules, ResourceNode};
@@ -73,6 +74,9 @@ impl Entry<'_> {
     #[inline(never)]
     fn exit_pending(&mut self) -> bool {
         let pending = std::mem::take(&mut self.pending);
+        if pending & PARAM_HOLDS != 0 {
+            drop(std::mem::take(&mut *self.params));
+        }
         if let Some(node) = self.node.as_deref() {
             give_back(
                 pending & RESERVED_BITS,
@@ -93,7 +97,7 @@ impl Entry<'_> {
             return;
         };
         let borrowed = self.pending & QUEUED_BORROWED != 0;
-        self.pending &= RESERVED_BITS;
+        self.pending &= RESERVED_BITS | PARAM_HOLDS;
         count_pass(
             node,
             self.origin_node.as_deref(),
@@ -113,6 +117,8 @@ const QUEUED_BORROWED: u8 = 0x40;
 /// `Entry::pending`: the place the system `maxThread` check reserved on the inbound node
 /// (beside the flow rules' `RESERVED_ON_*` bits).
 pub(super) const RESERVED_ON_INBOUND: u8 = 0x08;
+/// `Entry::pending`: thread-grade param rules hold places for the call (`Entry::params`).
+pub(super) const PARAM_HOLDS: u8 = 0x10;
 /// `Entry::pending`: every reservation bit.
 const RESERVED_BITS: u8 = 0x0f;
 
@@ -172,7 +178,8 @@ pub struct Entry<'a> {
     /// The resource had circuit breakers when the call entered: exit reports to them.
     pub(super) breakers: bool,
     /// The places thread-grade param rules hold for the call, given back when it exits.
-    pub(super) params: Holds,
+    /// Dropped by hand when `pending` has [`PARAM_HOLDS`].
+    pub(super) params: ManuallyDrop<Holds>,
     pub(super) start_ms: u64,
     pub(super) batch: u32,
     pub(super) inbound: bool,
@@ -201,7 +208,7 @@ impl<'a> Entry<'a> {
             origin_node: None,
             context_node: None,
             breakers: false,
-            params: Holds::None,
+            params: ManuallyDrop::new(Holds::None),
             start_ms: 0,
             batch: 0,
             inbound: false,
@@ -241,7 +248,7 @@ impl<'a> Entry<'a> {
             origin_node: self.origin_node.take(),
             context_node: self.context_node.take(),
             breakers: self.breakers,
-            params: std::mem::take(&mut self.params),
+            params: ManuallyDrop::new(std::mem::take(&mut *self.params)),
             start_ms: self.start_ms,
             batch: self.batch,
             inbound: self.inbound,

@@ -66,7 +66,10 @@ pub(crate) fn plain_qps_passes(
     batch: u32,
     prioritized: bool,
 ) -> bool {
-    plain_qps.is_some_and(|count| !prioritized && stat.pass_qps(now_ms) + f64::from(batch) <= count)
+    match plain_qps {
+        Some(count) => !prioritized && stat.pass_qps(now_ms) + f64::from(batch) <= count,
+        None => false,
+    }
 }
 
 /// Which callers a rule's `limitApp` selects, decided once at compile time.
