@@ -74,9 +74,12 @@ fn entry_and_exit_do_not_allocate() {
         .expect("valid rule");
     let handle = sentinel.resource("r");
     // Warm up: the resource node, origin node and arc-swap's per-thread slots are created
-    // on first use.
-    for _ in 0..100 {
+    // on first use, and a node's minute window when its first round rolls up (four 500 ms
+    // rounds are kept: the warm-up runs past them).
+    let warm_until = std::time::Instant::now() + std::time::Duration::from_millis(2_100);
+    while std::time::Instant::now() < warm_until {
         drop(sentinel.entry("r").origin("web").inbound().enter());
+        drop(sentinel.entry("b").enter());
         drop(sentinel.entry("b").enter());
         drop(handle.entry().enter());
     }
@@ -164,8 +167,11 @@ fn every_family_and_controller_does_not_allocate() {
         .system_rules()
         .load_rules(vec![SystemRule::new().qps(1e9)])
         .expect("valid rule");
-    for _ in 0..100 {
+    // Past four 500 ms rounds, so that every node has rolled a round up (its minute window
+    // is made then).
+    for _ in 0..2_100 {
         every_path(&sentinel);
+        clock.advance_ms(1);
     }
     let allocations = allocations_during(|| {
         for _ in 0..2_000 {
@@ -205,7 +211,7 @@ fn param_flow_does_not_allocate() {
             clock.advance_ms(1);
         }
     };
-    run(0, 1_000);
-    let allocations = allocations_during(|| run(1_000, 201_000));
+    run(0, 2_100);
+    let allocations = allocations_during(|| run(2_100, 202_100));
     assert_eq!(allocations, 0, "a param-flow check allocated");
 }

@@ -188,7 +188,7 @@ impl CircuitBreaker {
         };
         let t = self.window_time(now);
         let (stripe, owned) = my_stripe();
-        let bucket = self.window.current_with(stripe, t, |_, _| {});
+        let (bucket, _) = self.window.current_with(stripe, t, |_, _| {});
         bucket.add_by(Event::Pass, 1, owned);
         if bad {
             bucket.add_by(Event::Error, 1, owned);

@@ -1,6 +1,7 @@
 //! Sliding-window statistics: per resource, per (resource, origin), per (context, resource)
 //! and one global inbound node.
 
+mod minute;
 mod node;
 mod stripe;
 mod window;

@@ -1,12 +1,12 @@
 //! Statistics for one node: a resource, a (resource, origin) pair, a (context, resource)
 //! pair, or the global inbound node.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-use crossbeam_utils::CachePadded;
-
-use super::stripe::{my_stripe, StripedWindow, STRIPES};
-use super::window::{Event, Window};
+use super::minute::MinuteWindow;
+use super::stripe::{my_stripe, Stripe, StripedWindow};
+use super::window::{Bucket, Event, Window};
 
 /// Buckets in the second-level window.
 pub(crate) const SECOND_BUCKETS: usize = 2;
@@ -14,8 +14,6 @@ pub(crate) const SECOND_BUCKETS: usize = 2;
 pub(crate) const SECOND_INTERVAL_MS: u64 = 1000;
 /// Length of a second-level bucket.
 const SECOND_BUCKET_MS: u64 = SECOND_INTERVAL_MS / SECOND_BUCKETS as u64;
-/// Buckets in the minute-level window.
-pub(crate) const MINUTE_BUCKETS: usize = 60;
 /// Length of the minute-level window.
 pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 
@@ -27,23 +25,22 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 /// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. The
 /// second-level window and the concurrency gauge are split into thread-owned stripes
 /// (see `stripe`), so the hot path writes without locked instructions.
+///
+/// Memory is allocated as it is needed: a stripe when a thread first writes it, the minute
+/// window when the first round rolls up, the borrowed window on the first borrow.
 #[derive(Debug)]
 pub(crate) struct StatNode {
-    concurrency: Box<[CachePadded<AtomicI64>]>,
     second: StripedWindow<SECOND_BUCKET_MS>,
-    minute: Window<MINUTE_BUCKET_MS>,
+    minute: OnceLock<Box<MinuteWindow>>,
     /// Passes that prioritized calls borrowed from future buckets, keyed by the future
     /// bucket's start. They count as passes once their bucket has started.
-    borrowed: Window<SECOND_BUCKET_MS>,
+    borrowed: OnceLock<Box<Window<SECOND_BUCKET_MS>>>,
     /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
     has_borrowed: AtomicBool,
     /// Calls in flight that a concurrency (thread-grade) rule admitted by reserving a place
     /// here: the exact part of that check (see [`reserve`](Self::reserve)).
     reserved: AtomicU64,
 }
-
-/// Length of a minute-level bucket.
-const MINUTE_BUCKET_MS: u64 = MINUTE_INTERVAL_MS / MINUTE_BUCKETS as u64;
 
 /// Longest a prioritized call may wait for a slot in a future bucket (Sentinel's
 /// `OccupyTimeoutProperty`, 500 ms).
@@ -61,32 +58,43 @@ impl Default for StatNode {
 impl StatNode {
     pub(crate) fn new() -> Self {
         Self {
-            concurrency: (0..STRIPES)
-                .map(|_| CachePadded::new(AtomicI64::new(0)))
-                .collect(),
             second: StripedWindow::new(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
-            minute: Window::new(MINUTE_BUCKETS, MINUTE_INTERVAL_MS),
-            // Four rounds: a borrow reaches one round ahead while the round before the current
-            // one is still in the window, so the two must not share a slot.
-            borrowed: Window::with_retention(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
+            minute: OnceLock::new(),
+            borrowed: OnceLock::new(),
             has_borrowed: AtomicBool::new(false),
             reserved: AtomicU64::new(0),
         }
     }
 
     /// This thread's live second-level bucket for `now` (rolling a finished round into the
-    /// minute window), and whether this thread owns it.
+    /// minute window), its stripe, and whether this thread owns it.
     #[inline(always)]
-    fn bucket(&self, now: u64) -> (&super::window::Bucket, usize, bool) {
+    fn bucket(&self, now: u64) -> (&Bucket, &Stripe<SECOND_BUCKET_MS>, bool) {
         let (stripe, owned) = my_stripe();
-        let bucket = self.second.current_with(stripe, now, |start, finished| {
+        let (bucket, stripe) = self.second.current_with(stripe, now, |start, finished| {
             if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
-                if let Some(minute) = self.minute.bucket_at(start) {
-                    minute.absorb(finished);
-                }
+                self.minute().absorb(start, finished);
             }
         });
         (bucket, stripe, owned)
+    }
+
+    /// The minute window, made on the first roll-up.
+    fn minute(&self) -> &MinuteWindow {
+        self.minute.get_or_init(|| Box::new(MinuteWindow::new()))
+    }
+
+    /// The borrowed window, made on the first borrow. Four rounds: a borrow reaches one
+    /// round ahead while the round before the current one is still in the window, so the two
+    /// must not share a slot.
+    fn borrowed(&self) -> &Window<SECOND_BUCKET_MS> {
+        self.borrowed.get_or_init(|| {
+            Box::new(Window::with_retention(
+                SECOND_BUCKETS,
+                SECOND_INTERVAL_MS,
+                SECOND_RETAINED,
+            ))
+        })
     }
 
     #[inline]
@@ -95,25 +103,12 @@ impl StatNode {
         bucket.add_by(event, n, owned);
     }
 
-    #[inline(always)]
-    fn add_concurrency(&self, stripe: usize, owned: bool, delta: i64) {
-        let gauge = &self.concurrency[stripe];
-        if owned {
-            gauge.store(
-                gauge.load(Ordering::Relaxed).wrapping_add(delta),
-                Ordering::Relaxed,
-            );
-        } else {
-            gauge.fetch_add(delta, Ordering::Relaxed);
-        }
-    }
-
     /// A call passed every check: count it and raise the concurrency.
     #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
         let (bucket, stripe, owned) = self.bucket(now);
         bucket.add_by(Event::Pass, n, owned);
-        self.add_concurrency(stripe, owned, 1);
+        stripe.add_concurrency(owned, 1);
     }
 
     /// A prioritized call passed on a borrowed future slot: its pass is already counted in
@@ -121,8 +116,18 @@ impl StatNode {
     #[inline]
     pub(crate) fn on_pass_borrowed(&self) {
         let (stripe, owned) = my_stripe();
-        self.second.mark_active(stripe);
-        self.add_concurrency(stripe, owned, 1);
+        self.second.stripe(stripe).add_concurrency(owned, 1);
+    }
+
+    #[cfg(test)]
+    /// The heap bytes this node's statistics hold now.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let minute = self.minute.get().map_or(0, |_| MinuteWindow::HEAP_BYTES);
+        let borrowed = self.borrowed.get().map_or(0, |_| {
+            std::mem::size_of::<Window<SECOND_BUCKET_MS>>()
+                + SECOND_RETAINED * std::mem::size_of::<Bucket>()
+        });
+        self.second.heap_bytes() + minute + borrowed
     }
 
     /// Sentinel's `tryOccupyNext`: how long a prioritized call must wait until a bucket
@@ -158,7 +163,7 @@ impl StatNode {
     /// now.
     pub(crate) fn borrow_future(&self, now: u64, future: u64, n: u64) {
         self.has_borrowed.store(true, Ordering::Release);
-        self.borrowed.current(future).add(Event::Pass, n);
+        self.borrowed().current(future).add(Event::Pass, n);
         self.add(now, Event::OccupiedPass, n);
     }
 
@@ -166,7 +171,9 @@ impl StatNode {
     #[inline(always)]
     fn borrowed_in(&self, from: u64, to: u64) -> u64 {
         if self.has_borrowed.load(Ordering::Acquire) {
-            self.borrowed.sum_range(from, to, Event::Pass)
+            self.borrowed
+                .get()
+                .map_or(0, |b| b.sum_range(from, to, Event::Pass))
         } else {
             0
         }
@@ -187,7 +194,9 @@ impl StatNode {
 
     /// Passes borrowed from buckets that have not started yet.
     fn borrowed_after(&self, now: u64) -> u64 {
-        self.borrowed.sum_range(now + 1, u64::MAX, Event::Pass)
+        self.borrowed
+            .get()
+            .map_or(0, |b| b.sum_range(now + 1, u64::MAX, Event::Pass))
     }
 
     #[inline]
@@ -204,17 +213,14 @@ impl StatNode {
         if error {
             bucket.add_by(Event::Error, n, owned);
         }
-        self.add_concurrency(stripe, owned, -1);
+        stripe.add_concurrency(owned, -1);
     }
 
     /// Calls in flight: the sum of the stripes (a call may enter on one thread and exit on
     /// another).
     #[inline]
     pub(crate) fn concurrency(&self) -> i64 {
-        self.concurrency
-            .iter()
-            .map(|g| g.load(Ordering::Relaxed))
-            .sum()
+        self.second.concurrency()
     }
 
     /// Reserves `n` places for a call a concurrency rule is checking; returns the places held
@@ -302,8 +308,10 @@ impl StatNode {
     /// Totals over the last minute: rolled-up rounds plus the live buckets.
     pub(crate) fn minute_totals(&self, now: u64) -> (u64, u64, u64, u64) {
         let from = now.saturating_sub(MINUTE_INTERVAL_MS - 1);
-        let total =
-            |event| self.minute.sum(now, event) + self.second.sum_range(from, now + 1, event);
+        let total = |event| {
+            let rolled = self.minute.get().map_or(0, |m| m.sum(now, event));
+            rolled + self.second.sum_range(from, now + 1, event)
+        };
         (
             total(Event::Pass),
             total(Event::Block),
@@ -442,5 +450,38 @@ mod tests {
         let (pass, _, _, _) = node.minute_totals(now);
         // Rounds from 101 s to 119.5 s (38) plus the new pass.
         assert_eq!(pass, 39);
+    }
+
+    #[test]
+    fn memory_is_allocated_as_it_is_needed() {
+        let node = StatNode::new();
+        assert_eq!(
+            node.heap_bytes(),
+            0,
+            "a node nobody entered holds no window"
+        );
+        node.on_pass(100_000, 1);
+        let one_stripe = node.heap_bytes();
+        assert!(one_stripe > 0 && one_stripe <= 512, "{one_stripe}");
+        node.on_complete(100_001, 1, 1, false);
+        assert_eq!(
+            node.heap_bytes(),
+            one_stripe,
+            "the same thread, the same stripe"
+        );
+        // Four rounds later the first bucket is reused: its round rolls up into the minute.
+        node.on_pass(102_000, 1);
+        let rolled = node.heap_bytes();
+        assert_eq!(rolled, one_stripe + MinuteWindow::HEAP_BYTES);
+        assert_eq!(MinuteWindow::HEAP_BYTES, 60 * 24);
+        std::thread::scope(|s| {
+            s.spawn(|| node.on_pass(102_001, 1));
+        });
+        assert_eq!(
+            node.heap_bytes(),
+            rolled + one_stripe,
+            "another thread: one more stripe"
+        );
+        assert_eq!(node.concurrency(), 2);
     }
 }

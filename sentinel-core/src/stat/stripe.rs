@@ -7,8 +7,12 @@
 //! share one more stripe with locked adds. Readers sum the stripes that have ever been
 //! written. With several threads on one resource, writers no longer bounce one cache line
 //! between cores.
+//!
+//! A stripe is allocated when a thread first writes it: a window that one thread uses holds
+//! one stripe, not nine.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use super::window::{Bucket, Event, Window};
 
@@ -99,64 +103,137 @@ fn lease_stripe() -> usize {
     stripe
 }
 
-/// A window split into per-thread stripes (`BUCKET_MS` as in [`Window`]).
+/// One thread's part of a [`StripedWindow`]: its window, and a concurrency gauge on a cache
+/// line of its own (the window's fields are read by every reader; the gauge is written by
+/// the owner on every call).
+#[derive(Debug)]
+pub(crate) struct Stripe<const BUCKET_MS: u64> {
+    window: Window<BUCKET_MS>,
+    gauge: Gauge,
+}
+
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Gauge(AtomicI64);
+
+impl<const BUCKET_MS: u64> Stripe<BUCKET_MS> {
+    /// Adds `delta` to the stripe's concurrency, with a plain store when `owned`.
+    #[inline(always)]
+    pub(crate) fn add_concurrency(&self, owned: bool, delta: i64) {
+        let gauge = &self.gauge.0;
+        if owned {
+            gauge.store(
+                gauge.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            gauge.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A window split into per-thread stripes (`BUCKET_MS` as in [`Window`]), each allocated
+/// on its first write.
 #[derive(Debug)]
 pub(crate) struct StripedWindow<const BUCKET_MS: u64 = 0> {
-    stripes: Box<[Window<BUCKET_MS>]>,
+    stripes: [OnceLock<Box<Stripe<BUCKET_MS>>>; STRIPES],
     /// Stripes ever written, one bit each: readers skip the others.
     active: AtomicU64,
+    buckets: u32,
+    retained: u32,
     bucket_ms: u64,
     interval_ms: u64,
 }
 
 impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
     pub(crate) fn new(buckets: usize, interval_ms: u64, retained: usize) -> Self {
-        let stripes: Box<[Window<BUCKET_MS>]> = (0..STRIPES)
-            .map(|_| Window::with_retention(buckets, interval_ms, retained))
-            .collect();
-        let (bucket_ms, interval_ms) = stripes
-            .first()
-            .map_or((1, interval_ms), |w| (w.bucket_ms(), w.interval_ms()));
+        // The shape every stripe will have (as `Window::with_retention` makes it).
+        let buckets = buckets.max(1);
+        let bucket_ms = if BUCKET_MS > 0 {
+            BUCKET_MS
+        } else {
+            (interval_ms / buckets as u64).max(1)
+        };
         Self {
-            stripes,
+            stripes: Default::default(),
             active: AtomicU64::new(0),
+            buckets: u32::try_from(buckets).unwrap_or(u32::MAX),
+            retained: u32::try_from(retained).unwrap_or(u32::MAX),
             bucket_ms,
-            interval_ms,
+            interval_ms: bucket_ms * buckets as u64,
         }
     }
 
-    #[inline]
-    pub(crate) fn mark_active(&self, stripe: usize) {
-        let bit = 1u64 << stripe;
-        if self.active.load(Ordering::Relaxed) & bit == 0 {
-            self.active.fetch_or(bit, Ordering::Relaxed);
-        }
+    /// The stripe `stripe`, allocated (and marked active) on first use.
+    #[inline(always)]
+    pub(crate) fn stripe(&self, stripe: usize) -> &Stripe<BUCKET_MS> {
+        self.stripes[stripe].get_or_init(
+            #[cold]
+            || {
+                let window = Window::with_retention(
+                    self.buckets as usize,
+                    self.interval_ms,
+                    self.retained as usize,
+                );
+                let made = Box::new(Stripe {
+                    window,
+                    gauge: Gauge::default(),
+                });
+                // Readers may see the bit a moment before the stripe: they skip it.
+                self.active.fetch_or(1 << stripe, Ordering::Relaxed);
+                made
+            },
+        )
     }
 
     /// The stripes that have been written.
     #[inline(always)]
-    fn active(&self) -> impl Iterator<Item = &Window<BUCKET_MS>> {
+    fn active_stripes(&self) -> impl Iterator<Item = &Stripe<BUCKET_MS>> {
         let mut bits = self.active.load(Ordering::Relaxed);
-        std::iter::from_fn(move || {
+        std::iter::from_fn(move || loop {
             if bits == 0 {
                 return None;
             }
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            self.stripes.get(i)
+            if let Some(stripe) = self.stripes.get(i).and_then(OnceLock::get) {
+                return Some(&**stripe);
+            }
         })
     }
 
-    /// The bucket of `stripe` for `now`, handing a finished round to `retire`.
+    /// The windows of the stripes that have been written.
+    #[inline(always)]
+    fn active(&self) -> impl Iterator<Item = &Window<BUCKET_MS>> {
+        self.active_stripes().map(|s| &s.window)
+    }
+
+    /// The bucket of `stripe` for `now`, handing a finished round to `retire`; and the
+    /// stripe.
     #[inline(always)]
     pub(crate) fn current_with(
         &self,
         stripe: usize,
         now: u64,
         retire: impl FnOnce(u64, &Bucket),
-    ) -> &Bucket {
-        self.mark_active(stripe);
-        self.stripes[stripe].current_with(now, retire, |_, _| {})
+    ) -> (&Bucket, &Stripe<BUCKET_MS>) {
+        let stripe = self.stripe(stripe);
+        (stripe.window.current_with(now, retire, |_, _| {}), stripe)
+    }
+
+    /// The sum of every stripe's concurrency gauge.
+    pub(crate) fn concurrency(&self) -> i64 {
+        self.active_stripes()
+            .map(|s| s.gauge.0.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    #[cfg(test)]
+    /// The heap bytes of the stripes allocated so far.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let per_stripe = std::mem::size_of::<Stripe<BUCKET_MS>>()
+            + self.retained.max(self.buckets) as usize * std::mem::size_of::<Bucket>();
+        self.active.load(Ordering::Relaxed).count_ones() as usize * per_stripe
     }
 
     pub(crate) fn interval_ms(&self) -> u64 {
@@ -169,12 +246,13 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
 
     #[inline(always)]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
-        let Some(first) = self.stripes.first() else {
+        let mut windows = self.active();
+        let Some(first) = windows.next() else {
             return 0;
         };
         let round = first.round_of(now);
-        let mut total = 0;
-        for window in self.active() {
+        let mut total = first.sum_at(round, event);
+        for window in windows {
             total += window.sum_at(round, event);
         }
         total
@@ -235,10 +313,16 @@ mod tests {
     #[test]
     fn sums_cover_every_written_stripe() {
         let w: StripedWindow = StripedWindow::new(2, 1000, 4);
-        w.current_with(0, 100, |_, _| {}).add(Event::Pass, 2);
-        w.current_with(3, 100, |_, _| {}).add(Event::Pass, 5);
+        assert_eq!(w.heap_bytes(), 0, "no stripe before a write");
+        w.current_with(0, 100, |_, _| {}).0.add(Event::Pass, 2);
+        w.current_with(3, 100, |_, _| {}).0.add(Event::Pass, 5);
         w.current_with(SHARED_STRIPE, 600, |_, _| {})
+            .0
             .add(Event::Pass, 1);
+        w.stripe(3).add_concurrency(true, 2);
+        w.stripe(SHARED_STRIPE).add_concurrency(false, -1);
+        assert_eq!(w.concurrency(), 1);
+        assert_eq!(w.active_stripes().count(), 3, "three stripes allocated");
         assert_eq!(w.sum(700, Event::Pass), 8);
         assert_eq!(w.sum_range(0, 500, Event::Pass), 7);
         assert_eq!(w.max_round(700, Event::Pass), 7);

@@ -167,17 +167,6 @@ impl Bucket {
         }
     }
 
-    /// Adds every counter of `other` into this bucket (a roll-up).
-    pub(crate) fn absorb(&self, other: &Bucket) {
-        for (into, from) in self.counters.iter().zip(&other.counters) {
-            let v = from.load(Ordering::Relaxed);
-            if v != 0 {
-                into.fetch_add(v, Ordering::Relaxed);
-            }
-        }
-        self.record_rt(other.min_rt.load(Ordering::Relaxed));
-    }
-
     pub(crate) fn reset(&self) {
         for counter in &self.counters {
             counter.store(0, Ordering::Relaxed);
@@ -195,7 +184,6 @@ impl Bucket {
 pub(crate) struct Window<const BUCKET_MS: u64 = 0> {
     buckets: Box<[Bucket]>,
     bucket_ms: u64,
-    interval_ms: u64,
     /// Buckets inside the interval.
     per_interval: u64,
     /// `bucket_ms` and the bucket count as divisors: a hardware division costs about as
@@ -207,6 +195,7 @@ pub(crate) struct Window<const BUCKET_MS: u64 = 0> {
 }
 
 impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
+    #[cfg(test)]
     /// `buckets` buckets over `interval_ms`, retaining exactly the interval.
     pub(crate) fn new(buckets: usize, interval_ms: u64) -> Self {
         Self::with_retention(buckets, interval_ms, buckets)
@@ -225,7 +214,6 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
         Self {
             buckets: (0..len).map(|_| Bucket::new()).collect(),
             bucket_ms,
-            interval_ms: bucket_ms * buckets as u64,
             per_interval: buckets as u64,
             per_bucket: StrengthReducedU64::new(bucket_ms),
             per_array: StrengthReducedU64::new(len as u64),
@@ -249,14 +237,6 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
             None => round % self.per_array,
         } as usize;
         (&self.buckets[index], round * self.bucket_ms)
-    }
-
-    pub(crate) fn interval_ms(&self) -> u64 {
-        self.interval_ms
-    }
-
-    pub(crate) fn bucket_ms(&self) -> u64 {
-        self.bucket_ms
     }
 
     /// The bucket for `now`, reset first if it still holds an older round.
@@ -308,6 +288,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
         }
     }
 
+    #[cfg(test)]
     /// The bucket for a past time `t` if it holds that round or an older one (reset first),
     /// `None` if it already holds a newer round.
     pub(crate) fn bucket_at(&self, t: u64) -> Option<&Bucket> {
@@ -354,6 +335,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
         total
     }
 
+    #[cfg(test)]
     /// Sum of one event over the buckets still inside the interval.
     #[inline]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
