@@ -295,7 +295,59 @@ impl Sentinel {
         self.inner.shared.rules.load().version
     }
 
+    /// Frees the statistics of the resources that have no rules, that nothing holds (no
+    /// [`ResourceHandle`](crate::ResourceHandle), no entry in flight, no rule that reads
+    /// them) and that no call entered for [`Limits::free_idle_after`]; returns how many. Off
+    /// (returns 0) unless that limit is set. A freed resource entered again starts with
+    /// fresh statistics. Call it from a timer; the engine also calls it when the resource
+    /// cap is reached.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use sentinel_core::{FakeClock, Limits, Sentinel};
+    ///
+    /// let clock = FakeClock::new();
+    /// let sentinel = Sentinel::builder()
+    ///     .clock(clock.clone())
+    ///     .limits(Limits::default().free_idle_after(Duration::from_secs(60)))
+    ///     .build();
+    /// drop(sentinel.entry("GET:/once").enter());
+    /// clock.advance_ms(61_000);
+    /// assert_eq!(sentinel.free_idle_resources(), 1);
+    /// assert!(sentinel.resource_stats("GET:/once").is_none());
+    /// ```
+    pub fn free_idle_resources(&self) -> usize {
+        let Some(idle) = self.inner.registry.free_idle_after() else {
+            return 0;
+        };
+        let now = self.inner.shared.clock.now_ms();
+        let snapshot = self.inner.shared.rules.load();
+        let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        self.inner
+            .registry
+            .free_idle(now, idle_ms, |name| snapshot.index.contains_key(name))
+    }
+
     pub(crate) fn node(&self, resource: &str) -> Option<Arc<ResourceNode>> {
+        let node = self
+            .inner
+            .registry
+            .get_or_create(resource, &self.inner.shared);
+        if node.is_none() && self.inner.registry.free_idle_after().is_some() {
+            return self.node_after_sweep(resource);
+        }
+        node
+    }
+
+    /// Past the resource cap with idle freeing on: frees idle resources (at most once a
+    /// second), then tries again.
+    #[cold]
+    #[inline(never)]
+    fn node_after_sweep(&self, resource: &str) -> Option<Arc<ResourceNode>> {
+        let now = self.inner.shared.clock.now_ms();
+        if !self.inner.registry.sweep_due(now) || self.free_idle_resources() == 0 {
+            return None;
+        }
         self.inner
             .registry
             .get_or_create(resource, &self.inner.shared)

@@ -141,6 +141,98 @@ fn resource_cap_passes_extra_resources_without_statistics() {
 }
 
 #[test]
+fn idle_resources_without_rules_are_freed_only_when_asked_and_idle() {
+    use std::time::Duration;
+    let clock = FakeClock::new();
+    let off = engine(&clock);
+    drop(off.entry("x").enter());
+    clock.advance_ms(3_600_000);
+    assert_eq!(
+        off.free_idle_resources(),
+        0,
+        "off by default, as Sentinel never frees"
+    );
+
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .limits(crate::Limits::default().free_idle_after(Duration::from_secs(60)))
+        .build();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("ruled", 10.0)])
+        .unwrap();
+    for name in ["idle", "ruled", "held", "busy"] {
+        drop(s.entry(name).enter());
+    }
+    let handle = s.resource("held");
+    let in_flight = s.entry("busy").enter();
+    clock.advance_ms(59_000);
+    assert_eq!(s.free_idle_resources(), 0, "not idle for a minute yet");
+    clock.advance_ms(2_000);
+    assert_eq!(
+        s.free_idle_resources(),
+        1,
+        "only \"idle\": the others have rules or holders"
+    );
+    assert!(s.resource_stats("idle").is_none());
+    assert!(s.resource_stats("ruled").is_some() && s.resource_stats("held").is_some());
+    drop((handle, in_flight));
+    // The rule removed, "ruled" is free to go too, and so are the released ones once idle
+    // (the in-flight call's exit was a write).
+    s.flow_rules().load_rules(vec![]).unwrap();
+    assert_eq!(s.free_idle_resources(), 2, "\"ruled\" and \"held\"");
+    clock.advance_ms(61_000);
+    assert_eq!(s.free_idle_resources(), 1, "\"busy\"");
+    assert!(s.resources().is_empty());
+    // Entered again, a resource starts afresh.
+    drop(s.entry("idle").enter());
+    assert_eq!(s.resource_stats("idle").map(|n| n.pass_qps), Some(1.0));
+}
+
+#[test]
+fn the_resource_cap_holds_across_the_registry_shards() {
+    let s = Sentinel::builder()
+        .limits(crate::Limits::default().max_resources(1_000))
+        .build();
+    let tracked = (0..5_000)
+        .filter(|i| {
+            s.entry(&format!("GET:/item/{i}"))
+                .enter()
+                .is_ok_and(|e| e.resource().is_some())
+        })
+        .count();
+    assert_eq!(tracked, 1_000);
+    assert_eq!(s.resources().len(), 1_000);
+    assert!(s.resource_stats("GET:/item/999").is_some());
+    assert!(s.resource_stats("GET:/item/1000").is_none());
+}
+
+#[test]
+fn the_cap_frees_idle_resources_to_make_room() {
+    use std::time::Duration;
+    let clock = FakeClock::new();
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .limits(
+            crate::Limits::default()
+                .max_resources(2)
+                .free_idle_after(Duration::from_secs(10)),
+        )
+        .build();
+    drop(s.entry("a").enter());
+    drop(s.entry("b").enter());
+    assert_eq!(
+        s.entry("c")
+            .enter()
+            .ok()
+            .and_then(|e| e.resource().map(str::to_owned)),
+        None
+    );
+    clock.advance_ms(11_000);
+    let entry = s.entry("c").enter().expect("passes");
+    assert_eq!(entry.resource(), Some("c"), "the idle ones made room");
+}
+
+#[test]
 fn shared_engine_clones_share_rules() {
     let s = Sentinel::new();
     let clone = s.clone();

@@ -79,6 +79,11 @@ impl StatNode {
         (bucket, stripe, owned)
     }
 
+    /// When the node was last written: the end of its newest round. `None` if never.
+    pub(crate) fn last_written(&self) -> Option<u64> {
+        self.second.last_written()
+    }
+
     /// The minute window, made on the first roll-up.
     fn minute(&self) -> &MinuteWindow {
         self.minute.get_or_init(|| Box::new(MinuteWindow::new()))

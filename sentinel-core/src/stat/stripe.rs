@@ -221,6 +221,11 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         (stripe.window.current_with(now, retire, |_, _| {}), stripe)
     }
 
+    /// The end of the newest round any stripe was written in.
+    pub(crate) fn last_written(&self) -> Option<u64> {
+        self.active().filter_map(Window::newest_end).max()
+    }
+
     /// The sum of every stripe's concurrency gauge.
     pub(crate) fn concurrency(&self) -> i64 {
         self.active_stripes()

@@ -239,6 +239,16 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
         (&self.buckets[index], round * self.bucket_ms)
     }
 
+    /// The end of the newest round a bucket holds, if any was used.
+    pub(crate) fn newest_end(&self) -> Option<u64> {
+        self.buckets
+            .iter()
+            .map(|b| b.start.load(Ordering::Acquire))
+            .filter(|s| *s != EMPTY)
+            .max()
+            .map(|start| start + self.bucket_ms)
+    }
+
     /// The bucket for `now`, reset first if it still holds an older round.
     #[inline]
     pub(crate) fn current(&self, now: u64) -> &Bucket {
