@@ -121,4 +121,4 @@ pub use config::{
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::EtcdSource;
-pub use writer::EtcdRuleWriter;
+pub use writer::{EtcdRuleTarget, EtcdRuleWriter};

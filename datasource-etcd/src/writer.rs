@@ -3,7 +3,7 @@
 use std::fmt;
 
 use etcd_client::Client;
-use sentinel_core::datasource::{encode_rules, SourceError, WriteError};
+use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
 use sentinel_core::RuleSet;
 
 use crate::config::EtcdConfig;
@@ -103,5 +103,101 @@ impl EtcdRuleWriter {
             Ok(Err(e)) => Err(map_error(op, e).0),
             Err(_) => Err(timed_out(op, timeout)),
         }
+    }
+}
+
+impl EtcdRuleWriter {
+    /// This writer bound to `key`, as a [`WritableDataSource`] (with compare-and-set on the
+    /// key's modification revision, in one etcd transaction).
+    pub fn at(self, key: impl Into<String>) -> EtcdRuleTarget {
+        EtcdRuleTarget {
+            writer: self,
+            key: key.into(),
+        }
+    }
+
+    /// The modification revision of `key`, `None` when it does not exist.
+    pub async fn revision(&self, key: &str) -> Result<Option<i64>, SourceError> {
+        let op = format!("get {key}");
+        let mut kv = self.client.kv_client();
+        let resp = self.bounded(&op, kv.get(key, None)).await?;
+        Ok(resp.kvs().first().map(|kv| kv.mod_revision()))
+    }
+
+    /// [`put_rules`](Self::put_rules), only if `key`'s modification revision is still
+    /// `expected` (`None`: only if the key does not exist), in one transaction. Another
+    /// revision is [`WriteError::Conflict`] and nothing is written. Returns the new store
+    /// revision.
+    pub async fn put_rules_if(
+        &self,
+        key: &str,
+        rules: &RuleSet,
+        expected: Option<i64>,
+    ) -> Result<i64, WriteError> {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        let bytes = encode_rules(key, rules)?;
+        let guard = match expected {
+            Some(revision) => Compare::mod_revision(key, CompareOp::Equal, revision),
+            None => Compare::version(key, CompareOp::Equal, 0),
+        };
+        let txn = Txn::new()
+            .when([guard])
+            .and_then([TxnOp::put(key, bytes, None)]);
+        let op = format!("put {key} if at revision {expected:?}");
+        let mut kv = self
+            .client
+            .kv_client()
+            .max_encoding_message_size(self.config.max_message_bytes());
+        let resp = self.bounded(&op, kv.txn(txn)).await?;
+        if !resp.succeeded() {
+            return Err(WriteError::Conflict {
+                key: key.to_owned(),
+                expected: expected.map_or(0, |r| u64::try_from(r).unwrap_or(0)),
+            });
+        }
+        Ok(resp.header().map_or(0, |h| h.revision()))
+    }
+}
+
+/// An [`EtcdRuleWriter`] bound to one key: a [`WritableDataSource`]. Made by
+/// [`EtcdRuleWriter::at`]. Revisions are the key's modification revision.
+#[derive(Debug, Clone)]
+pub struct EtcdRuleTarget {
+    writer: EtcdRuleWriter,
+    key: String,
+}
+
+/// An etcd revision as the trait's `u64` (etcd's are positive).
+fn revision_u64(revision: i64) -> u64 {
+    u64::try_from(revision).unwrap_or(0)
+}
+
+#[async_trait::async_trait]
+impl WritableDataSource for EtcdRuleTarget {
+    fn describe(&self) -> String {
+        format!(
+            "etcd {} at {}",
+            self.key,
+            self.writer.config.describe_endpoints()
+        )
+    }
+
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+        let revision = self.writer.put_rules(self.key.as_str(), rules).await?;
+        Ok(Some(revision_u64(revision)))
+    }
+
+    async fn write_if(
+        &self,
+        rules: &RuleSet,
+        expected: Option<u64>,
+    ) -> Result<Option<u64>, WriteError> {
+        let expected = expected.map(|r| i64::try_from(r).unwrap_or(i64::MAX));
+        let revision = self.writer.put_rules_if(&self.key, rules, expected).await?;
+        Ok(Some(revision_u64(revision)))
+    }
+
+    async fn revision(&self) -> Result<Option<u64>, SourceError> {
+        Ok(self.writer.revision(&self.key).await?.map(revision_u64))
     }
 }

@@ -666,3 +666,13 @@ async fn put_rules_refuses_invalid_sets_and_writes_combined_documents() {
     );
     source.close().await;
 }
+
+/// Rules written through the writer's [`WritableDataSource`] target come back through an
+/// [`EtcdSource`] exactly; compare-and-set uses the key's modification revision.
+#[tokio::test]
+async fn rules_written_through_the_writer_are_applied_exactly() {
+    let key = unique_key("/sentinel-test", "round-trip");
+    let target = writer(config(&endpoints())).await.at(key.clone());
+    let source = EtcdSource::key(config(&endpoints()), key);
+    sentinel_core::datasource::testkit::expect_round_trip(&target, source, true).await;
+}

@@ -139,6 +139,7 @@
 mod config;
 mod snapshot;
 mod watch;
+mod writer;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -151,6 +152,7 @@ use tokio::time::Instant;
 pub use config::{
     BuildError, FileSourceBuilder, DEFAULT_DEBOUNCE, DEFAULT_DELETE_SETTLE, DEFAULT_MAX_SIZE,
 };
+pub use writer::FileRuleWriter;
 
 use config::{FileConfig, MISSING_DIR_RETRY};
 use snapshot::{Seen, Snapshot};

@@ -15,15 +15,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::testkit::{
-    applied_seq, check_ordered_updates, expect_all_conformance, flow_payload, wait_status,
-    wait_until, ConformanceHarness, EventRecorder, Unsupported, CONFORMANCE_RESOURCE, WAIT,
+    applied_seq, check_ordered_updates, expect_all_conformance, expect_round_trip, flow_payload,
+    wait_status, wait_until, ConformanceHarness, EventRecorder, Unsupported, CONFORMANCE_RESOURCE,
+    WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceBuilder, DeletePolicy, FlowJson, ReadableDataSource,
+    WritableDataSource,
 };
 use sentinel_core::flow::FlowRule;
-use sentinel_core::{RuleFamily, Sentinel};
-use sentinel_datasource_file::{FileSource, DEFAULT_DELETE_SETTLE};
+use sentinel_core::{RuleFamily, RuleSet, Sentinel};
+use sentinel_datasource_file::{FileRuleWriter, FileSource, DEFAULT_DELETE_SETTLE};
 use tokio::time::{timeout, Instant};
 
 /// The name of every data source these tests start.
@@ -696,4 +698,59 @@ async fn a_removed_directory_shows_in_status_until_it_is_back() {
     .await;
     assert!(status.applied_count >= 2, "{status:?}");
     source.close().await;
+}
+
+/// Rules written through [`FileRuleWriter`] come back through a [`FileSource`] exactly.
+#[tokio::test]
+async fn rules_written_through_the_writer_are_applied_exactly() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.json");
+    let writer = FileRuleWriter::new(&path);
+    // The writer writes first: build the source after.
+    writer
+        .write(&RuleSet::new().with_flow(vec![]))
+        .await
+        .expect("an empty flow list");
+    let source = FileSource::builder(&path)
+        .debounce(Duration::from_millis(20))
+        .build()
+        .expect("valid settings");
+    expect_round_trip(&writer, source, false).await;
+}
+
+/// A watcher never reads a partial file from the writer: large payloads written back to
+/// back are all read whole (no rejection), and the last one is applied.
+#[tokio::test]
+async fn a_watcher_never_sees_a_partial_write() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.json");
+    let writer = FileRuleWriter::new(&path);
+    let set = |n: usize| {
+        RuleSet::new().with_flow(
+            (0..2_000)
+                .map(|i| FlowRule::qps(format!("resource-{i}"), n as f64))
+                .collect(),
+        )
+    };
+    writer.write(&set(1)).await.expect("first write");
+    let sentinel = Sentinel::new();
+    let source = FileSource::builder(&path)
+        .debounce(Duration::from_millis(1))
+        .build()
+        .expect("valid settings");
+    let ds = DataSource::builder(source, FlowJson::new())
+        .name(SOURCE)
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    for n in 2..=40 {
+        writer.write(&set(n)).await.expect("write");
+    }
+    wait_until("the last write applied", || {
+        sentinel.flow_rules().rules().first().map(|r| r.count) == Some(40.0)
+    })
+    .await;
+    assert_eq!(ds.status().rejected_count, 0, "{:?}", ds.status());
+    assert_eq!(sentinel.flow_rules().rules().len(), 2_000);
+    ds.close().await;
 }

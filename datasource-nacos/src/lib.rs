@@ -94,4 +94,4 @@ pub use config::{
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::{dashboard_keys, NacosSource};
-pub use writer::NacosRuleWriter;
+pub use writer::{NacosRuleTarget, NacosRuleWriter};

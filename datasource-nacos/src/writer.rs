@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use sentinel_core::datasource::{encode_rules, SourceError, WriteError};
+use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
 use sentinel_core::RuleSet;
 use tokio::sync::Mutex;
 
@@ -57,5 +57,32 @@ impl NacosRuleWriter {
     /// Deletes the config `key`.
     pub async fn delete(&self, key: &ConfigKey) -> Result<(), SourceError> {
         self.client.lock().await.delete(key).await
+    }
+}
+
+impl NacosRuleWriter {
+    /// This writer bound to the config `key`, as a [`WritableDataSource`]. Nacos keeps no
+    /// revisions this writer can compare: `write_if` answers [`WriteError::NoRevisions`].
+    pub fn at(self, key: ConfigKey) -> NacosRuleTarget {
+        NacosRuleTarget { writer: self, key }
+    }
+}
+
+/// A [`NacosRuleWriter`] bound to one config: a [`WritableDataSource`]. Made by
+/// [`NacosRuleWriter::at`].
+#[derive(Debug)]
+pub struct NacosRuleTarget {
+    writer: NacosRuleWriter,
+    key: ConfigKey,
+}
+
+#[async_trait::async_trait]
+impl WritableDataSource for NacosRuleTarget {
+    fn describe(&self) -> String {
+        format!("nacos {} at {}", self.key, self.writer.describe)
+    }
+
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+        self.writer.put_rules(&self.key, rules).await.map(|()| None)
     }
 }

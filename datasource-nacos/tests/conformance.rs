@@ -105,3 +105,13 @@ async fn rapid_publishes_end_in_the_final_value_and_never_go_back() {
         .await
         .unwrap_or_else(|failure| panic!("{failure}"));
 }
+
+/// Rules published through the writer's [`WritableDataSource`] target come back through a
+/// [`NacosSource`] exactly.
+#[tokio::test]
+async fn rules_written_through_the_writer_are_applied_exactly() {
+    let key = unique_key("round-trip");
+    let target = writer(config(&addr())).await.at(key.clone());
+    let source = NacosSource::configs(config(&addr()), [key]).expect("a source");
+    sentinel_core::datasource::testkit::expect_round_trip(&target, source, false).await;
+}

@@ -81,4 +81,4 @@ pub use config::{
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::NatsSource;
-pub use writer::NatsRuleWriter;
+pub use writer::{NatsRuleTarget, NatsRuleWriter};

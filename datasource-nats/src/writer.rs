@@ -3,7 +3,7 @@
 use std::fmt;
 
 use async_nats::jetstream::kv::{Config, Store, UpdateErrorKind};
-use sentinel_core::datasource::{encode_rules, SourceError, WriteError};
+use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
 use sentinel_core::RuleSet;
 
 use crate::config::NatsConfig;
@@ -138,5 +138,55 @@ impl NatsRuleWriter {
         Ok(entry
             .filter(|e| e.operation == async_nats::jetstream::kv::Operation::Put)
             .map(|e| e.revision))
+    }
+}
+
+impl NatsRuleWriter {
+    /// This writer bound to `key`, as a [`WritableDataSource`] (with compare-and-set on the
+    /// key's revision).
+    pub fn at(self, key: impl Into<String>) -> NatsRuleTarget {
+        NatsRuleTarget {
+            writer: self,
+            key: key.into(),
+        }
+    }
+}
+
+/// A [`NatsRuleWriter`] bound to one key: a [`WritableDataSource`]. Made by
+/// [`NatsRuleWriter::at`].
+#[derive(Debug)]
+pub struct NatsRuleTarget {
+    writer: NatsRuleWriter,
+    key: String,
+}
+
+#[async_trait::async_trait]
+impl WritableDataSource for NatsRuleTarget {
+    fn describe(&self) -> String {
+        format!(
+            "nats {}/{} at {}",
+            self.writer.store.name,
+            self.key,
+            self.writer.connection.config().describe()
+        )
+    }
+
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+        self.writer.put_rules(&self.key, rules).await.map(Some)
+    }
+
+    async fn write_if(
+        &self,
+        rules: &RuleSet,
+        expected: Option<u64>,
+    ) -> Result<Option<u64>, WriteError> {
+        self.writer
+            .put_rules_if(&self.key, rules, expected.unwrap_or(0))
+            .await
+            .map(Some)
+    }
+
+    async fn revision(&self) -> Result<Option<u64>, SourceError> {
+        self.writer.revision(&self.key).await
     }
 }

@@ -133,3 +133,13 @@ async fn rapid_puts_end_in_the_final_value_and_never_go_back() {
         .await
         .unwrap_or_else(|failure| panic!("{failure}"));
 }
+
+/// Rules written through the writer's [`WritableDataSource`] target come back through a
+/// [`NatsSource`] exactly; compare-and-set uses the key's revision.
+#[tokio::test]
+async fn rules_written_through_the_writer_are_applied_exactly() {
+    let bucket = unique_bucket("round-trip");
+    let target = bucket_writer(config(&addr()), &bucket).await.at("rules");
+    let source = NatsSource::key(config(&addr()), &bucket, "rules");
+    sentinel_core::datasource::testkit::expect_round_trip(&target, source, true).await;
+}

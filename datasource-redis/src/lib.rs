@@ -112,4 +112,4 @@ pub use config::{
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::{ChangeMode, RedisSource};
-pub use writer::RedisRuleWriter;
+pub use writer::{RedisRuleTarget, RedisRuleWriter};

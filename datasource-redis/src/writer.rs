@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use sentinel_core::datasource::{encode_rules, SourceError, WriteError};
+use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
 use sentinel_core::RuleSet;
 use tokio::sync::Mutex;
 
@@ -153,5 +153,44 @@ fn published_to(op: &str, replies: &[redis::Value]) -> Result<u64, SourceError> 
             message: format!("{op}: unexpected reply to PUBLISH: {other:?}"),
             source: None,
         }),
+    }
+}
+
+impl RedisRuleWriter {
+    /// This writer bound to `key` and its notification `channel`, as a
+    /// [`WritableDataSource`]. A Redis key keeps no revisions: `write_if` answers
+    /// [`WriteError::NoRevisions`].
+    pub fn at(self, key: impl Into<String>, channel: impl Into<String>) -> RedisRuleTarget {
+        RedisRuleTarget {
+            writer: self,
+            key: key.into(),
+            channel: channel.into(),
+        }
+    }
+}
+
+/// A [`RedisRuleWriter`] bound to one key and channel: a [`WritableDataSource`]. Made by
+/// [`RedisRuleWriter::at`].
+#[derive(Debug)]
+pub struct RedisRuleTarget {
+    writer: RedisRuleWriter,
+    key: String,
+    channel: String,
+}
+
+#[async_trait::async_trait]
+impl WritableDataSource for RedisRuleTarget {
+    fn describe(&self) -> String {
+        format!(
+            "redis {} (channel {}) at {}",
+            self.key, self.channel, self.writer.describe
+        )
+    }
+
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+        self.writer
+            .put_rules(self.key.as_str(), &self.channel, rules)
+            .await
+            .map(|_| None)
     }
 }

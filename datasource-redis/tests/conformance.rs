@@ -204,3 +204,16 @@ async fn rapid_set_publish_ends_in_the_final_value_and_never_goes_back_in_payloa
         .await
         .unwrap_or_else(|failure| panic!("{failure}"));
 }
+
+/// Rules written through the writer's [`WritableDataSource`] target (SET and PUBLISH in one
+/// transaction) come back through a [`RedisSource`] exactly.
+#[tokio::test]
+async fn rules_written_through_the_writer_are_applied_exactly() {
+    let key = unique_key("round-trip");
+    let channel = format!("{key}:changed");
+    let target = writer(config(&addr()))
+        .await
+        .at(key.clone(), channel.clone());
+    let source = RedisSource::new(config(&addr()), key, ChangeMode::Notify(channel));
+    sentinel_core::datasource::testkit::expect_round_trip(&target, source, false).await;
+}

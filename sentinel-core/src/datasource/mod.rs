@@ -48,4 +48,4 @@ pub use source::{
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use status::SourceStatus;
-pub use write::{encode_rules, WriteError};
+pub use write::{encode_rules, WritableDataSource, WriteError};

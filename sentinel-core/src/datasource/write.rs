@@ -1,5 +1,8 @@
-//! What every backend's rule writer shares: validating and encoding a [`RuleSet`] before it is
-//! stored, and the error of a refused write.
+//! The write side of a store: [`WritableDataSource`], what every backend's writer shares
+//! (validating and encoding a [`RuleSet`] before it is stored), and the error of a refused
+//! write.
+
+use async_trait::async_trait;
 
 use crate::rule_set::RuleSet;
 use crate::rules::{RuleError, RuleIssue};
@@ -44,9 +47,60 @@ pub enum WriteError {
         /// The revision the write expected.
         expected: u64,
     },
+    /// A compare-and-set write to a store that keeps no revisions (a file, a Redis key, a
+    /// Nacos config).
+    #[error("{target}: the store keeps no revisions, so it cannot compare-and-set")]
+    NoRevisions {
+        /// What was to be written ([`WritableDataSource::describe`]).
+        target: String,
+    },
     /// The store refused the write or could not be reached.
     #[error(transparent)]
     Store(#[from] SourceError),
+}
+
+/// The write side of a store: the key (or file) that a [`ReadableDataSource`] reads, written.
+///
+/// Implemented by every backend: `FileRuleWriter` (a temporary file, fsync, then a rename,
+/// so a watcher never reads a partial file), and a target of the etcd, Redis, Nacos and NATS
+/// writers (`EtcdRuleWriter::target(key)` and so on). Tools (the `sentinel-rules` CLI, a
+/// dashboard) write through it without knowing the store.
+///
+/// [`write`](Self::write) validates first: an invalid set is refused whole
+/// ([`WriteError::Invalid`], naming every bad rule) and nothing is stored. The set is
+/// encoded as the converters read it ([`encode_rules`]): one family as its Sentinel JSON
+/// list, several as the combined document.
+///
+/// [`ReadableDataSource`]: super::ReadableDataSource
+#[async_trait]
+pub trait WritableDataSource: Send + Sync {
+    /// What this writes to, for messages: the store and the key, never a secret.
+    fn describe(&self) -> String;
+
+    /// Validates and stores `rules`. Returns the store's revision after the write, for a
+    /// store that keeps revisions.
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError>;
+
+    /// Like [`write`](Self::write), but only if the stored revision is still `expected`
+    /// (`None`: only if nothing is stored): someone else's write in between makes it
+    /// [`WriteError::Conflict`]. A store without revisions answers
+    /// [`WriteError::NoRevisions`].
+    async fn write_if(
+        &self,
+        rules: &RuleSet,
+        expected: Option<u64>,
+    ) -> Result<Option<u64>, WriteError> {
+        let _ = (rules, expected);
+        Err(WriteError::NoRevisions {
+            target: self.describe(),
+        })
+    }
+
+    /// The revision stored now, which [`write_if`](Self::write_if) compares: `None` when
+    /// nothing is stored or the store keeps no revisions.
+    async fn revision(&self) -> Result<Option<u64>, SourceError> {
+        Ok(None)
+    }
 }
 
 impl WriteError {

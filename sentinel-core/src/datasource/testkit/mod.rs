@@ -26,6 +26,7 @@ mod latency;
 mod memory;
 mod observe;
 mod partition;
+mod round_trip;
 mod servers;
 
 pub use by_hand::{next_value, read, values, watch};
@@ -40,6 +41,7 @@ pub use observe::{
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
 pub use partition::{Partition, ServerControl};
+pub use round_trip::expect_round_trip;
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).
