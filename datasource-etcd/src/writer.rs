@@ -3,7 +3,9 @@
 use std::fmt;
 
 use etcd_client::Client;
-use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
+use sentinel_core::datasource::{
+    encode_rules, Expected, SourceError, WritableDataSource, WriteError,
+};
 use sentinel_core::RuleSet;
 
 use crate::config::EtcdConfig;
@@ -134,8 +136,20 @@ impl EtcdRuleWriter {
         rules: &RuleSet,
         expected: Option<i64>,
     ) -> Result<i64, WriteError> {
-        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
         let bytes = encode_rules(key, rules)?;
+        self.put_bytes_if(key, bytes, expected).await
+    }
+
+    /// Stores `bytes` under `key`, unchecked, only if `key`'s modification revision is still
+    /// `expected` (`None`: only if the key does not exist), in one transaction; another
+    /// revision is [`WriteError::Conflict`]. Returns the new store revision.
+    pub async fn put_bytes_if(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        expected: Option<i64>,
+    ) -> Result<i64, WriteError> {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
         let guard = match expected {
             Some(revision) => Compare::mod_revision(key, CompareOp::Equal, revision),
             None => Compare::version(key, CompareOp::Equal, 0),
@@ -182,18 +196,14 @@ impl WritableDataSource for EtcdRuleTarget {
         )
     }
 
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
-        let revision = self.writer.put_rules(self.key.as_str(), rules).await?;
-        Ok(Some(revision_u64(revision)))
-    }
-
-    async fn write_if(
-        &self,
-        rules: &RuleSet,
-        expected: Option<u64>,
-    ) -> Result<Option<u64>, WriteError> {
-        let expected = expected.map(|r| i64::try_from(r).unwrap_or(i64::MAX));
-        let revision = self.writer.put_rules_if(&self.key, rules, expected).await?;
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        let revision = match expected {
+            Expected::Anything => self.writer.put_bytes(self.key.as_str(), bytes).await?,
+            Expected::Revision(revision) => {
+                let revision = revision.map(|r| i64::try_from(r).unwrap_or(i64::MAX));
+                self.writer.put_bytes_if(&self.key, bytes, revision).await?
+            }
+        };
         Ok(Some(revision_u64(revision)))
     }
 

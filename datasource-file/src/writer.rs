@@ -4,11 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
-use sentinel_core::RuleSet;
+use sentinel_core::datasource::{Expected, SourceError, WritableDataSource, WriteError};
 
 /// Writes rules to a local file, as a [`WritableDataSource`]: validated and encoded (see
-/// [`encode_rules`]), written to a temporary file in the same directory, flushed to disk,
+/// [`encode_rules`](sentinel_core::datasource::encode_rules)), written to a temporary file in the same directory, flushed to disk,
 /// then renamed over the rules file, and the directory flushed too. A [`FileSource`]
 /// watching the file (or anything else reading it) sees the old content or the new, never a
 /// partial file, and a crash leaves one of the two.
@@ -96,8 +95,12 @@ impl WritableDataSource for FileRuleWriter {
         format!("file {}", self.path.display())
     }
 
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
-        let bytes = encode_rules(&self.path.display().to_string(), rules)?;
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        if expected != Expected::Anything {
+            return Err(WriteError::NoRevisions {
+                target: self.describe(),
+            });
+        }
         self.write_bytes(bytes).await?;
         Ok(None)
     }

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
+use sentinel_core::datasource::{
+    encode_rules, Expected, SourceError, WritableDataSource, WriteError,
+};
 use sentinel_core::RuleSet;
 use tokio::sync::Mutex;
 
@@ -82,7 +84,16 @@ impl WritableDataSource for NacosRuleTarget {
         format!("nacos {} at {}", self.key, self.writer.describe)
     }
 
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
-        self.writer.put_rules(&self.key, rules).await.map(|()| None)
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        if expected != Expected::Anything {
+            return Err(WriteError::NoRevisions {
+                target: self.describe(),
+            });
+        }
+        let content = String::from_utf8(bytes).map_err(|e| {
+            SourceError::backend(format!("publish {}: the rules are not UTF-8", self.key), e)
+        })?;
+        self.writer.put_bytes(&self.key, &content).await?;
+        Ok(None)
     }
 }

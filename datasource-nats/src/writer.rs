@@ -3,7 +3,9 @@
 use std::fmt;
 
 use async_nats::jetstream::kv::{Config, Store, UpdateErrorKind};
-use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
+use sentinel_core::datasource::{
+    encode_rules, Expected, SourceError, WritableDataSource, WriteError,
+};
 use sentinel_core::RuleSet;
 
 use crate::config::NatsConfig;
@@ -85,6 +87,17 @@ impl NatsRuleWriter {
         revision: u64,
     ) -> Result<u64, WriteError> {
         let bytes = encode_rules(key, rules)?;
+        self.put_bytes_if(key, bytes, revision).await
+    }
+
+    /// Stores `value` under `key`, unchecked, only if `key` is still at `revision` (0: only
+    /// if the key does not exist); another revision is [`WriteError::Conflict`].
+    pub async fn put_bytes_if(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        revision: u64,
+    ) -> Result<u64, WriteError> {
         let op = format!("update {key} at revision {revision}");
         let update = self.store.update(key, bytes.into(), revision);
         match tokio::time::timeout(self.connection.config().request_timeout, update).await {
@@ -171,19 +184,15 @@ impl WritableDataSource for NatsRuleTarget {
         )
     }
 
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
-        self.writer.put_rules(&self.key, rules).await.map(Some)
-    }
-
-    async fn write_if(
-        &self,
-        rules: &RuleSet,
-        expected: Option<u64>,
-    ) -> Result<Option<u64>, WriteError> {
-        self.writer
-            .put_rules_if(&self.key, rules, expected.unwrap_or(0))
-            .await
-            .map(Some)
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        match expected {
+            Expected::Anything => Ok(Some(self.writer.put_bytes(&self.key, bytes).await?)),
+            Expected::Revision(revision) => self
+                .writer
+                .put_bytes_if(&self.key, bytes, revision.unwrap_or(0))
+                .await
+                .map(Some),
+        }
     }
 
     async fn revision(&self) -> Result<Option<u64>, SourceError> {

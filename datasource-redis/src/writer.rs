@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use sentinel_core::datasource::{encode_rules, SourceError, WritableDataSource, WriteError};
+use sentinel_core::datasource::{
+    encode_rules, Expected, SourceError, WritableDataSource, WriteError,
+};
 use sentinel_core::RuleSet;
 use tokio::sync::Mutex;
 
@@ -187,10 +189,15 @@ impl WritableDataSource for RedisRuleTarget {
         )
     }
 
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        if expected != Expected::Anything {
+            return Err(WriteError::NoRevisions {
+                target: self.describe(),
+            });
+        }
         self.writer
-            .put_rules(self.key.as_str(), &self.channel, rules)
-            .await
-            .map(|_| None)
+            .put_bytes(&self.key, &self.channel, bytes)
+            .await?;
+        Ok(None)
     }
 }

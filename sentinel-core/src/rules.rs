@@ -220,8 +220,9 @@ impl RuleError {
         }
     }
 
-    /// Renames the payload (a data source names it after its key).
-    pub(crate) fn with_payload(mut self, name: &str) -> Self {
+    /// Renames the payload: a data source names it after its key, a tool after its file
+    /// (converters call every payload `payload`).
+    pub fn with_payload(mut self, name: &str) -> Self {
         match &mut self {
             RuleError::Format { payload, .. } | RuleError::Invalid { payload, .. } => {
                 *payload = name.to_owned()

@@ -48,4 +48,6 @@ pub use source::{
     DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use status::SourceStatus;
-pub use write::{encode_rules, WritableDataSource, WriteError};
+pub use write::{
+    encode_rules, encode_rules_as, Encoding, Expected, WritableDataSource, WriteError,
+};

@@ -227,3 +227,28 @@ pub trait ReadableDataSource: Send + 'static {
     /// Releases connections and background work. The driver calls it once, on close.
     async fn close(&mut self) {}
 }
+
+/// A boxed source is a source: a program that picks its backend at run time (from a URL,
+/// say) hands the driver a `Box<dyn ReadableDataSource>`.
+#[async_trait]
+impl ReadableDataSource for Box<dyn ReadableDataSource> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        (**self).read().await
+    }
+
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        (**self).watch().await
+    }
+
+    fn reauthentications(&self) -> u64 {
+        (**self).reauthentications()
+    }
+
+    async fn close(&mut self) {
+        (**self).close().await
+    }
+}

@@ -59,50 +59,6 @@ pub enum WriteError {
     Store(#[from] SourceError),
 }
 
-/// The write side of a store: the key (or file) that a [`ReadableDataSource`] reads, written.
-///
-/// Implemented by every backend: `FileRuleWriter` (a temporary file, fsync, then a rename,
-/// so a watcher never reads a partial file), and a target of the etcd, Redis, Nacos and NATS
-/// writers (`EtcdRuleWriter::target(key)` and so on). Tools (the `sentinel-rules` CLI, a
-/// dashboard) write through it without knowing the store.
-///
-/// [`write`](Self::write) validates first: an invalid set is refused whole
-/// ([`WriteError::Invalid`], naming every bad rule) and nothing is stored. The set is
-/// encoded as the converters read it ([`encode_rules`]): one family as its Sentinel JSON
-/// list, several as the combined document.
-///
-/// [`ReadableDataSource`]: super::ReadableDataSource
-#[async_trait]
-pub trait WritableDataSource: Send + Sync {
-    /// What this writes to, for messages: the store and the key, never a secret.
-    fn describe(&self) -> String;
-
-    /// Validates and stores `rules`. Returns the store's revision after the write, for a
-    /// store that keeps revisions.
-    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError>;
-
-    /// Like [`write`](Self::write), but only if the stored revision is still `expected`
-    /// (`None`: only if nothing is stored): someone else's write in between makes it
-    /// [`WriteError::Conflict`]. A store without revisions answers
-    /// [`WriteError::NoRevisions`].
-    async fn write_if(
-        &self,
-        rules: &RuleSet,
-        expected: Option<u64>,
-    ) -> Result<Option<u64>, WriteError> {
-        let _ = (rules, expected);
-        Err(WriteError::NoRevisions {
-            target: self.describe(),
-        })
-    }
-
-    /// The revision stored now, which [`write_if`](Self::write_if) compares: `None` when
-    /// nothing is stored or the store keeps no revisions.
-    async fn revision(&self) -> Result<Option<u64>, SourceError> {
-        Ok(None)
-    }
-}
-
 impl WriteError {
     /// The validation issues, if the set was refused as invalid.
     pub fn issues(&self) -> &[RuleIssue] {
@@ -111,6 +67,108 @@ impl WriteError {
             _ => &[],
         }
     }
+}
+
+/// How [`WritableDataSource::write_as`] encodes a rule set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// A set of one family as that family's Sentinel JSON list (what
+    /// [`FlowJson`](super::FlowJson) and its siblings read), several as the combined document
+    /// (what [`CombinedJson`](super::CombinedJson) reads): [`encode_rules`].
+    #[default]
+    Auto,
+    /// Always the combined document `{"flow": [...], ...}`, for a key read with
+    /// [`CombinedJson`](super::CombinedJson).
+    Combined,
+}
+
+/// What a store write expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// Anything: the write replaces what is stored.
+    Anything,
+    /// This revision (`None`: nothing stored), or the write is a [`WriteError::Conflict`].
+    Revision(Option<u64>),
+}
+
+/// The write side of a store: the key (or file) that a [`ReadableDataSource`] reads, written.
+///
+/// Implemented by every backend: `FileRuleWriter` (a temporary file, fsync, then a rename,
+/// so a watcher never reads a partial file), and a target of the etcd, Redis, Nacos and NATS
+/// writers (`EtcdRuleWriter::at(key)` and so on). Tools (the `sentinel-rules` CLI, a
+/// dashboard) write through it without knowing the store.
+///
+/// A backend implements [`store`](Self::store) (bytes, with an optional compare-and-set) and
+/// [`revision`](Self::revision); the trait's [`write`](Self::write),
+/// [`write_as`](Self::write_as) and [`write_if`](Self::write_if) validate first (an invalid
+/// set is refused whole, [`WriteError::Invalid`] naming every bad rule, and nothing is
+/// stored) and encode the set as the converters read it.
+///
+/// [`ReadableDataSource`]: super::ReadableDataSource
+#[async_trait]
+pub trait WritableDataSource: Send + Sync {
+    /// What this writes to, for messages: the store and the key, never a secret.
+    fn describe(&self) -> String;
+
+    /// Stores `bytes` as given, unchecked, if the store holds what `expected` says. Returns
+    /// the store's revision after the write, for a store that keeps revisions. A store
+    /// without revisions answers [`WriteError::NoRevisions`] to [`Expected::Revision`].
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError>;
+
+    /// The revision stored now, which [`write_if`](Self::write_if) compares: `None` when
+    /// nothing is stored or the store keeps no revisions.
+    async fn revision(&self) -> Result<Option<u64>, SourceError> {
+        Ok(None)
+    }
+
+    /// Validates and stores `rules` ([`Encoding::Auto`]).
+    async fn write(&self, rules: &RuleSet) -> Result<Option<u64>, WriteError> {
+        self.write_as(rules, Encoding::Auto, Expected::Anything)
+            .await
+    }
+
+    /// Like [`write`](Self::write), but only if the stored revision is still `expected`
+    /// (`None`: only if nothing is stored): someone else's write in between makes it
+    /// [`WriteError::Conflict`].
+    async fn write_if(
+        &self,
+        rules: &RuleSet,
+        expected: Option<u64>,
+    ) -> Result<Option<u64>, WriteError> {
+        self.write_as(rules, Encoding::Auto, Expected::Revision(expected))
+            .await
+    }
+
+    /// Validates `rules`, encodes them as `encoding` says and stores them if the store holds
+    /// what `expected` says.
+    async fn write_as(
+        &self,
+        rules: &RuleSet,
+        encoding: Encoding,
+        expected: Expected,
+    ) -> Result<Option<u64>, WriteError> {
+        let bytes = encode_rules_as(&self.describe(), rules, encoding)?;
+        self.store(bytes, expected).await
+    }
+}
+
+/// [`encode_rules`], or always the combined document with [`Encoding::Combined`].
+pub fn encode_rules_as(
+    key: &str,
+    rules: &RuleSet,
+    encoding: Encoding,
+) -> Result<Vec<u8>, WriteError> {
+    let auto = encode_rules(key, rules)?;
+    if encoding == Encoding::Auto || rules.families().len() > 1 {
+        return Ok(auto);
+    }
+    rules
+        .to_combined_json()
+        .map_err(|source| WriteError::Encode {
+            key: key.to_owned(),
+            source,
+        })
 }
 
 /// Validates `rules` and encodes them as every backend's `put_rules` stores them: a set of one

@@ -1,0 +1,203 @@
+//! The built `sentinel-rules` binary against the real servers of `scripts/services.sh`: exit
+//! codes of `validate`, `push` then `get` round trips on every store, `diff`, and `watch`
+//! seeing a change. A missing server fails the test naming the command that starts it.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use sentinel_core::datasource::testkit::{env_or, unique_key};
+use sentinel_core::datasource::{CombinedJson, Converter};
+use sentinel_core::RuleSet;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sentinel-rules");
+
+const RULES: &str = r#"{
+  "flow": [{"resource": "GET:/order", "count": 20}],
+  "degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}],
+  "paramFlow": [{"resource": "GET:/order", "paramIdx": 0, "count": 5}]
+}"#;
+
+const CHANGED: &str = r#"{"flow": [{"resource": "GET:/order", "count": 7}]}"#;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"))
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write a rules file");
+    path.display().to_string()
+}
+
+/// `get --json` of `url`: the one stored entry's value, converted as a combined document.
+fn stored(url: &str) -> RuleSet {
+    let out = run(&["--json", "get", "--from", url]);
+    assert!(
+        out.status.success(),
+        "get {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let value = &doc["entries"][0]["value"];
+    let bytes = serde_json::to_vec(value).expect("re-encode");
+    CombinedJson::new()
+        .convert(&bytes)
+        .expect("the stored rules convert")
+}
+
+#[test]
+fn validate_exit_codes_name_index_resource_and_field() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let good = write(dir.path(), "good.json", RULES);
+    let out = run(&["validate", &good]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout(&out).contains("1 flow rule, 1 degrade rule, 1 paramFlow rule"),
+        "{out:?}"
+    );
+
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        r#"[{"resource": "GET:/a", "count": -1}, {"resource": "GET:/b", "grade": 9}]"#,
+    );
+    let out = run(&["validate", &bad, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.contains("flow rule #0 (resource \"GET:/a\"): field `count`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow rule #1 (resource \"GET:/b\"): field `grade`"),
+        "{text}"
+    );
+
+    let out = run(&["--json", "validate", &bad, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["issues"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert_eq!(doc["issues"][1]["field"], "grade");
+
+    let syntax = write(dir.path(), "syntax.json", "[{");
+    assert_eq!(
+        run(&["validate", &syntax, "--family", "flow"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // A usage error is exit 2.
+    assert_eq!(
+        run(&["validate", &good, "--format", "go"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(&["get", "--from", "ftp://x:1/y"]).status.code(),
+        Some(2)
+    );
+}
+
+/// Every store: push, get it back exactly, diff (nothing, then a change).
+#[test]
+fn push_then_get_round_trips_on_every_store() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let expected = CombinedJson::new()
+        .convert(RULES.as_bytes())
+        .expect("valid");
+    let file = format!("file://{}/stored.json", dir.path().display());
+    let etcd =
+        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    let etcd = format!("{etcd}{}", unique_key("/sentinel-test", "cli"));
+    let redis = format!(
+        "redis://{}/{}",
+        env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
+        unique_key("rules:", "cli").replace('/', ":")
+    );
+    let nacos = format!(
+        "nacos://{}/cli-{}",
+        env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848"),
+        std::process::id()
+    );
+    let nats = format!(
+        "nats://{}/cli-{}/rules",
+        env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222"),
+        std::process::id()
+    );
+    for (url, service, cas) in [
+        (file.as_str(), "", false),
+        (etcd.as_str(), "etcd-main", true),
+        (redis.as_str(), "redis-main", false),
+        (nacos.as_str(), "nacos-main", false),
+        (nats.as_str(), "nats-main", true),
+    ] {
+        let mut args = vec!["push", rules.as_str(), "--to", url];
+        if cas {
+            args.push("--cas");
+        }
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "push to {url} failed ({}); is the server up? start it with \
+             `scripts/services.sh start {service}`",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stored(url), expected, "{url}");
+        let same = run(&["diff", rules.as_str(), "--from", url]);
+        assert_eq!(same.status.code(), Some(0), "{url}: {same:?}");
+        let other = run(&["--json", "diff", changed.as_str(), "--from", url]);
+        assert_eq!(other.status.code(), Some(1), "{url}: {other:?}");
+        let doc: Value = serde_json::from_str(&stdout(&other)).expect("JSON");
+        let ops: Vec<&str> = doc["changes"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["op"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(ops, vec!["-", "+"], "{url}: {doc}");
+    }
+}
+
+#[test]
+fn watch_prints_every_applied_update() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let url = format!("file://{}/watched.json", dir.path().display());
+    assert!(run(&["push", &rules, "--to", &url]).status.success());
+    let mut child = Command::new(BIN)
+        .args(["--json", "watch", "--from", &url, "--updates", "2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    // The first update is the initial load; push the second once the watcher runs.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(run(&["push", &changed, "--to", &url]).status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("the watcher's state").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("watch did not see the change within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("the watcher's output");
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["event"], "applied");
+    assert_eq!(lines[1]["event"], "applied");
+    assert_eq!(lines[1]["status"]["applied"], 2);
+}
