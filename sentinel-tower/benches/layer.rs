@@ -1,0 +1,139 @@
+//! The layer's cost per request: the same `service_fn` called bare and behind
+//! `SentinelLayer` with one QPS rule too high to block, without a network or a runtime
+//! (every future is ready on its first poll). One thread, and two threads on one resource;
+//! and the engine's own entry and exit, for scale.
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::Barrier;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use http::{Request, Response, Uri};
+use sentinel_core::{flow::FlowRule, Sentinel};
+use sentinel_tower::{ResourceKey, SentinelLayer};
+use tower::{service_fn, Layer, Service};
+
+/// Polls `future` until it is ready, with a waker that does nothing.
+fn run<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+    }
+}
+
+/// One request: ready, call, and the response future awaited.
+fn request<S>(service: &mut S, uri: &Uri) -> Result<S::Response, S::Error>
+where
+    S: Service<Request<()>>,
+{
+    let mut cx = Context::from_waker(Waker::noop());
+    match service.poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(error)) => return Err(error),
+        Poll::Pending => unreachable!("a service_fn is always ready"),
+    }
+    let mut request = Request::new(());
+    *request.uri_mut() = uri.clone();
+    run(service.call(request))
+}
+
+fn handler() -> impl Service<Request<()>, Response = Response<()>, Error = Infallible, Future: Send>
+       + Clone
+       + Send
+       + 'static {
+    service_fn(|request: Request<()>| async move {
+        black_box(&request);
+        Ok::<_, Infallible>(Response::new(()))
+    })
+}
+
+/// `iters` requests on each of two threads, each thread with its own clone of `service`;
+/// the slower thread's time, so the result is the time per request on one thread while the
+/// other one runs too.
+fn two_threads<S>(service: &S, uri: &Uri, iters: u64) -> Duration
+where
+    S: Service<Request<()>> + Clone + Send,
+    S::Error: std::fmt::Debug,
+{
+    let barrier = Barrier::new(2);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (mut service, barrier) = (service.clone(), &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        request(&mut service, uri).expect("passes");
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("the worker finished"))
+            .max()
+            .unwrap_or_default()
+    })
+}
+
+fn layer_overhead(c: &mut Criterion) {
+    let uri = Uri::from_static("/order");
+    let sentinel = Sentinel::new();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("GET:/order", 1e12),
+            FlowRule::qps("/order", 1e12),
+        ])
+        .expect("valid rules");
+    let bare = handler();
+    let guarded = SentinelLayer::new(sentinel.clone()).layer(handler());
+    let by_path = SentinelLayer::new(sentinel.clone())
+        .resource_key(ResourceKey::path())
+        .layer(handler());
+
+    let mut group = c.benchmark_group("layer");
+    group.throughput(Throughput::Elements(1));
+    // What the engine alone costs for the same entry, for scale: the rest of the layer's
+    // overhead is its own.
+    group.bench_function("engine alone: GET:/order entered and exited", |b| {
+        b.iter(|| {
+            run(sentinel
+                .entry(black_box("GET:/order"))
+                .inbound()
+                .enter_async())
+        })
+    });
+    let mut service = bare.clone();
+    group.bench_function("bare service", |b| {
+        b.iter(|| request(&mut service, &uri).expect("served"))
+    });
+    let mut service = guarded.clone();
+    group.bench_function("METHOD:/path key, one QPS rule", |b| {
+        b.iter(|| request(&mut service, &uri).expect("passes"))
+    });
+    let mut service = by_path.clone();
+    group.bench_function("path key, one QPS rule", |b| {
+        b.iter(|| request(&mut service, &uri).expect("passes"))
+    });
+    group.bench_function("bare service, 2 threads", |b| {
+        b.iter_custom(|iters| two_threads(&bare, &uri, iters))
+    });
+    group.bench_function("METHOD:/path key, one QPS rule, 2 threads", |b| {
+        b.iter_custom(|iters| two_threads(&guarded, &uri, iters))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, layer_overhead);
+criterion_main!(benches);

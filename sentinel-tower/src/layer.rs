@@ -1,0 +1,127 @@
+//! The layer: how requests are named and entered, built once and shared by its services.
+
+use std::fmt;
+use std::sync::Arc;
+
+use http::{HeaderName, StatusCode};
+use sentinel_core::{BlockError, Sentinel};
+use tower::Layer;
+
+use crate::block::{BlockAsError, BlockAsResponse};
+use crate::resource::ResourceKey;
+use crate::service::{Config, SentinelService};
+
+/// Guards every request of the services it wraps with a [`Sentinel`] engine: the request
+/// enters a resource named by its key (by default `METHOD:/path`), and a blocked request
+/// never reaches the inner service.
+///
+/// The services share the engine, so every clone of a service and every service this layer
+/// made counts against the same limits.
+///
+/// ```
+/// use http::{HeaderName, StatusCode};
+/// use sentinel_tower::{ResourceKey, SentinelLayer};
+///
+/// let layer = SentinelLayer::new(sentinel_core::Sentinel::new())
+///     .resource_key(ResourceKey::path())
+///     .origin_header(HeaderName::from_static("x-caller"))
+///     .error_if(|status| status.is_server_error() || status == StatusCode::REQUEST_TIMEOUT);
+/// # let _ = layer;
+/// ```
+#[derive(Clone)]
+pub struct SentinelLayer<K = ResourceKey, H = BlockAsError> {
+    config: Config<K, H>,
+}
+
+impl SentinelLayer {
+    /// A layer entering requests into `sentinel`: resources named `METHOD:/path`, no origin,
+    /// a `5xx` response counted as an error, and a blocked request failing with
+    /// [`SentinelError::Blocked`](crate::SentinelError::Blocked).
+    pub fn new(sentinel: Sentinel) -> Self {
+        Self {
+            config: Config {
+                sentinel,
+                resource_key: ResourceKey::method_and_path(),
+                block_handler: BlockAsError,
+                origin_header: None,
+                error_if: Arc::new(|status: StatusCode| status.is_server_error()),
+            },
+        }
+    }
+}
+
+impl<K, H> SentinelLayer<K, H> {
+    /// How a request names its resource: a [`ResourceKey`] or a closure
+    /// ([`ResourceKey::from_fn`]).
+    pub fn resource_key<K2>(self, resource_key: K2) -> SentinelLayer<K2, H> {
+        SentinelLayer {
+            config: self
+                .config
+                .rebuild(|_, block_handler| (resource_key, block_handler)),
+        }
+    }
+
+    /// Reads the caller's name (Sentinel's origin, which `limitApp` and authority rules
+    /// match) from this header. A request without it, or with a value that is not visible
+    /// ASCII, has no origin.
+    pub fn origin_header(mut self, header: HeaderName) -> Self {
+        self.config.origin_header = Some(header);
+        self
+    }
+
+    /// Which response statuses count as errors for the circuit breakers (by default
+    /// `5xx`). An `Err` from the inner service always counts.
+    pub fn error_if<F>(mut self, is_error: F) -> Self
+    where
+        F: Fn(StatusCode) -> bool + Send + Sync + 'static,
+    {
+        self.config.error_if = Arc::new(is_error);
+        self
+    }
+
+    /// Answers a blocked request with `f`'s response instead of an error. The service then
+    /// has the inner service's error type.
+    ///
+    /// ```
+    /// use http::{Response, StatusCode};
+    /// use sentinel_core::RuleFamily;
+    /// use sentinel_tower::SentinelLayer;
+    ///
+    /// let layer = SentinelLayer::new(sentinel_core::Sentinel::new()).on_block(|blocked| {
+    ///     let status = match blocked.family() {
+    ///         RuleFamily::Degrade | RuleFamily::System => StatusCode::SERVICE_UNAVAILABLE,
+    ///         _ => StatusCode::TOO_MANY_REQUESTS,
+    ///     };
+    ///     let mut response = Response::new(String::from("busy, retry later"));
+    ///     *response.status_mut() = status;
+    ///     response
+    /// });
+    /// # let _ = layer;
+    /// ```
+    pub fn on_block<F, Res>(self, f: F) -> SentinelLayer<K, BlockAsResponse<F>>
+    where
+        F: Fn(&BlockError) -> Res,
+    {
+        SentinelLayer {
+            config: self
+                .config
+                .rebuild(|resource_key, _| (resource_key, BlockAsResponse::new(f))),
+        }
+    }
+}
+
+impl<S, K: Clone, H: Clone> Layer<S> for SentinelLayer<K, H> {
+    type Service = SentinelService<S, K, H>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        SentinelService::new(inner, Arc::new(self.config.clone()))
+    }
+}
+
+impl<K: fmt::Debug, H: fmt::Debug> fmt::Debug for SentinelLayer<K, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelLayer")
+            .field("config", &self.config)
+            .finish()
+    }
+}

@@ -1,0 +1,100 @@
+//! A [tower] layer that guards every HTTP request with [Sentinel](sentinel_core): flow
+//! control, circuit breaking, system protection and origin (authority) rules, applied per
+//! resource, with the resource named from the request.
+//!
+//! ```
+//! use std::convert::Infallible;
+//!
+//! use http::{Request, Response, StatusCode};
+//! use sentinel_core::{flow::FlowRule, Sentinel};
+//! use sentinel_tower::{SentinelError, SentinelLayer};
+//! use tower::{service_fn, Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let sentinel = Sentinel::new();
+//! sentinel
+//!     .flow_rules()
+//!     .load_rules(vec![FlowRule::qps("GET:/order", 1.0)])
+//!     .expect("valid rules");
+//!
+//! let handler = service_fn(|_request: Request<String>| async {
+//!     Ok::<_, Infallible>(Response::new(String::from("order 42")))
+//! });
+//! let service = SentinelLayer::new(sentinel).layer(handler);
+//!
+//! let request = || Request::get("/order").body(String::new()).expect("a valid request");
+//! let first = service.clone().oneshot(request()).await;
+//! assert_eq!(first.expect("passes").status(), StatusCode::OK);
+//!
+//! // The second request in the same second is over the limit of 1 per second.
+//! match service.oneshot(request()).await {
+//!     Err(SentinelError::Blocked(blocked)) => assert_eq!(blocked.resource(), "GET:/order"),
+//!     other => panic!("expected a block, got {other:?}"),
+//! }
+//! # }
+//! ```
+//!
+//! # What the layer does
+//!
+//! - **Resource**: each request enters a resource named by its [`ResourceKey`]:
+//!   `METHOD:/path` by default (`GET:/order`, as Sentinel's web adapters name them), the
+//!   path alone, or a closure ([`ResourceKey::from_fn`]).
+//! - **Origin**: [`SentinelLayer::origin_header`] names the header that carries the caller's
+//!   name, for `limitApp` and authority rules. Requests enter as inbound calls, so system
+//!   rules apply.
+//! - **Blocked requests** never reach the inner service. By default they fail with
+//!   [`SentinelError::Blocked`], for the application to map to `429` or `503`; with
+//!   [`SentinelLayer::on_block`] they get a response instead, and the service keeps the inner
+//!   service's error type. [`poll_ready`](tower::Service::poll_ready) never back-pressures.
+//! - **Outcome**: the entry lives until the response is ready, so response times and errors
+//!   feed the circuit breakers. An `Err` from the inner service counts as an error, and so
+//!   does a `5xx` status ([`SentinelLayer::error_if`] changes which statuses do). A response
+//!   future dropped before it completes (the client went away) exits its entry as an error.
+//! - **Queueing**: a request that a rate-limiter rule holds waits on a tokio timer (the
+//!   futures must run in a tokio runtime with time enabled when such rules are loaded); no
+//!   thread is blocked. A request dropped while it waits never started, and counts nothing.
+//! - **Cost**: the response future is boxed (the request is entered inside it, and its entry
+//!   borrows the resource name across a rate limiter's wait), so a request costs one
+//!   allocation, two with the `METHOD:/path` name (the path key borrows the request's). The
+//!   inner service must be `Clone` (see [`SentinelService`]).
+//! - **Shared state**: every clone of a service, and every service made by the layer, counts
+//!   against the same engine and so the same limits.
+//!
+//! # axum
+//!
+//! With axum (its default `matched-path` feature), name resources by the matched route, so
+//! that `/order/42` and `/order/43` are one resource (`GET:/order/{id}`), and answer blocked
+//! requests with a response, which keeps the router's infallible error type that
+//! `Router::layer` and `Router::route_layer` need:
+//!
+//! ```text
+//! use axum::{extract::MatchedPath, http::{Request, StatusCode}, response::IntoResponse};
+//! use sentinel_tower::{ResourceKey, SentinelLayer};
+//!
+//! let layer = SentinelLayer::new(sentinel.clone())
+//!     .resource_key(ResourceKey::from_fn(|request: &Request<axum::body::Body>| {
+//!         let route = request.extensions().get::<MatchedPath>()
+//!             .map_or(request.uri().path(), |path| path.as_str());
+//!         format!("{}:{route}", request.method())
+//!     }))
+//!     .on_block(|_blocked| StatusCode::TOO_MANY_REQUESTS.into_response());
+//! let app = axum::Router::new()
+//!     .route("/order/{id}", axum::routing::get(order))
+//!     .route_layer(layer); // route_layer: after routing, so MatchedPath is set
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod block;
+mod error;
+mod future;
+mod layer;
+mod resource;
+mod service;
+
+pub use block::{BlockAsError, BlockAsResponse, BlockHandler};
+pub use error::SentinelError;
+pub use future::ResponseFuture;
+pub use layer::SentinelLayer;
+pub use resource::{ExtractResource, ResourceKey, ResourceKeyFn};
+pub use service::SentinelService;

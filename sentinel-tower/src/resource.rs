@@ -1,0 +1,157 @@
+//! Which Sentinel resource a request enters: its method and path, its path, or a closure.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use http::Request;
+
+/// Names the Sentinel resource a request enters. Rules, statistics and circuit breakers are
+/// per resource.
+///
+/// Implemented by [`ResourceKey`] (the built-in keys) and by [`ResourceKeyFn`] (a closure).
+pub trait ExtractResource<B> {
+    /// The resource name of `request`. It may borrow from the request.
+    fn resource<'r>(&self, request: &'r Request<B>) -> Cow<'r, str>;
+}
+
+/// The built-in resource names. The default is [`method_and_path`](Self::method_and_path).
+///
+/// Each distinct name is a resource with its own statistics, so a name should be bounded: a
+/// path with identifiers in it (`/order/42`) makes a resource per identifier. Name such
+/// routes by their pattern with [`from_fn`](Self::from_fn) instead (in axum, the
+/// `MatchedPath` request extension, as the crate docs show).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourceKey {
+    kind: KeyKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum KeyKind {
+    #[default]
+    MethodAndPath,
+    Path,
+}
+
+impl ResourceKey {
+    /// `METHOD:/path`, as Sentinel's web adapters name HTTP resources: `GET:/order`. The
+    /// query is left out.
+    pub fn method_and_path() -> Self {
+        Self {
+            kind: KeyKind::MethodAndPath,
+        }
+    }
+
+    /// The path alone: `/order`. The query is left out.
+    pub fn path() -> Self {
+        Self {
+            kind: KeyKind::Path,
+        }
+    }
+
+    /// A closure that names the resource of a request. It returns a `String`, a
+    /// `&'static str` or a `Cow<'static, str>`; annotate its argument with the request's body
+    /// type, e.g. `|request: &http::Request<Body>|`.
+    ///
+    /// ```
+    /// use sentinel_tower::ResourceKey;
+    ///
+    /// // One resource per API version and method.
+    /// let key = ResourceKey::from_fn(|request: &http::Request<String>| {
+    ///     let version = request.uri().path().split('/').nth(1).unwrap_or("");
+    ///     format!("{}:/{version}", request.method())
+    /// });
+    /// # let _ = key;
+    /// ```
+    pub fn from_fn<F, B, R>(f: F) -> ResourceKeyFn<F>
+    where
+        F: Fn(&Request<B>) -> R,
+        R: Into<Cow<'static, str>>,
+    {
+        ResourceKeyFn { f }
+    }
+}
+
+impl<B> ExtractResource<B> for ResourceKey {
+    fn resource<'r>(&self, request: &'r Request<B>) -> Cow<'r, str> {
+        let path = request.uri().path();
+        match self.kind {
+            KeyKind::Path => Cow::Borrowed(path),
+            KeyKind::MethodAndPath => {
+                let method = request.method().as_str();
+                let mut name = String::with_capacity(method.len() + 1 + path.len());
+                name.push_str(method);
+                name.push(':');
+                name.push_str(path);
+                Cow::Owned(name)
+            }
+        }
+    }
+}
+
+/// A resource name computed by a closure; made by [`ResourceKey::from_fn`].
+#[derive(Clone, Copy)]
+pub struct ResourceKeyFn<F> {
+    f: F,
+}
+
+impl<F> fmt::Debug for ResourceKeyFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceKeyFn")
+            .field("f", &std::any::type_name::<F>())
+            .finish()
+    }
+}
+
+impl<B, F, R> ExtractResource<B> for ResourceKeyFn<F>
+where
+    F: Fn(&Request<B>) -> R,
+    R: Into<Cow<'static, str>>,
+{
+    fn resource<'r>(&self, request: &'r Request<B>) -> Cow<'r, str> {
+        (self.f)(request).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, uri: &str) -> Request<()> {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(())
+            .expect("a valid request")
+    }
+
+    #[test]
+    fn method_and_path_leaves_the_query_out() {
+        let request = request("POST", "http://shop.test/order?id=7");
+        assert_eq!(
+            ResourceKey::method_and_path().resource(&request),
+            "POST:/order"
+        );
+        assert_eq!(ResourceKey::default(), ResourceKey::method_and_path());
+    }
+
+    #[test]
+    fn path_borrows_from_the_request() {
+        let request = request("GET", "/cart/items?page=2");
+        let name = ResourceKey::path().resource(&request);
+        assert!(matches!(name, Cow::Borrowed("/cart/items")));
+    }
+
+    #[test]
+    fn a_closure_names_the_resource() {
+        let key = ResourceKey::from_fn(|request: &Request<()>| {
+            if request.uri().path().starts_with("/admin") {
+                "admin"
+            } else {
+                "public"
+            }
+        });
+        assert_eq!(key.resource(&request("GET", "/admin/users")), "admin");
+        assert_eq!(key.resource(&request("GET", "/")), "public");
+        assert!(format!("{key:?}").starts_with("ResourceKeyFn"));
+    }
+}

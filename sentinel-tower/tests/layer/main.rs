@@ -1,0 +1,10 @@
+//! The layer against in-process `service_fn` handlers: shared limits, blocked requests,
+//! circuit breakers fed by statuses and response times, cancelled requests and queueing.
+
+mod block;
+mod breaker;
+mod cancel;
+mod key;
+mod limit;
+mod queue;
+mod support;
