@@ -51,7 +51,7 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 # the Redis cluster and TLS tests and the NATS TLS test are behind features
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast
