@@ -72,7 +72,7 @@ pub use engine::{
     ActiveRules, FamilyRule, Limits, RuleManager, Sentinel, SentinelBuilder, WeakSentinel,
     API_SOURCE,
 };
-pub use entry::{Entry, EntryBuilder, EntryType, ResourceHandle};
+pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
 pub use rule_set::RuleSet;
 pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};

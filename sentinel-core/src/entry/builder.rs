@@ -165,6 +165,40 @@ impl<'a> EntryBuilder<'a> {
         result
     }
 
+    /// Checks every rule without waiting: the call passes now, passes once a rate-limiter
+    /// rule's wait is over ([`Admission::Queued`]: the caller waits, on any timer, then
+    /// [`starts`](Queued::start) it), or is blocked. For adapters that drive their own
+    /// futures (a tower layer): no sleep, no boxed future. A fake clock still advances itself
+    /// instead of asking for a wait.
+    ///
+    /// ```
+    /// use sentinel_core::{Admission, Sentinel};
+    ///
+    /// let sentinel = Sentinel::new();
+    /// let entry = match sentinel.entry("GET:/order").try_enter() {
+    ///     Ok(Admission::Now(entry)) => entry,
+    ///     Ok(Admission::Queued(queued)) => {
+    ///         std::thread::sleep(queued.wait()); // or tokio::time::sleep(...).await
+    ///         queued.start()
+    ///     }
+    ///     Err(blocked) => panic!("{blocked}"),
+    /// };
+    /// drop(entry);
+    /// ```
+    pub fn try_enter(self) -> Result<Admission<'a>, BlockError> {
+        let mut wait = Duration::ZERO;
+        let entry = self.check(&mut wait)?;
+        if wait.is_zero() {
+            return Ok(Admission::Now(entry));
+        }
+        if self.sentinel.clock().wait_virtually(wait) {
+            let mut entry = entry;
+            entry.start();
+            return Ok(Admission::Now(entry));
+        }
+        Ok(Admission::Queued(Queued { entry, wait }))
+    }
+
     /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`. If the future is
     /// dropped while it queues, the call never started: nothing is counted for it (the rate
     /// limiter's slot stays taken, as a slept-through slot would).
@@ -212,6 +246,47 @@ impl<'a> EntryBuilder<'a> {
         }
         guard.finish();
         Ok(output)
+    }
+}
+
+/// What [`EntryBuilder::try_enter`] decided for a call that is not blocked.
+#[derive(Debug)]
+#[must_use = "dropping an admission exits (or abandons) the call at once"]
+pub enum Admission<'a> {
+    /// The call passed and is counted: the entry is live.
+    Now(Entry<'a>),
+    /// A rate-limiter rule gave the call a slot after [`Queued::wait`]. It is counted when it
+    /// starts; dropped before, it never started and counts nothing.
+    Queued(Queued<'a>),
+}
+
+/// A call waiting for its rate-limiter slot. Made by [`EntryBuilder::try_enter`].
+#[derive(Debug)]
+#[must_use = "a queued call counts nothing until it starts"]
+pub struct Queued<'a> {
+    entry: Entry<'a>,
+    wait: Duration,
+}
+
+impl<'a> Queued<'a> {
+    /// How long the call waits before it starts.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// The wait is over: the call starts (and is counted) now.
+    pub fn start(mut self) -> Entry<'a> {
+        self.entry.start();
+        self.entry
+    }
+
+    /// The same queued call, independent of the borrow it came from (see
+    /// [`Entry::into_owned`]).
+    pub fn into_owned(self) -> Queued<'static> {
+        Queued {
+            entry: self.entry.into_owned(),
+            wait: self.wait,
+        }
     }
 }
 

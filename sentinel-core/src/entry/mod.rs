@@ -5,7 +5,7 @@ mod builder;
 mod check;
 mod guard;
 
-pub use builder::{EntryBuilder, EntryType, ResourceHandle};
+pub use builder::{Admission, EntryBuilder, EntryType, Queued, ResourceHandle};
 pub use guard::Entry;
 
 #[cfg(test)]

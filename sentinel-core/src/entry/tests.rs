@@ -81,3 +81,51 @@ async fn a_call_cancelled_while_it_queues_counts_nothing() {
     assert_eq!(after.pass_qps, before.pass_qps, "never counted as passed");
     assert_eq!(after.success_qps, before.success_qps, "nor as a success");
 }
+
+/// A fake clock that does not advance itself on a wait: the caller is asked to wait.
+#[derive(Debug, Clone)]
+struct WaitingClock(FakeClock);
+
+impl crate::Clock for WaitingClock {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+}
+
+#[test]
+fn try_enter_hands_the_wait_to_the_caller() {
+    use crate::Admission;
+    let clock = FakeClock::new();
+    let s = Sentinel::builder()
+        .clock(WaitingClock(clock.clone()))
+        .build();
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 10.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(1_000)])
+        .expect("valid");
+    let first = s.entry("r").try_enter();
+    assert!(matches!(first, Ok(Admission::Now(_))), "{first:?}");
+    drop(first);
+    let second = s.entry("r").try_enter();
+    let Ok(Admission::Queued(queued)) = second else {
+        panic!("expected a queued call, got {second:?}");
+    };
+    assert_eq!(queued.wait().as_millis(), 100);
+    let passed = |s: &Sentinel| s.resource_stats("r").map_or(0.0, |n| n.pass_qps);
+    assert_eq!(passed(&s), 1.0, "a queued call is not counted yet");
+    clock.advance_ms(100);
+    let entry = queued.into_owned().start();
+    assert_eq!(passed(&s), 2.0, "counted when it starts");
+    drop(entry);
+    // Dropped while it waits, a call never started.
+    let third = s.entry("r").try_enter();
+    assert!(matches!(third, Ok(Admission::Queued(_))), "{third:?}");
+    drop(third);
+    assert_eq!(passed(&s), 2.0);
+    assert_eq!(s.resource_stats("r").map(|n| n.concurrency), Some(0));
+}
