@@ -1,98 +1,221 @@
-//! The response future: enters the request, calls the inner service, and exits the entry
-//! with the outcome.
+//! The response future: the request was entered in `call`, so the future answers a blocked
+//! request at once, waits out a rate limiter's queue before it calls the inner service, or
+//! awaits the inner service and exits the entry with the outcome.
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
+use std::mem;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use http::{Request, Response};
-use sentinel_core::Entry;
+use sentinel_core::{Entry, Queued};
+use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use crate::block::BlockHandler;
-use crate::resource::ExtractResource;
-use crate::service::Config;
+use crate::service::ErrorIf;
 
-/// The response future of a [`SentinelService`](crate::SentinelService).
+/// The response future of a [`SentinelService`](crate::SentinelService) wrapping `S`.
 ///
-/// It holds the request's entry from its first poll until the response is ready; dropped
-/// before that, it exits the entry as an error (the client went away).
-pub struct ResponseFuture<T, E> {
-    // One allocation per request: the entry borrows the resource name, which borrows the
-    // request, across the rate limiter's wait.
-    inner: Pin<Box<dyn Future<Output = Result<T, E>> + Send>>,
+/// The request was checked when the service was called. A passed request holds its entry
+/// until the response is ready; dropped before that, the future exits the entry as an error
+/// (the client went away). A request a rate-limiter rule queues waits in this future, on a
+/// tokio timer, and reaches the inner service when its wait is over; dropped before, it never
+/// started and counts nothing.
+pub struct ResponseFuture<S, ReqBody, H>
+where
+    S: Service<Request<ReqBody>>,
+    H: BlockHandler<S::Response, S::Error>,
+{
+    state: State<S, ReqBody, H::Error>,
+    handler: PhantomData<fn() -> H>,
 }
 
-impl<T, E> ResponseFuture<T, E> {
-    pub(crate) fn new(inner: Pin<Box<dyn Future<Output = Result<T, E>> + Send>>) -> Self {
-        Self { inner }
+enum State<S, ReqBody, E>
+where
+    S: Service<Request<ReqBody>>,
+{
+    /// The request was blocked: the block handler's answer.
+    Blocked(Option<Result<S::Response, E>>),
+    /// The request waits for its rate-limiter slot; the inner service has not seen it.
+    Queued(Box<Waiting<S, ReqBody>>),
+    /// The inner service is serving the request. Its future is boxed: without a pin
+    /// projection crate (or unsafe code), a future can only poll a pinned field in a box.
+    Running {
+        future: Pin<Box<S::Future>>,
+        in_flight: InFlight,
+        error_if: ErrorIf,
+    },
+    /// The response was returned (or a queued request is starting).
+    Done,
+}
+
+// Nothing in a `ResponseFuture` is pinned in place: the futures it polls (the inner
+// service's, the timer) are pinned in their boxes. So it may move while it is polled.
+impl<S, ReqBody, H> Unpin for ResponseFuture<S, ReqBody, H>
+where
+    S: Service<Request<ReqBody>>,
+    H: BlockHandler<S::Response, S::Error>,
+{
+}
+
+impl<S, ReqBody, H> ResponseFuture<S, ReqBody, H>
+where
+    S: Service<Request<ReqBody>>,
+    H: BlockHandler<S::Response, S::Error>,
+{
+    fn new(state: State<S, ReqBody, H::Error>) -> Self {
+        Self {
+            state,
+            handler: PhantomData,
+        }
+    }
+
+    /// A blocked request's answer, ready at once.
+    pub(crate) fn blocked(result: Result<S::Response, H::Error>) -> Self {
+        Self::new(State::Blocked(Some(result)))
+    }
+
+    /// A passed request, being served by `future`.
+    pub(crate) fn running(future: S::Future, in_flight: InFlight, error_if: ErrorIf) -> Self {
+        Self::new(State::Running {
+            future: Box::pin(future),
+            in_flight,
+            error_if,
+        })
+    }
+
+    /// A queued request, served by `service` when its wait is over.
+    pub(crate) fn queued(
+        service: S,
+        request: Request<ReqBody>,
+        queued: Queued<'static>,
+        error_if: ErrorIf,
+    ) -> Self {
+        // The slot is `wait` from now; the timer is armed on the first poll, inside the
+        // runtime.
+        let deadline = Instant::now() + queued.wait();
+        Self::new(State::Queued(Box::new(Waiting {
+            service,
+            request,
+            queued,
+            deadline,
+            sleep: None,
+            error_if,
+        })))
     }
 }
 
-impl<T, E> Future for ResponseFuture<T, E> {
-    type Output = Result<T, E>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
-    }
-}
-
-impl<T, E> fmt::Debug for ResponseFuture<T, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
-    }
-}
-
-/// Enters `request`, then calls `inner` with it and exits with the outcome.
-pub(crate) async fn guarded<S, K, H, ReqBody, ResBody>(
-    config: Arc<Config<K, H>>,
-    mut inner: S,
-    request: Request<ReqBody>,
-) -> Result<Response<ResBody>, H::Error>
+impl<S, ReqBody, ResBody, H> Future for ResponseFuture<S, ReqBody, H>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    K: ExtractResource<ReqBody>,
     H: BlockHandler<Response<ResBody>, S::Error>,
 {
-    let entered = {
-        let resource = config.resource_key.resource(&request);
-        let origin = config.origin(&request);
-        config
-            .sentinel
-            .entry(&resource)
-            .origin(origin)
-            .inbound()
-            .enter_async()
-            .await
-            .map(Entry::into_owned)
-    };
-    let entry = match entered {
-        Ok(entry) => entry,
-        Err(blocked) => {
-            tracing::debug!(
-                resource = blocked.resource(),
-                family = %blocked.family(),
-                "request blocked"
-            );
-            return config.block_handler.blocked(blocked);
+    type Output = Result<Response<ResBody>, H::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let state = &mut self.get_mut().state;
+        loop {
+            match state {
+                State::Running {
+                    future,
+                    in_flight,
+                    error_if,
+                } => {
+                    let result = ready!(future.as_mut().poll(cx));
+                    let failed = match &result {
+                        Ok(response) => error_if.matches(response.status()),
+                        Err(_) => true,
+                    };
+                    in_flight.exit(failed);
+                    *state = State::Done;
+                    return Poll::Ready(result.map_err(H::inner_error));
+                }
+                State::Queued(waiting) => {
+                    ready!(waiting.poll_wait(cx));
+                    if let State::Queued(waiting) = mem::replace(state, State::Done) {
+                        *state = (*waiting).start();
+                    }
+                }
+                State::Blocked(result) => {
+                    let result = result
+                        .take()
+                        .expect("`ResponseFuture` polled after completion");
+                    *state = State::Done;
+                    return Poll::Ready(result);
+                }
+                State::Done => panic!("`ResponseFuture` polled after completion"),
+            }
         }
-    };
-    let mut in_flight = InFlight(Some(entry));
-    let result = inner.call(request).await;
-    let failed = match &result {
-        Ok(response) => (config.error_if)(response.status()),
-        Err(_) => true,
-    };
-    in_flight.exit(failed);
-    result.map_err(H::inner_error)
+    }
+}
+
+impl<S, ReqBody, H> fmt::Debug for ResponseFuture<S, ReqBody, H>
+where
+    S: Service<Request<ReqBody>>,
+    H: BlockHandler<S::Response, S::Error>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Blocked(_) => "blocked",
+            State::Queued(_) => "queued",
+            State::Running { .. } => "running",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A queued request: the ready inner service and the request, until the slot's time.
+struct Waiting<S, ReqBody> {
+    service: S,
+    request: Request<ReqBody>,
+    queued: Queued<'static>,
+    deadline: Instant,
+    sleep: Option<Pin<Box<Sleep>>>,
+    error_if: ErrorIf,
+}
+
+impl<S, ReqBody> Waiting<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    /// Ready when the slot's time has come.
+    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self.deadline;
+        self.sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
+            .as_mut()
+            .poll(cx)
+    }
+
+    /// The wait is over: the request starts (it is counted now) and reaches the inner
+    /// service.
+    fn start<E>(self) -> State<S, ReqBody, E> {
+        let Waiting {
+            mut service,
+            request,
+            queued,
+            error_if,
+            ..
+        } = self;
+        let in_flight = InFlight(Some(queued.start()));
+        State::Running {
+            future: Box::pin(service.call(request)),
+            in_flight,
+            error_if,
+        }
+    }
 }
 
 /// An entry whose request is being served. Dropped before [`exit`](Self::exit) (the
 /// response future was dropped, or the inner service panicked), it exits as an error, as
 /// sentinel-core's `EntryBuilder::run` does.
-struct InFlight(Option<Entry<'static>>);
+pub(crate) struct InFlight(pub(crate) Option<Entry<'static>>);
 
 impl InFlight {
     #[inline]

@@ -9,7 +9,7 @@ use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
 use crate::resource::ResourceKey;
-use crate::service::{Config, SentinelService};
+use crate::service::{Config, ErrorIf, SentinelService};
 
 /// Guards every request of the services it wraps with a [`Sentinel`] engine: the request
 /// enters a resource named by its key (by default `METHOD:/path`), and a blocked request
@@ -44,7 +44,7 @@ impl SentinelLayer {
                 resource_key: ResourceKey::method_and_path(),
                 block_handler: BlockAsError,
                 origin_header: None,
-                error_if: Arc::new(|status: StatusCode| status.is_server_error()),
+                error_if: ErrorIf::ServerError,
             },
         }
     }
@@ -75,7 +75,7 @@ impl<K, H> SentinelLayer<K, H> {
     where
         F: Fn(StatusCode) -> bool + Send + Sync + 'static,
     {
-        self.config.error_if = Arc::new(is_error);
+        self.config.error_if = ErrorIf::Custom(Arc::new(is_error));
         self
     }
 

@@ -12,6 +12,47 @@ use http::Request;
 pub trait ExtractResource<B> {
     /// The resource name of `request`. It may borrow from the request.
     fn resource<'r>(&self, request: &'r Request<B>) -> Cow<'r, str>;
+
+    /// Calls `f` with the resource name of `request`: what the service does with each
+    /// request, the name needed only while the request enters. The default calls `f` with
+    /// [`resource`](Self::resource)'s name; override it to build a name without allocating
+    /// (the built-in `METHOD:/path` key builds it on the stack).
+    fn with_resource<R, F>(&self, request: &Request<B>, f: F) -> R
+    where
+        F: FnOnce(&str) -> R,
+        Self: Sized,
+    {
+        f(&self.resource(request))
+    }
+}
+
+/// The longest `METHOD:/path` name built on the stack; a longer one is allocated.
+const INLINE_NAME: usize = 128;
+
+/// `method:path`, allocated.
+fn join(method: &str, path: &str) -> String {
+    let mut name = String::with_capacity(method.len() + 1 + path.len());
+    name.push_str(method);
+    name.push(':');
+    name.push_str(path);
+    name
+}
+
+/// Calls `f` with `method:path`, built in a stack buffer when it fits.
+#[inline]
+fn with_joined<R>(method: &str, path: &str, f: impl FnOnce(&str) -> R) -> R {
+    let len = method.len() + 1 + path.len();
+    if len <= INLINE_NAME {
+        let mut buffer = [0u8; INLINE_NAME];
+        buffer[..method.len()].copy_from_slice(method.as_bytes());
+        buffer[method.len()] = b':';
+        buffer[method.len() + 1..len].copy_from_slice(path.as_bytes());
+        // Two strings and an ASCII colon: always UTF-8 (the check is short for a short name).
+        if let Ok(name) = std::str::from_utf8(&buffer[..len]) {
+            return f(name);
+        }
+    }
+    f(&join(method, path))
 }
 
 /// The built-in resource names. The default is [`method_and_path`](Self::method_and_path).
@@ -76,14 +117,19 @@ impl<B> ExtractResource<B> for ResourceKey {
         let path = request.uri().path();
         match self.kind {
             KeyKind::Path => Cow::Borrowed(path),
-            KeyKind::MethodAndPath => {
-                let method = request.method().as_str();
-                let mut name = String::with_capacity(method.len() + 1 + path.len());
-                name.push_str(method);
-                name.push(':');
-                name.push_str(path);
-                Cow::Owned(name)
-            }
+            KeyKind::MethodAndPath => Cow::Owned(join(request.method().as_str(), path)),
+        }
+    }
+
+    #[inline]
+    fn with_resource<R, F>(&self, request: &Request<B>, f: F) -> R
+    where
+        F: FnOnce(&str) -> R,
+    {
+        let path = request.uri().path();
+        match self.kind {
+            KeyKind::Path => f(path),
+            KeyKind::MethodAndPath => with_joined(request.method().as_str(), path, f),
         }
     }
 }
@@ -132,6 +178,20 @@ mod tests {
             "POST:/order"
         );
         assert_eq!(ResourceKey::default(), ResourceKey::method_and_path());
+        let key = ResourceKey::method_and_path();
+        assert_eq!(key.with_resource(&request, str::to_owned), "POST:/order");
+    }
+
+    #[test]
+    fn a_long_method_and_path_is_allocated_whole() {
+        let key = ResourceKey::method_and_path();
+        let long = format!("/{}", "a".repeat(INLINE_NAME));
+        let name = key.with_resource(&request("GET", &long), str::to_owned);
+        assert_eq!(name, format!("GET:{long}"));
+        let fits = format!("/{}", "b".repeat(INLINE_NAME - "GET:/".len()));
+        let name = key.with_resource(&request("GET", &fits), str::to_owned);
+        assert_eq!(name.len(), INLINE_NAME);
+        assert_eq!(name, format!("GET:{fits}"));
     }
 
     #[test]
@@ -152,6 +212,10 @@ mod tests {
         });
         assert_eq!(key.resource(&request("GET", "/admin/users")), "admin");
         assert_eq!(key.resource(&request("GET", "/")), "public");
+        assert_eq!(
+            key.with_resource(&request("GET", "/admin"), str::to_owned),
+            "admin"
+        );
         assert!(format!("{key:?}").starts_with("ResourceKeyFn"));
     }
 }

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderName, Request, Response, StatusCode};
-use sentinel_core::Sentinel;
+use sentinel_core::{Admission, BlockError, Sentinel};
 use tower::Service;
 
 use crate::block::{BlockAsError, BlockHandler};
-use crate::future::{guarded, ResponseFuture};
+use crate::future::{InFlight, ResponseFuture};
 use crate::resource::{ExtractResource, ResourceKey};
 
 /// What a layer's services share: the engine and how requests are entered.
@@ -21,7 +21,25 @@ pub(crate) struct Config<K, H> {
     pub(crate) resource_key: K,
     pub(crate) block_handler: H,
     pub(crate) origin_header: Option<HeaderName>,
-    pub(crate) error_if: Arc<dyn Fn(StatusCode) -> bool + Send + Sync>,
+    pub(crate) error_if: ErrorIf,
+}
+
+/// Which response statuses count as errors: `5xx` (the default, nothing to share per
+/// request), or the layer's `error_if` predicate.
+#[derive(Clone)]
+pub(crate) enum ErrorIf {
+    ServerError,
+    Custom(Arc<dyn Fn(StatusCode) -> bool + Send + Sync>),
+}
+
+impl ErrorIf {
+    #[inline]
+    pub(crate) fn matches(&self, status: StatusCode) -> bool {
+        match self {
+            ErrorIf::ServerError => status.is_server_error(),
+            ErrorIf::Custom(is_error) => is_error(status),
+        }
+    }
 }
 
 impl<K, H> Config<K, H> {
@@ -60,25 +78,27 @@ impl<K: fmt::Debug, H: fmt::Debug> fmt::Debug for Config<K, H> {
 
 /// A service guarded by Sentinel; made by [`SentinelLayer`](crate::SentinelLayer).
 ///
-/// Each request enters its resource (inbound, with its origin) when the response future is
-/// first polled:
+/// Each request enters its resource (inbound, with its origin) when the service is called;
+/// every rule is checked then, without waiting:
 /// - blocked, it never reaches the inner service, and the block handler answers it (by
 ///   default an error, [`SentinelError::Blocked`](crate::SentinelError::Blocked));
-/// - held by a rate-limiter rule, it waits on a tokio timer, so the future must run inside a
-///   tokio runtime with its time driver when such rules are loaded (dropped while it waits,
-///   or before its first poll, the request never started and counts nothing);
-/// - passed, it is handed to the inner service, and its entry exits when the response is
-///   ready: an `Err`, or a status the layer's `error_if` picks (`5xx` by default), counts as
-///   an error. A response future dropped before it completes (the client went away) exits
-///   its entry as an error too.
+/// - held by a rate-limiter rule, it waits in its response future on a tokio timer, so the
+///   future must run inside a tokio runtime with its time driver when such rules are loaded;
+///   the inner service is called when the wait is over (dropped while it waits, the request
+///   never started, counts nothing, and never reaches the inner service);
+/// - passed, it is counted and handed to the inner service at once, and its entry exits
+///   when the response is ready: an `Err`, or a status the layer's `error_if` picks (`5xx`
+///   by default), counts as an error. A response future dropped before it completes (the
+///   client went away), even before its first poll, exits its entry as an error too.
 ///
 /// [`poll_ready`](Service::poll_ready) only asks the inner service: blocking is decided per
 /// request, never by back-pressure. Clones share the engine, and so every limit: no limiter
 /// state is held per clone.
 ///
-/// The inner service must be `Clone`: the request waits for its entry before the inner
-/// service is called, so the ready inner service moves into the response future and a
-/// clone takes its place (wrap a service that is not `Clone` in `tower::buffer::Buffer`).
+/// The inner service must be `Clone`: a queued request is handed to the inner service only
+/// after its wait, so the ready inner service moves into its response future and a clone
+/// takes its place (wrap a service that is not `Clone` in `tower::buffer::Buffer`). A
+/// request that passes at once is served by the ready service itself, with no clone.
 pub struct SentinelService<S, K = ResourceKey, H = BlockAsError> {
     inner: S,
     config: Arc<Config<K, H>>,
@@ -125,27 +145,56 @@ impl<S: fmt::Debug, K: fmt::Debug, H: fmt::Debug> fmt::Debug for SentinelService
 
 impl<S, K, H, ReqBody, ResBody> Service<Request<ReqBody>> for SentinelService<S, K, H>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Send,
-    K: ExtractResource<ReqBody> + Send + Sync + 'static,
-    H: BlockHandler<Response<ResBody>, S::Error> + Send + Sync + 'static,
-    H::Error: Send + 'static,
-    ReqBody: Send + 'static,
-    ResBody: Send + 'static,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    K: ExtractResource<ReqBody>,
+    H: BlockHandler<Response<ResBody>, S::Error>,
 {
     type Response = Response<ResBody>;
     type Error = H::Error;
-    type Future = ResponseFuture<Response<ResBody>, H::Error>;
+    type Future = ResponseFuture<S, ReqBody, H>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(H::inner_error)
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The ready service answers this request; its clone waits for the next poll_ready.
-        let clone = self.inner.clone();
-        let ready = mem::replace(&mut self.inner, clone);
-        ResponseFuture::new(Box::pin(guarded(Arc::clone(&self.config), ready, request)))
+        let config = &*self.config;
+        // Every rule is checked now, without waiting; the name is needed only meanwhile.
+        let admission = config.resource_key.with_resource(&request, |resource| {
+            let admission = config
+                .sentinel
+                .entry(resource)
+                .origin(config.origin(&request))
+                .inbound()
+                .try_enter()?;
+            Ok::<_, BlockError>(match admission {
+                Admission::Now(entry) => Admission::Now(entry.into_owned()),
+                Admission::Queued(queued) => Admission::Queued(queued.into_owned()),
+            })
+        });
+        match admission {
+            Ok(Admission::Now(entry)) => {
+                // Made first, so that a panic in the inner service's `call` exits the entry
+                // as an error.
+                let in_flight = InFlight(Some(entry));
+                let future = self.inner.call(request);
+                ResponseFuture::running(future, in_flight, config.error_if.clone())
+            }
+            Ok(Admission::Queued(queued)) => {
+                // The ready service answers this request once its wait is over; a clone
+                // takes its place and waits for the next poll_ready.
+                let clone = self.inner.clone();
+                let ready = mem::replace(&mut self.inner, clone);
+                ResponseFuture::queued(ready, request, queued, config.error_if.clone())
+            }
+            Err(blocked) => {
+                tracing::debug!(
+                    resource = blocked.resource(),
+                    family = %blocked.family(),
+                    "request blocked"
+                );
+                ResponseFuture::blocked(config.block_handler.blocked(blocked))
+            }
+        }
     }
 }

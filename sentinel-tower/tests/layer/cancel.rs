@@ -3,13 +3,14 @@
 
 use std::convert::Infallible;
 use std::pin::pin;
+use std::sync::atomic::Ordering;
 
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use sentinel_core::flow::FlowRule;
-use sentinel_tower::SentinelLayer;
+use sentinel_tower::{SentinelError, SentinelLayer};
 use tower::{service_fn, Layer};
 
-use crate::support::{call, engine_with, get, poll_once};
+use crate::support::{answer, call, engine_with, get, poll_once};
 
 #[tokio::test]
 async fn a_dropped_response_future_exits_its_entry_as_an_error() {
@@ -39,4 +40,31 @@ async fn a_dropped_response_future_exits_its_entry_as_an_error() {
     let mut response = pin!(call(&mut service, get("/report", &[])).await);
     let second_poll = poll_once(response.as_mut()).await;
     assert!(second_poll.is_pending(), "passed, not blocked");
+}
+
+#[tokio::test]
+async fn a_passed_request_is_counted_when_the_service_is_called() {
+    let (sentinel, _clock) = engine_with(vec![FlowRule::thread("GET:/report", 1.0)]);
+    let (handler, seen) = answer(StatusCode::OK);
+    let mut service = SentinelLayer::new(sentinel.clone()).layer(handler);
+
+    // Called, never polled: the request holds the only place already.
+    let first = call(&mut service, get("/report", &[])).await;
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "handed to the handler in call"
+    );
+    let stats = sentinel.resource_stats("GET:/report").expect("entered");
+    assert_eq!(stats.concurrency, 1);
+    let second = call(&mut service, get("/report", &[])).await.await;
+    assert!(
+        matches!(second, Err(SentinelError::Blocked(_))),
+        "{second:?}"
+    );
+
+    // Dropped unpolled, it exits as an error, as any response future dropped too early.
+    drop(first);
+    let stats = sentinel.resource_stats("GET:/report").expect("entered");
+    assert_eq!((stats.concurrency, stats.error_qps), (0, 1.0));
 }

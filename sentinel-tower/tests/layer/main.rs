@@ -4,6 +4,7 @@
 mod block;
 mod breaker;
 mod cancel;
+mod future;
 mod key;
 mod limit;
 mod queue;
