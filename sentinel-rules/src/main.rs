@@ -27,7 +27,6 @@ mod store;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use sentinel_core::datasource::{DataSource, Encoding, Expected, ReadableDataSource};
@@ -345,7 +344,6 @@ async fn watch(
         }
     }
     ds.close().await;
-    tokio::time::sleep(Duration::ZERO).await;
     Ok(())
 }
 
