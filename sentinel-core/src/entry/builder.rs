@@ -191,12 +191,43 @@ impl<'a> EntryBuilder<'a> {
         if wait.is_zero() {
             return Ok(Admission::Now(entry));
         }
-        if self.sentinel.clock().wait_virtually(wait) {
-            let mut entry = entry;
-            entry.start();
+        Ok(self.admit(entry, wait))
+    }
+
+    /// [`try_enter`](Self::try_enter), with an admission independent of the borrow it came
+    /// from: for a future that outlives it (a tower layer's response future). It costs what
+    /// `try_enter` costs by name; through a [`ResourceHandle`] the entry shares the handle's
+    /// resource (a reference count), as [`Entry::into_owned`] does, without moving the entry.
+    ///
+    /// ```
+    /// use sentinel_core::{Admission, Entry, Sentinel};
+    ///
+    /// let sentinel = Sentinel::new();
+    /// let name = String::from("GET:/order");
+    /// let entry: Entry<'static> = match sentinel.entry(&name).try_enter_owned() {
+    ///     Ok(Admission::Now(entry)) => entry,
+    ///     Ok(Admission::Queued(queued)) => queued.start(),
+    ///     Err(blocked) => panic!("{blocked}"),
+    /// };
+    /// drop(name); // the entry outlives the name it was entered by
+    /// drop(entry);
+    /// ```
+    pub fn try_enter_owned(self) -> Result<Admission<'static>, BlockError> {
+        let mut wait = Duration::ZERO;
+        let entry = self.check_owned(&mut wait)?;
+        if wait.is_zero() {
             return Ok(Admission::Now(entry));
         }
-        Ok(Admission::Queued(Queued { entry, wait }))
+        Ok(self.admit(entry, wait))
+    }
+
+    /// The admission of a checked call that must wait `wait` (not zero) first.
+    fn admit<'e>(&self, mut entry: Entry<'e>, wait: Duration) -> Admission<'e> {
+        if self.sentinel.clock().wait_virtually(wait) {
+            entry.start();
+            return Admission::Now(entry);
+        }
+        Admission::Queued(Queued { entry, wait })
     }
 
     /// Like [`enter`](Self::enter), but queues with `tokio::time::sleep`. If the future is

@@ -25,6 +25,29 @@ impl<'a> EntryBuilder<'a> {
             Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
             Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
+        self.check_node(node_ref, wait_out)
+    }
+
+    #[inline(always)]
+    /// [`check`](Self::check), with an entry that owns its node: by name that is what the
+    /// lookup gives; a handle's node is shared (one more reference).
+    pub(super) fn check_owned(
+        &self,
+        wait_out: &mut Duration,
+    ) -> Result<Entry<'static>, BlockError> {
+        let node = match self.target {
+            Target::Name(name) => self.sentinel.node(name),
+            Target::Handle(handle) => handle.node.clone(),
+        };
+        self.check_node(node.map(NodeRef::Owned), wait_out)
+    }
+
+    #[inline(always)]
+    fn check_node<'e>(
+        &self,
+        node_ref: Option<NodeRef<'e>>,
+        wait_out: &mut Duration,
+    ) -> Result<Entry<'e>, BlockError> {
         let Some(node_ref) = node_ref else {
             return Ok(Entry::untracked());
         };

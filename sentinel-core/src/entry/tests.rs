@@ -96,10 +96,9 @@ impl crate::Clock for WaitingClock {
     }
 }
 
-#[test]
-fn try_enter_hands_the_wait_to_the_caller() {
-    use crate::Admission;
-    let clock = FakeClock::new();
+/// An engine whose rate limiter spaces calls on `r` 100 ms apart, and asks the caller to
+/// wait.
+fn queueing_engine(clock: &FakeClock) -> Sentinel {
     let s = Sentinel::builder()
         .clock(WaitingClock(clock.clone()))
         .build();
@@ -108,6 +107,14 @@ fn try_enter_hands_the_wait_to_the_caller() {
             .control_behavior(ControlBehavior::RateLimiter)
             .max_queueing_time_ms(1_000)])
         .expect("valid");
+    s
+}
+
+#[test]
+fn try_enter_hands_the_wait_to_the_caller() {
+    use crate::Admission;
+    let clock = FakeClock::new();
+    let s = queueing_engine(&clock);
     let first = s.entry("r").try_enter();
     assert!(matches!(first, Ok(Admission::Now(_))), "{first:?}");
     drop(first);
@@ -128,4 +135,35 @@ fn try_enter_hands_the_wait_to_the_caller() {
     drop(third);
     assert_eq!(passed(&s), 2.0);
     assert_eq!(s.resource_stats("r").map(|n| n.concurrency), Some(0));
+}
+
+#[test]
+fn an_owned_admission_outlives_its_name_and_its_handle() {
+    use crate::Admission;
+    let clock = FakeClock::new();
+    let s = queueing_engine(&clock);
+    let name = String::from("r");
+    let first = s.entry(&name).inbound().try_enter_owned();
+    drop(name);
+    let Ok(Admission::Now(first)) = first else {
+        panic!("expected a call passed now, got {first:?}");
+    };
+    let handle = s.resource("r");
+    let second = handle.entry().try_enter_owned();
+    drop(handle);
+    let Ok(Admission::Queued(second)) = second else {
+        panic!("expected a queued call, got {second:?}");
+    };
+    assert_eq!(second.wait().as_millis(), 100);
+    let stats = |s: &Sentinel| s.resource_stats("r").map(|n| (n.pass_qps, n.concurrency));
+    assert_eq!(
+        stats(&s),
+        Some((1.0, 1)),
+        "the queued call is not counted yet"
+    );
+    clock.advance_ms(100);
+    let second = second.start();
+    assert_eq!(stats(&s), Some((2.0, 2)));
+    drop((first, second));
+    assert_eq!(stats(&s).map(|(_, concurrency)| concurrency), Some(0));
 }
