@@ -5,11 +5,11 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::mem;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use http::{Request, Response};
+use pin_project_lite::pin_project;
 use sentinel_core::{Entry, Queued};
 use tokio::time::{Instant, Sleep};
 use tower::Service;
@@ -17,48 +17,57 @@ use tower::Service;
 use crate::block::BlockHandler;
 use crate::service::ErrorIf;
 
-/// The response future of a [`SentinelService`](crate::SentinelService) wrapping `S`.
-///
-/// The request was checked when the service was called. A passed request holds its entry
-/// until the response is ready; dropped before that, the future exits the entry as an error
-/// (the client went away). A request a rate-limiter rule queues waits in this future, on a
-/// tokio timer, and reaches the inner service when its wait is over; dropped before, it never
-/// started and counts nothing.
-pub struct ResponseFuture<S, ReqBody, H>
-where
-    S: Service<Request<ReqBody>>,
-    H: BlockHandler<S::Response, S::Error>,
-{
-    state: State<S, ReqBody, H::Error>,
-    handler: PhantomData<fn() -> H>,
+pin_project! {
+    /// The response future of a [`SentinelService`](crate::SentinelService) wrapping `S`.
+    ///
+    /// The request was checked when the service was called. A passed request holds its
+    /// entry until the response is ready; dropped before that, the future exits the entry as
+    /// an error (the client went away). A request a rate-limiter rule queues waits in this
+    /// future, on a tokio timer, and reaches the inner service when its wait is over;
+    /// dropped before, it never started and counts nothing.
+    ///
+    /// The inner service's future is held in place, not boxed: the layer allocates nothing
+    /// per passed request.
+    pub struct ResponseFuture<S, ReqBody, H>
+    where
+        S: Service<Request<ReqBody>>,
+        H: BlockHandler<S::Response, S::Error>,
+    {
+        #[pin]
+        state: StateOf<S, ReqBody, H::Error>,
+        handler: PhantomData<fn() -> H>,
+    }
 }
 
-enum State<S, ReqBody, E>
-where
-    S: Service<Request<ReqBody>>,
-{
-    /// The request was blocked: the block handler's answer.
-    Blocked(Option<Result<S::Response, E>>),
-    /// The request waits for its rate-limiter slot; the inner service has not seen it.
-    Queued(Box<Waiting<S, ReqBody>>),
-    /// The inner service is serving the request. Its future is boxed: without a pin
-    /// projection crate (or unsafe code), a future can only poll a pinned field in a box.
-    Running {
-        future: Pin<Box<S::Future>>,
-        in_flight: InFlight,
-        error_if: ErrorIf,
-    },
-    /// The response was returned (or a queued request is starting).
-    Done,
-}
+/// The state of a response future of `S`, whose block handler fails with `E`.
+type StateOf<S, ReqBody, E> = State<
+    <S as Service<Request<ReqBody>>>::Future,
+    S,
+    ReqBody,
+    Result<<S as Service<Request<ReqBody>>>::Response, E>,
+>;
 
-// Nothing in a `ResponseFuture` is pinned in place: the futures it polls (the inner
-// service's, the timer) are pinned in their boxes. So it may move while it is polled.
-impl<S, ReqBody, H> Unpin for ResponseFuture<S, ReqBody, H>
-where
-    S: Service<Request<ReqBody>>,
-    H: BlockHandler<S::Response, S::Error>,
-{
+pin_project! {
+    /// Where a request is: `F` is the inner service's future, `T` the block handler's
+    /// answer.
+    #[project = StateProj]
+    #[project_replace = StateOwned]
+    enum State<F, S, ReqBody, T> {
+        // The request was blocked: the block handler's answer.
+        Blocked { answer: Option<T> },
+        // The request waits for its rate-limiter slot; the inner service has not seen it.
+        // Boxed: a rare state should not make every response future larger.
+        Queued { waiting: Box<Waiting<S, ReqBody>> },
+        // The inner service is serving the request.
+        Running {
+            #[pin]
+            future: F,
+            in_flight: InFlight,
+            error_if: ErrorIf,
+        },
+        // The response was returned (or a queued request is starting).
+        Done,
+    }
 }
 
 impl<S, ReqBody, H> ResponseFuture<S, ReqBody, H>
@@ -66,7 +75,8 @@ where
     S: Service<Request<ReqBody>>,
     H: BlockHandler<S::Response, S::Error>,
 {
-    fn new(state: State<S, ReqBody, H::Error>) -> Self {
+    #[inline]
+    fn new(state: StateOf<S, ReqBody, H::Error>) -> Self {
         Self {
             state,
             handler: PhantomData,
@@ -74,14 +84,18 @@ where
     }
 
     /// A blocked request's answer, ready at once.
-    pub(crate) fn blocked(result: Result<S::Response, H::Error>) -> Self {
-        Self::new(State::Blocked(Some(result)))
+    #[inline]
+    pub(crate) fn blocked(answer: Result<S::Response, H::Error>) -> Self {
+        Self::new(State::Blocked {
+            answer: Some(answer),
+        })
     }
 
     /// A passed request, being served by `future`.
+    #[inline]
     pub(crate) fn running(future: S::Future, in_flight: InFlight, error_if: ErrorIf) -> Self {
         Self::new(State::Running {
-            future: Box::pin(future),
+            future,
             in_flight,
             error_if,
         })
@@ -97,14 +111,16 @@ where
         // The slot is `wait` from now; the timer is armed on the first poll, inside the
         // runtime.
         let deadline = Instant::now() + queued.wait();
-        Self::new(State::Queued(Box::new(Waiting {
-            service,
-            request,
-            queued,
-            deadline,
-            sleep: None,
-            error_if,
-        })))
+        Self::new(State::Queued {
+            waiting: Box::new(Waiting {
+                service,
+                request,
+                queued,
+                deadline,
+                sleep: None,
+                error_if,
+            }),
+        })
     }
 }
 
@@ -116,37 +132,39 @@ where
     type Output = Result<Response<ResBody>, H::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let state = &mut self.get_mut().state;
+        let mut state = self.project().state;
         loop {
-            match state {
-                State::Running {
+            match state.as_mut().project() {
+                StateProj::Running {
                     future,
                     in_flight,
                     error_if,
                 } => {
-                    let result = ready!(future.as_mut().poll(cx));
+                    let result = ready!(future.poll(cx));
                     let failed = match &result {
                         Ok(response) => error_if.matches(response.status()),
                         Err(_) => true,
                     };
                     in_flight.exit(failed);
-                    *state = State::Done;
+                    state.set(State::Done);
                     return Poll::Ready(result.map_err(H::inner_error));
                 }
-                State::Queued(waiting) => {
+                StateProj::Queued { waiting } => {
                     ready!(waiting.poll_wait(cx));
-                    if let State::Queued(waiting) = mem::replace(state, State::Done) {
-                        *state = (*waiting).start();
+                    if let StateOwned::Queued { waiting } =
+                        state.as_mut().project_replace(State::Done)
+                    {
+                        state.set((*waiting).start());
                     }
                 }
-                State::Blocked(result) => {
-                    let result = result
+                StateProj::Blocked { answer } => {
+                    let answer = answer
                         .take()
                         .expect("`ResponseFuture` polled after completion");
-                    *state = State::Done;
-                    return Poll::Ready(result);
+                    state.set(State::Done);
+                    return Poll::Ready(answer);
                 }
-                State::Done => panic!("`ResponseFuture` polled after completion"),
+                StateProj::Done => panic!("`ResponseFuture` polled after completion"),
             }
         }
     }
@@ -159,8 +177,8 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            State::Blocked(_) => "blocked",
-            State::Queued(_) => "queued",
+            State::Blocked { .. } => "blocked",
+            State::Queued { .. } => "queued",
             State::Running { .. } => "running",
             State::Done => "done",
         };
@@ -195,7 +213,7 @@ where
 
     /// The wait is over: the request starts (it is counted now) and reaches the inner
     /// service.
-    fn start<E>(self) -> State<S, ReqBody, E> {
+    fn start<T>(self) -> State<S::Future, S, ReqBody, T> {
         let Waiting {
             mut service,
             request,
@@ -203,9 +221,11 @@ where
             error_if,
             ..
         } = self;
+        // Made first, so that a panic in the inner service's `call` exits the entry as an
+        // error.
         let in_flight = InFlight(Some(queued.start()));
         State::Running {
-            future: Box::pin(service.call(request)),
+            future: service.call(request),
             in_flight,
             error_if,
         }

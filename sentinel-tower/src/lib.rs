@@ -58,19 +58,16 @@
 //!   are loaded), and reaches the inner service when its wait is over; no thread is blocked.
 //!   A request dropped while it waits never started: it counts nothing, and the inner
 //!   service never sees it.
-//! - **Cost**: the response future is a named type, [`ResponseFuture`]; the check is
-//!   sentinel-core's [`try_enter`](sentinel_core::EntryBuilder::try_enter), and the resource
-//!   name lives only while it runs: the path key borrows the request's path, the
-//!   `METHOD:/path` name is built in a stack buffer (one allocation past 128 bytes). A request
-//!   that passes costs one allocation: the inner service's future, boxed because the crate
-//!   pins it without unsafe code or a pin projection crate. A blocked request allocates
-//!   nothing in the layer; a queued one adds its waiting state and timer. Measured in-process
-//!   with one QPS rule (`cargo bench -p sentinel-tower --bench layer`), a request costs
-//!   170-225 ns over the bare service (the path key at the low end): 85-90 ns is
-//!   sentinel-core's check and exit by name, 20-27 ns making the entry owned to outlive
-//!   `call`, 18-20 ns the boxed inner future, 17-19 ns building `METHOD:/path` (2 ns the
-//!   path key), and the rest moving the request, the entry and the futures along. The inner
-//!   service must be `Clone` (see [`SentinelService`]).
+//! - **Cost**: the response future is a named type, [`ResponseFuture`], that holds the
+//!   inner service's future in place (no allocation); the check is sentinel-core's
+//!   [`try_enter_owned`](sentinel_core::EntryBuilder::try_enter_owned), whose entry outlives
+//!   `call`; and the resource name lives only while the check runs: the path key borrows the
+//!   request's path, the `METHOD:/path` name is built in a stack buffer (one allocation past
+//!   128 bytes). A request that passes or is blocked allocates nothing in the layer; a queued
+//!   one allocates its waiting state and timer. Measured in-process with one QPS rule
+//!   (`cargo bench -p sentinel-tower --bench layer`), a request costs 88-107 ns over the bare
+//!   service on a 2 vCPU VM, about two thirds of it sentinel-core's check and exit by name.
+//!   The inner service must be `Clone` (see [`SentinelService`]).
 //! - **Shared state**: every clone of a service, and every service made by the layer, counts
 //!   against the same engine and so the same limits.
 //!

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderName, Request, Response, StatusCode};
-use sentinel_core::{Admission, BlockError, Sentinel};
+use sentinel_core::{Admission, Sentinel};
 use tower::Service;
 
 use crate::block::{BlockAsError, BlockHandler};
@@ -161,16 +161,12 @@ where
         let config = &*self.config;
         // Every rule is checked now, without waiting; the name is needed only meanwhile.
         let admission = config.resource_key.with_resource(&request, |resource| {
-            let admission = config
+            config
                 .sentinel
                 .entry(resource)
                 .origin(config.origin(&request))
                 .inbound()
-                .try_enter()?;
-            Ok::<_, BlockError>(match admission {
-                Admission::Now(entry) => Admission::Now(entry.into_owned()),
-                Admission::Queued(queued) => Admission::Queued(queued.into_owned()),
-            })
+                .try_enter_owned()
         });
         match admission {
             Ok(Admission::Now(entry)) => {
