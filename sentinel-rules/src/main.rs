@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Credentials come from `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`, never from the
-//! command line. Every command prints for a person, or JSON with `--json`. The exit code is
+//! command line; `--ask-password` asks for the password on the terminal, and
+//! `--password-stdin` reads it from standard input. Every command prints for a person, or JSON with `--json`. The exit code is
 //! 0 on success, 1 when rules are invalid (or differ, for `diff`), 2 on a usage or store
 //! error.
 
@@ -43,6 +44,13 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// Ask for the store's password on the terminal, without echo (instead of
+    /// `SENTINEL_RULES_PASSWORD`).
+    #[arg(long, global = true, conflicts_with = "password_stdin")]
+    ask_password: bool,
+    /// Read the store's password from the first line of standard input (for scripts).
+    #[arg(long, global = true)]
+    password_stdin: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -156,7 +164,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let login = Login::from_env();
+    let mut login = Login::from_env();
+    if cli.ask_password {
+        login.password = Some(login.ask_password()?);
+    } else if cli.password_stdin {
+        login.password = Some(Login::password_from(std::io::stdin().lock())?);
+    }
     let json = cli.json;
     match cli.command {
         Command::Validate { file, shape } => {

@@ -68,6 +68,38 @@ impl Login {
             password: var(PASSWORD_VAR),
         }
     }
+
+    /// Asks for the password on the terminal, without echo.
+    pub(crate) fn ask_password(&self) -> Result<String, Failure> {
+        let prompt = match &self.user {
+            Some(user) => format!("password for {user}: "),
+            None => "password: ".to_owned(),
+        };
+        let password = rpassword::prompt_password(prompt).map_err(|e| {
+            Failure::Usage(format!(
+                "--ask-password needs a terminal ({e}); use --password-stdin or {PASSWORD_VAR}"
+            ))
+        })?;
+        non_empty(password, "the terminal")
+    }
+
+    /// The first line of `input`, without its line end.
+    pub(crate) fn password_from(mut input: impl std::io::BufRead) -> Result<String, Failure> {
+        let mut line = String::new();
+        input
+            .read_line(&mut line)
+            .map_err(|e| Failure::Usage(format!("--password-stdin: {e}")))?;
+        let password = line.trim_end_matches(['\r', '\n']).to_owned();
+        non_empty(password, "standard input")
+    }
+}
+
+fn non_empty(password: String, from: &str) -> Result<String, Failure> {
+    if password.is_empty() {
+        Err(Failure::Usage(format!("no password on {from}")))
+    } else {
+        Ok(password)
+    }
 }
 
 impl Store {
@@ -250,6 +282,20 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_is_the_first_line_of_its_input() {
+        let read = |input: &str| Login::password_from(input.as_bytes());
+        assert_eq!(read("s3cret\r\nnext\n").ok().as_deref(), Some("s3cret"));
+        assert_eq!(read("with spaces \n").ok().as_deref(), Some("with spaces "));
+        assert!(matches!(read(""), Err(Failure::Usage(m)) if m == "no password on standard input"));
+        assert!(matches!(read("\n"), Err(Failure::Usage(_))));
+        let login = Login {
+            user: Some("ops".into()),
+            password: Some("s3cret".into()),
+        };
+        assert!(!format!("{login:?}").contains("s3cret"));
+    }
 
     #[test]
     fn urls_of_every_store() {

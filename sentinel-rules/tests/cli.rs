@@ -201,3 +201,38 @@ fn watch_prints_every_applied_update() {
     assert_eq!(lines[1]["event"], "applied");
     assert_eq!(lines[1]["status"]["applied"], 2);
 }
+
+/// `--password-stdin` reaches the store, and the password is never printed: the test Redis
+/// has no password, so it refuses the one the command sends.
+#[test]
+fn a_password_from_stdin_reaches_the_store_and_is_never_printed() {
+    use std::io::Write as _;
+    let url = format!(
+        "redis://{}/{}",
+        env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
+        unique_key("rules:", "cli-password").replace('/', ":")
+    );
+    let out = run(&["get", "--from", &url]);
+    assert!(
+        out.status.success(),
+        "get {url} failed ({}); is the server up? start it with \
+         `scripts/services.sh start redis-main`",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secret = "pw-from-stdin-7f3a";
+    let mut child = Command::new(BIN)
+        .args(["--password-stdin", "get", "--from", &url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        writeln!(stdin, "{secret}").expect("write the password");
+    }
+    let out = child.wait_with_output().expect("the command ends");
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.to_lowercase().contains("auth"), "{text}");
+    assert!(!text.contains(secret), "the password was printed: {text}");
+}
