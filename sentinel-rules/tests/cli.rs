@@ -1,6 +1,7 @@
 //! The built `sentinel-rules` binary against the real servers of `scripts/services.sh`: exit
-//! codes of `validate`, `push` then `get` round trips on every store, `diff`, and `watch`
-//! seeing a change. A missing server fails the test naming the command that starts it.
+//! codes of `validate`, `push` then `get` round trips on every store, `diff`, `watch` seeing
+//! each change on every store, and a password read from standard input. A missing server
+//! fails the test naming the command that starts it.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -52,6 +53,62 @@ fn stored(url: &str) -> RuleSet {
     CombinedJson::new()
         .convert(&bytes)
         .expect("the stored rules convert")
+}
+
+/// A fresh place in every store, with the `scripts/services.sh` instance that serves it and
+/// whether the store has revisions for `--cas`.
+fn stores(dir: &Path, test: &str) -> Vec<(String, &'static str, bool)> {
+    let id = format!("cli-{test}-{}", std::process::id());
+    let etcd =
+        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    vec![
+        (format!("file://{}/{test}.json", dir.display()), "", false),
+        (
+            format!("{etcd}{}", unique_key("/sentinel-test", &id)),
+            "etcd-main",
+            true,
+        ),
+        (
+            format!(
+                "redis://{}/{}",
+                env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
+                unique_key("rules:", &id).replace('/', ":")
+            ),
+            "redis-main",
+            false,
+        ),
+        (
+            format!(
+                "nacos://{}/{id}",
+                env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848")
+            ),
+            "nacos-main",
+            false,
+        ),
+        (
+            format!(
+                "nats://{}/{id}/rules",
+                env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222")
+            ),
+            "nats-main",
+            true,
+        ),
+    ]
+}
+
+/// `push` of `file` to `url` (with `--cas` if `cas`), which must succeed.
+fn push(file: &str, url: &str, service: &str, cas: bool) {
+    let mut args = vec!["push", file, "--to", url];
+    if cas {
+        args.push("--cas");
+    }
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "push to {url} failed ({}); is the server up? start it with \
+         `scripts/services.sh start {service}`",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -115,43 +172,9 @@ fn push_then_get_round_trips_on_every_store() {
     let expected = CombinedJson::new()
         .convert(RULES.as_bytes())
         .expect("valid");
-    let file = format!("file://{}/stored.json", dir.path().display());
-    let etcd =
-        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
-    let etcd = format!("{etcd}{}", unique_key("/sentinel-test", "cli"));
-    let redis = format!(
-        "redis://{}/{}",
-        env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
-        unique_key("rules:", "cli").replace('/', ":")
-    );
-    let nacos = format!(
-        "nacos://{}/cli-{}",
-        env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848"),
-        std::process::id()
-    );
-    let nats = format!(
-        "nats://{}/cli-{}/rules",
-        env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222"),
-        std::process::id()
-    );
-    for (url, service, cas) in [
-        (file.as_str(), "", false),
-        (etcd.as_str(), "etcd-main", true),
-        (redis.as_str(), "redis-main", false),
-        (nacos.as_str(), "nacos-main", false),
-        (nats.as_str(), "nats-main", true),
-    ] {
-        let mut args = vec!["push", rules.as_str(), "--to", url];
-        if cas {
-            args.push("--cas");
-        }
-        let out = run(&args);
-        assert!(
-            out.status.success(),
-            "push to {url} failed ({}); is the server up? start it with \
-             `scripts/services.sh start {service}`",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for (url, service, cas) in stores(dir.path(), "push") {
+        let url = url.as_str();
+        push(&rules, url, service, cas);
         assert_eq!(stored(url), expected, "{url}");
         let same = run(&["diff", rules.as_str(), "--from", url]);
         assert_eq!(same.status.code(), Some(0), "{url}: {same:?}");
@@ -166,40 +189,98 @@ fn push_then_get_round_trips_on_every_store() {
     }
 }
 
+/// `watch --json` on every store: the initial load, then a pushed change, each printed as
+/// an applied update with the source's status; on a file, a bad write is printed as
+/// rejected.
 #[test]
-fn watch_prints_every_applied_update() {
+fn watch_prints_every_update_on_every_store() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let rules = write(dir.path(), "rules.json", RULES);
     let changed = write(dir.path(), "changed.json", CHANGED);
-    let url = format!("file://{}/watched.json", dir.path().display());
-    assert!(run(&["push", &rules, "--to", &url]).status.success());
-    let mut child = Command::new(BIN)
-        .args(["--json", "watch", "--from", &url, "--updates", "2"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("watch starts");
-    // The first update is the initial load; push the second once the watcher runs.
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(run(&["push", &changed, "--to", &url]).status.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().expect("the watcher's state").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("watch did not see the change within 20 s");
+    for (url, service, cas) in stores(dir.path(), "watch") {
+        push(&rules, &url, service, cas);
+        let is_file = url.starts_with("file://");
+        let updates = if is_file { "3" } else { "2" };
+        let mut watch = Watch::start(&url, updates);
+        let first = watch.next_line(&url);
+        assert_eq!(first["event"], "applied", "{url}: {first}");
+        push(&changed, &url, service, cas);
+        let second = watch.next_line(&url);
+        assert_eq!(second["event"], "applied", "{url}: {second}");
+        assert_eq!(second["status"]["applied"], 2, "{url}: {second}");
+        if let Some(path) = url.strip_prefix("file://") {
+            std::fs::write(
+                path,
+                r#"{"flow": [{"resource": "GET:/order", "count": -1}]}"#,
+            )
+            .expect("write a bad rules file");
+            let third = watch.next_line(&url);
+            assert_eq!(third["event"], "rejected", "{url}: {third}");
+            assert_eq!(third["status"]["rejected"], 1, "{url}: {third}");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        watch.finish(&url);
     }
-    let output = child.wait_with_output().expect("the watcher's output");
-    assert!(output.status.success(), "{output:?}");
-    let lines: Vec<Value> = stdout(&output)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert_eq!(lines[0]["event"], "applied");
-    assert_eq!(lines[1]["event"], "applied");
-    assert_eq!(lines[1]["status"]["applied"], 2);
+}
+
+/// A running `watch --json`, its output read line by line as it comes.
+struct Watch {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn start(url: &str, updates: &str) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["--json", "watch", "--from", url, "--updates", updates])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("watch starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The next update printed, within 20 s.
+    fn next_line(&mut self, url: &str) -> Value {
+        match self.lines.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => serde_json::from_str(&line).expect("one JSON object per line"),
+            Err(e) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("watch {url} printed no update within 20 s ({e})");
+            }
+        }
+    }
+
+    /// The watcher stops by itself after its updates, with success.
+    fn finish(mut self, url: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.child.try_wait().expect("the watcher's state") {
+                Some(status) => {
+                    assert!(status.success(), "watch {url}: {status}");
+                    return;
+                }
+                None if Instant::now() > deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!("watch {url} did not stop after its updates");
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
 }
 
 /// `--password-stdin` reaches the store, and the password is never printed: the test Redis
