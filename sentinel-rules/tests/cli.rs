@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sentinel_core::datasource::testkit::{env_or, unique_key};
+use sentinel_core::datasource::testkit::{env_or, unique_key, OutputLines};
 use sentinel_core::datasource::{CombinedJson, Converter};
 use sentinel_core::RuleSet;
 use serde_json::Value;
@@ -225,7 +225,7 @@ fn watch_prints_every_update_on_every_store() {
 /// A running `watch --json`, its output read line by line as it comes.
 struct Watch {
     child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
+    output: OutputLines,
 }
 
 impl Watch {
@@ -235,30 +235,18 @@ impl Watch {
             .stdout(Stdio::piped())
             .spawn()
             .expect("watch starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (send, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child, lines }
+        let output = OutputLines::read(child.stdout.take().expect("piped stdout"));
+        Self { child, output }
     }
 
     /// The next update printed, within 20 s.
     fn next_line(&mut self, url: &str) -> Value {
-        match self.lines.recv_timeout(Duration::from_secs(20)) {
-            Ok(line) => serde_json::from_str(&line).expect("one JSON object per line"),
-            Err(e) => {
+        match self.output.next_within(Duration::from_secs(20)) {
+            Some(line) => serde_json::from_str(&line).expect("one JSON object per line"),
+            None => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                panic!("watch {url} printed no update within 20 s ({e})");
+                panic!("watch {url} printed no update within 20 s");
             }
         }
     }

@@ -9,8 +9,8 @@
 //!
 //! The rest serves every backend's tests alike: driving a source by hand ([`read`],
 //! [`watch`], [`next_value`]), reaching the workspace's test servers ([`env_or`],
-//! [`unique_key`], [`services`], [`fault_lock`]) and cutting a client off from a running
-//! server ([`Partition`]).
+//! [`unique_key`], [`services`], [`fault_lock`]), cutting a client off from a running
+//! server ([`Partition`]), and waiting for what a built binary prints ([`OutputLines`]).
 
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ mod fixture;
 mod latency;
 mod memory;
 mod observe;
+mod output;
 mod partition;
 mod round_trip;
 mod servers;
@@ -40,6 +41,7 @@ pub use observe::{
     applied_seq, flow_payload, status_within, until_within, wait_status, wait_until, AppliedRecord,
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
+pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
 pub use round_trip::expect_round_trip;
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};

@@ -1,0 +1,177 @@
+//! The axum example service (`--bin service`), run as the README runs it: a route limited to
+//! 5 requests a second answers 429 past it, 5xx responses open an error-ratio breaker,
+//! `/metrics` shows the counts per resource, and the rules hot-update from a file and from
+//! etcd (the real server of `scripts/services.sh start etcd-main`).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use sentinel_core::datasource::testkit::{env_or, unique_key, OutputLines};
+
+/// How long the service may take to print each awaited line.
+const WAIT: Duration = Duration::from_secs(20);
+
+const BIN: &str = env!("CARGO_BIN_EXE_service");
+
+/// The service, running; killed when dropped.
+struct Service {
+    child: Child,
+    output: OutputLines,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Service {
+    fn start(args: &[&str]) -> Self {
+        // A free port: bound, read, and let go for the service.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut child = Command::new(BIN)
+            .args(["--listen", &listen])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the service starts");
+        let output = OutputLines::read(child.stdout.take().expect("piped stdout"));
+        Self {
+            child,
+            output,
+            base: format!("http://{listen}"),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// Waits until the service prints a line containing `needle` (after the last one
+    /// waited for).
+    fn wait_for(&mut self, needle: &str) {
+        self.output.wait_for(needle, WAIT);
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    /// The status and body of `n` requests to `/order/{1..=n}`, one resource for all of
+    /// them.
+    async fn orders(&self, n: u64) -> Vec<(u16, String)> {
+        let mut responses = Vec::new();
+        for id in 1..=n {
+            responses.push(self.get(&format!("/order/{id}")).await);
+        }
+        responses
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn count(responses: &[(u16, String)], status: u16) -> usize {
+    responses.iter().filter(|(s, _)| *s == status).count()
+}
+
+#[tokio::test]
+async fn the_service_limits_trips_exports_metrics_and_follows_its_rules_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = dir.path().join("service-rules.json");
+    let rules_arg = rules.display().to_string();
+    let mut service = Service::start(&["--rules", &rules_arg]);
+    service.wait_for(">> rules applied (v1)");
+    service.wait_for("listening on");
+
+    // 5 a second for every id: 20 requests in a row, most of them within one second.
+    let statuses = service.orders(20).await;
+    let (passed, blocked) = (count(&statuses, 200), count(&statuses, 429));
+    assert_eq!(passed + blocked, 20, "{statuses:?}");
+    assert!((5..=10).contains(&passed), "{statuses:?}");
+    // The 429's body names the resource (the service's block handler prints the error).
+    assert!(
+        statuses
+            .iter()
+            .filter(|(status, _)| *status == 429)
+            .all(|(_, body)| body.contains("resource \"GET:/order/{id}\"")),
+        "{statuses:?}"
+    );
+
+    // One call in two fails with a 500: the error-ratio breaker (40 %, 5 calls) opens.
+    for _ in 0..10 {
+        let (status, _) = service.get("/flaky").await;
+        if status == 429 {
+            break;
+        }
+    }
+    service.wait_for(">> breaker on GET:/flaky: CLOSED -> OPEN");
+    assert_eq!(service.get("/flaky").await.0, 429);
+
+    let (status, metrics) = service.get("/metrics").await;
+    assert_eq!(status, 200);
+    for line in [
+        r#"sentinel_pass_total{resource="GET:/order/{id}"}"#,
+        r#"sentinel_block_total{resource="GET:/order/{id}"}"#,
+        r#"sentinel_error_total{resource="GET:/flaky"}"#,
+    ] {
+        assert!(metrics.contains(line), "no {line} in:\n{metrics}");
+    }
+
+    // The file changes while the service runs: the new limit applies without a restart.
+    std::fs::write(
+        &rules,
+        r#"{"flow": [{"resource": "GET:/order/{id}", "count": 1000}]}"#,
+    )
+    .expect("edit the rules file");
+    service.wait_for(">> rules applied (v2)");
+    let statuses = service.orders(20).await;
+    assert_eq!(count(&statuses, 200), 20, "{statuses:?}");
+}
+
+#[tokio::test]
+async fn the_service_follows_its_rules_in_etcd() {
+    use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter};
+
+    let endpoint = env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790");
+    let key = unique_key("/sentinel-test", "service");
+    let config = EtcdConfig::builder()
+        .endpoints([endpoint.as_str()])
+        .build()
+        .expect("an etcd config");
+    let writer = EtcdRuleWriter::connect(config).await.unwrap_or_else(|e| {
+        panic!("etcd at {endpoint}: {e}; start it with `scripts/services.sh start etcd-main`")
+    });
+    // The combined document the service reads.
+    let rules = |count: u32| {
+        format!(r#"{{"flow": [{{"resource": "GET:/order/{{id}}", "count": {count}}}]}}"#)
+    };
+    writer
+        .put_bytes(key.as_str(), rules(2))
+        .await
+        .expect("put the rules");
+
+    let mut service = Service::start(&["--etcd", &endpoint, "--key", &key]);
+    service.wait_for(">> rules applied (v1)");
+    service.wait_for("listening on");
+    let statuses = service.orders(12).await;
+    assert!((2..=6).contains(&count(&statuses, 200)), "{statuses:?}");
+
+    writer
+        .put_bytes(key.as_str(), rules(1000))
+        .await
+        .expect("put the new rules");
+    service.wait_for(">> rules applied (v2)");
+    let statuses = service.orders(12).await;
+    assert_eq!(count(&statuses, 200), 12, "{statuses:?}");
+}
