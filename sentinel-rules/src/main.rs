@@ -11,9 +11,9 @@
 //!
 //! Credentials come from `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`, never from the
 //! command line; `--ask-password` asks for the password on the terminal, and
-//! `--password-stdin` reads it from standard input. Every command prints for a person, or JSON with `--json`. The exit code is
-//! 0 on success, 1 when rules are invalid (or differ, for `diff`), 2 on a usage or store
-//! error.
+//! `--password-stdin` reads it from standard input (only once a command opens a store that
+//! takes one). Every command prints for a person, or JSON with `--json`. The exit code is 0
+//! on success, 1 when rules are invalid (or differ, for `diff`), 2 on a usage or store error.
 
 /// Prints a line to stdout; a closed pipe (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -164,12 +164,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    let mut login = Login::from_env();
-    if cli.ask_password {
-        login.password = Some(login.ask_password()?);
-    } else if cli.password_stdin {
-        login.password = Some(Login::password_from(std::io::stdin().lock())?);
-    }
+    let ask = AskPassword {
+        terminal: cli.ask_password,
+        stdin: cli.password_stdin,
+    };
     let json = cli.json;
     match cli.command {
         Command::Validate { file, shape } => {
@@ -181,7 +179,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Get { from } => {
             let store = Store::parse(&from)?;
-            let mut source = store.source(&login)?;
+            let mut source = store.source(&ask.login(&store)?)?;
             let payload = source.read().await.map_err(Failure::store);
             source.close().await;
             let payload = payload?;
@@ -213,7 +211,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let rules = read_file(&file, &shape, json)?;
             let store = Store::parse(&to)?;
-            let writer = store.writer(&login).await?;
+            let writer = store.writer(&ask.login(&store)?).await?;
             let expected = if cas {
                 Expected::Revision(writer.revision().await.map_err(Failure::store)?)
             } else {
@@ -244,7 +242,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diff { file, from, shape } => {
             let wanted = read_file(&file, &shape, json)?;
             let store = Store::parse(&from)?;
-            let mut source = store.source(&login)?;
+            let mut source = store.source(&ask.login(&store)?)?;
             let payload = source.read().await.map_err(Failure::store);
             source.close().await;
             let payload = payload?;
@@ -283,7 +281,30 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             from,
             updates,
             shape,
-        } => watch(&from, updates, &shape, &login, json).await,
+        } => watch(&from, updates, &shape, &ask, json).await,
+    }
+}
+
+/// Where the password comes from, besides `SENTINEL_RULES_PASSWORD`: asked only once a
+/// command opens a store that takes one (not for `validate` or a file).
+#[derive(Debug, Clone, Copy)]
+struct AskPassword {
+    terminal: bool,
+    stdin: bool,
+}
+
+impl AskPassword {
+    fn login(&self, store: &Store) -> Result<Login, Failure> {
+        if matches!(store, Store::File(_)) {
+            return Ok(Login::default());
+        }
+        let mut login = Login::from_env();
+        if self.terminal {
+            login.password = Some(login.ask_password()?);
+        } else if self.stdin {
+            login.password = Some(Login::password_from(std::io::stdin().lock())?);
+        }
+        Ok(login)
     }
 }
 
@@ -292,11 +313,11 @@ async fn watch(
     from: &str,
     updates: Option<u64>,
     shape: &Shape,
-    login: &Login,
+    ask: &AskPassword,
     json: bool,
 ) -> Result<(), Failure> {
     let store = Store::parse(from)?;
-    let source = store.source(login)?;
+    let source = store.source(&ask.login(&store)?)?;
     let sentinel = Sentinel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
     sentinel.add_listener(move |event: &SentinelEvent| {

@@ -44,7 +44,8 @@ pub(crate) enum Store {
     },
 }
 
-/// A user and password from the environment, if both are set.
+/// A user (from the environment) and a password (from the environment, the terminal or
+/// standard input).
 #[derive(Clone, Default)]
 pub(crate) struct Login {
     pub(crate) user: Option<String>,
@@ -66,6 +67,22 @@ impl Login {
         Self {
             user: var(USER_VAR),
             password: var(PASSWORD_VAR),
+        }
+    }
+
+    /// The user and password for `store`, which needs both or neither: half a login is a
+    /// usage error, never silently dropped.
+    fn pair(&self, store: &str) -> Result<Option<(&str, &str)>, Failure> {
+        match (&self.user, &self.password) {
+            (Some(user), Some(password)) => Ok(Some((user, password))),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(Failure::Usage(format!(
+                "{store} needs a password with {USER_VAR}: set {PASSWORD_VAR}, or pass \
+                 --ask-password or --password-stdin"
+            ))),
+            (None, Some(_)) => Err(Failure::Usage(format!(
+                "{store} needs a user with the password: set {USER_VAR}"
+            ))),
         }
     }
 
@@ -231,8 +248,8 @@ impl Store {
             return Err(Failure::Usage("not an etcd URL".into()));
         };
         let mut config = EtcdConfig::builder().endpoints([endpoint.as_str()]);
-        if let (Some(user), Some(password)) = (&login.user, &login.password) {
-            config = config.credentials(user.as_str(), password.as_str());
+        if let Some((user, password)) = login.pair("etcd")? {
+            config = config.credentials(user, password);
         }
         config.build().map_err(Failure::store)
     }
@@ -242,10 +259,13 @@ impl Store {
             return Err(Failure::Usage("not a Redis URL".into()));
         };
         let mut config = RedisConfig::builder().server(server.as_str()).db(*db);
+        // Redis takes a password alone (the default user's).
         config = match (&login.user, &login.password) {
-            (Some(user), Some(password)) => config.credentials(user.as_str(), password.as_str()),
             (None, Some(password)) => config.password(password.as_str()),
-            _ => config,
+            _ => match login.pair("Redis")? {
+                Some((user, password)) => config.credentials(user, password),
+                None => config,
+            },
         };
         config.build().map_err(Failure::store)
     }
@@ -261,8 +281,8 @@ impl Store {
         if let Some(namespace) = namespace {
             config = config.namespace(namespace.as_str());
         }
-        if let (Some(user), Some(password)) = (&login.user, &login.password) {
-            config = config.credentials(user.as_str(), password.as_str());
+        if let Some((user, password)) = login.pair("Nacos")? {
+            config = config.credentials(user, password);
         }
         config.build().map_err(Failure::store)
     }
@@ -272,8 +292,8 @@ impl Store {
             return Err(Failure::Usage("not a NATS URL".into()));
         };
         let mut config = NatsConfig::builder().servers([server.as_str()]);
-        if let (Some(user), Some(password)) = (&login.user, &login.password) {
-            config = config.user_and_password(user.as_str(), password.as_str());
+        if let Some((user, password)) = login.pair("NATS")? {
+            config = config.user_and_password(user, password);
         }
         config.build().map_err(Failure::store)
     }
@@ -295,6 +315,35 @@ mod tests {
             password: Some("s3cret".into()),
         };
         assert!(!format!("{login:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn half_a_login_is_refused_not_dropped() {
+        let etcd = Store::parse("etcd://127.0.0.1:2379/rules").ok();
+        let etcd = etcd.as_ref().expect("an etcd URL");
+        let redis = Store::parse("redis://127.0.0.1:6379/rules").ok();
+        let redis = redis.as_ref().expect("a Redis URL");
+        let password_only = Login {
+            user: None,
+            password: Some("s3cret".into()),
+        };
+        let user_only = Login {
+            user: Some("ops".into()),
+            password: None,
+        };
+        let refused = |result: Result<Box<dyn ReadableDataSource>, Failure>| match result {
+            Err(Failure::Usage(message)) => message,
+            other => panic!(
+                "expected a usage error, got {:?}",
+                other.map(|_| "a source")
+            ),
+        };
+        assert!(refused(etcd.source(&password_only)).contains(USER_VAR));
+        assert!(refused(etcd.source(&user_only)).contains("--ask-password"));
+        assert!(refused(redis.source(&user_only)).contains(PASSWORD_VAR));
+        // Redis takes a password alone: the default user's.
+        assert!(redis.source(&password_only).is_ok());
+        assert!(etcd.source(&Login::default()).is_ok());
     }
 
     #[test]

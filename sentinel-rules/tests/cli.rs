@@ -222,6 +222,16 @@ fn watch_prints_every_update_on_every_store() {
     }
 }
 
+impl Drop for Watch {
+    /// A test that failed midway leaves no watcher running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// A running `watch --json`, its output read line by line as it comes.
 struct Watch {
     child: std::process::Child,
@@ -241,18 +251,15 @@ impl Watch {
 
     /// The next update printed, within 20 s.
     fn next_line(&mut self, url: &str) -> Value {
-        match self.output.next_within(Duration::from_secs(20)) {
-            Some(line) => serde_json::from_str(&line).expect("one JSON object per line"),
-            None => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("watch {url} printed no update within 20 s");
-            }
-        }
+        let line = self
+            .output
+            .next_within(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("watch {url} printed no update within 20 s"));
+        serde_json::from_str(&line).expect("one JSON object per line")
     }
 
     /// The watcher stops by itself after its updates, with success.
-    fn finish(mut self, url: &str) {
+    fn finish(&mut self, url: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             match self.child.try_wait().expect("the watcher's state") {
@@ -261,9 +268,7 @@ impl Watch {
                     return;
                 }
                 None if Instant::now() > deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    panic!("watch {url} did not stop after its updates");
+                    panic!("watch {url} did not stop after its updates")
                 }
                 None => std::thread::sleep(Duration::from_millis(20)),
             }
@@ -297,7 +302,8 @@ fn a_password_from_stdin_reaches_the_store_and_is_never_printed() {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
     if let Some(mut stdin) = child.stdin.take() {
-        writeln!(stdin, "{secret}").expect("write the password");
+        // A command that failed before reading its input says why below.
+        let _ = writeln!(stdin, "{secret}");
     }
     let out = child.wait_with_output().expect("the command ends");
     let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
