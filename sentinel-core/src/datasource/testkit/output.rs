@@ -1,8 +1,8 @@
 //! A child process's output, read line by line as it comes: for tests that run a built
 //! binary (the CLI, the examples) and wait for what it prints.
 
-use std::io::{BufRead, BufReader, Read};
-use std::sync::mpsc::{self, Receiver};
+use std::io::{BufRead as _, BufReader, Read};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// The lines a child process prints, read on a thread of their own, so a test waits for
@@ -36,7 +36,11 @@ impl OutputLines {
     pub fn read(output: impl Read + Send + 'static) -> Self {
         let (send, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(output).lines().map_while(Result::ok) {
+            // Read to the end, so the child never writes into a closed pipe; a line that is
+            // not UTF-8 is kept, lossily.
+            for line in BufReader::new(output).split(b'\n').map_while(Result::ok) {
+                let line = String::from_utf8_lossy(&line);
+                let line = line.strip_suffix('\r').unwrap_or(&line).to_owned();
                 if send.send(line).is_err() {
                     break;
                 }
@@ -76,8 +80,13 @@ impl OutputLines {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => self.seen.push(line),
-                Err(_) => panic!(
+                Err(RecvTimeoutError::Timeout) => panic!(
                     "no line with {needle:?} within {timeout:?}; the output so far:\n{}",
+                    self.seen.join("\n")
+                ),
+                Err(RecvTimeoutError::Disconnected) => panic!(
+                    "the output closed (the process ended?) before a line with {needle:?}; \
+                     the whole output:\n{}",
                     self.seen.join("\n")
                 ),
             }
