@@ -27,7 +27,8 @@ pin_project! {
     /// dropped before, it never started and counts nothing.
     ///
     /// The inner service's future is held in place, not boxed: the layer allocates nothing
-    /// per passed request.
+    /// per passed request. So the response future is `Unpin` when the inner service's
+    /// future is; pin it (`Box::pin`, `std::pin::pin!`) to poll it by hand otherwise.
     pub struct ResponseFuture<S, ReqBody, H>
     where
         S: Service<Request<ReqBody>>,
@@ -151,11 +152,12 @@ where
                 }
                 StateProj::Queued { waiting } => {
                     ready!(waiting.poll_wait(cx));
-                    if let StateOwned::Queued { waiting } =
+                    let StateOwned::Queued { waiting } =
                         state.as_mut().project_replace(State::Done)
-                    {
-                        state.set((*waiting).start());
-                    }
+                    else {
+                        unreachable!("the state was just seen queued");
+                    };
+                    state.set((*waiting).start());
                 }
                 StateProj::Blocked { answer } => {
                     let answer = answer

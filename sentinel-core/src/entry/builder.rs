@@ -206,7 +206,10 @@ impl<'a> EntryBuilder<'a> {
     /// let name = String::from("GET:/order");
     /// let entry: Entry<'static> = match sentinel.entry(&name).try_enter_owned() {
     ///     Ok(Admission::Now(entry)) => entry,
-    ///     Ok(Admission::Queued(queued)) => queued.start(),
+    ///     Ok(Admission::Queued(queued)) => {
+    ///         std::thread::sleep(queued.wait()); // or tokio::time::sleep(...).await
+    ///         queued.start()
+    ///     }
     ///     Err(blocked) => panic!("{blocked}"),
     /// };
     /// drop(name); // the entry outlives the name it was entered by

@@ -68,3 +68,37 @@ async fn a_passed_request_is_counted_when_the_service_is_called() {
     let stats = sentinel.resource_stats("GET:/report").expect("entered");
     assert_eq!((stats.concurrency, stats.error_qps), (0, 1.0));
 }
+
+/// A service whose `call` panics: `poll_ready` is always ready.
+#[derive(Clone)]
+struct PanicsInCall;
+
+impl tower::Service<Request<()>> for PanicsInCall {
+    type Response = Response<()>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<()>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _request: Request<()>) -> Self::Future {
+        panic!("the inner service failed in call");
+    }
+}
+
+#[tokio::test]
+async fn a_panic_in_the_inner_call_exits_its_entry_as_an_error() {
+    let (sentinel, _clock) = engine_with(vec![FlowRule::thread("GET:/report", 1.0)]);
+    let mut service = SentinelLayer::new(sentinel.clone()).layer(PanicsInCall);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tower::Service::call(&mut service, get("/report", &[]))
+    }));
+    assert!(panicked.is_err(), "the inner call panicked");
+    let stats = sentinel.resource_stats("GET:/report").expect("entered");
+    assert_eq!(stats.concurrency, 0, "the entry exited");
+    assert_eq!(stats.error_qps, 1.0, "as an error");
+}
