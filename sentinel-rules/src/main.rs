@@ -107,7 +107,8 @@ enum Command {
         #[command(flatten)]
         shape: Shape,
     },
-    /// Follow a store: print every applied or rejected update, with the source's status.
+    /// Follow a store: print every applied or rejected update, with the source's status, and
+    /// the store going away and coming back.
     Watch {
         /// The store URL (see `get`).
         #[arg(long)]
@@ -342,39 +343,63 @@ async fn watch(
         .start(&sentinel)
         .await
         .map_err(Failure::store)?;
+    let mut statuses = ds.status_watch();
+    let mut connected = ds.status().connected;
     let mut seen = 0u64;
     loop {
-        let line = tokio::select! {
-            line = rx.recv() => line,
-            _ = tokio::signal::ctrl_c() => None,
+        let (mut line, update) = tokio::select! {
+            line = rx.recv() => match line {
+                Some(line) => (line, true),
+                None => break,
+            },
+            // The store going away and coming back, as it happens (not an update).
+            changed = statuses.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let status = statuses.borrow_and_update().clone();
+                if status.connected == connected {
+                    continue;
+                }
+                connected = status.connected;
+                if connected {
+                    (json!({ "event": "connected" }), false)
+                } else {
+                    (json!({ "event": "disconnected", "error": status.last_error }), false)
+                }
+            }
+            _ = tokio::signal::ctrl_c() => break,
         };
-        let Some(mut line) = line else { break };
         let status = ds.status();
         line["status"] = json!({
             "connected": status.connected,
             "applied": status.applied_count,
             "rejected": status.rejected_count,
+            "disconnects": status.disconnects,
             "revision": status.last_revision,
         });
         if json {
             say!("{line}");
         } else {
+            let detail = match line["event"].as_str() {
+                Some("applied") => line["rules"].to_string(),
+                Some("connected") => String::new(),
+                _ => line["error"].to_string(),
+            };
             say!(
-                "{} {} (connected {}, {} applied, {} rejected)",
+                "{} {detail} (connected {}, {} applied, {} rejected, {} disconnects)",
                 line["event"].as_str().unwrap_or("?"),
-                if line["event"] == "rejected" {
-                    line["error"].to_string()
-                } else {
-                    line["rules"].to_string()
-                },
                 status.connected,
                 status.applied_count,
-                status.rejected_count
+                status.rejected_count,
+                status.disconnects
             );
         }
-        seen += 1;
-        if updates.is_some_and(|n| seen >= n) {
-            break;
+        if update {
+            seen += 1;
+            if updates.is_some_and(|n| seen >= n) {
+                break;
+            }
         }
     }
     ds.close().await;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sentinel_core::datasource::testkit::{env_or, unique_key, OutputLines};
+use sentinel_core::datasource::testkit::{env_or, run_services, unique_key, OutputLines};
 use sentinel_core::datasource::{CombinedJson, Converter};
 use sentinel_core::RuleSet;
 use serde_json::Value;
@@ -230,6 +230,41 @@ impl Drop for Watch {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `watch` on a store that goes away and comes back prints both as they happen, between
+/// its updates. Uses `redis-fault`, the Redis the fault tests stop and restart (it keeps its
+/// data).
+#[test]
+fn watch_prints_the_store_going_away_and_coming_back() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let url = format!(
+        "redis://{}/{}",
+        env_or("SENTINEL_REDIS_FAULT_ADDR", "127.0.0.1:16382"),
+        unique_key("rules:", "cli-fault").replace('/', ":")
+    );
+    run_services(&["start", "redis-fault"]);
+    push(&rules, &url, "redis-fault", false);
+    let mut watch = Watch::start(&url, "2");
+    assert_eq!(watch.next_line(&url)["event"], "applied");
+
+    run_services(&["stop", "redis-fault"]);
+    let down = watch.next_line(&url);
+    assert_eq!(down["event"], "disconnected", "{down}");
+    assert_eq!(down["status"]["connected"], false, "{down}");
+    assert!(down["error"].is_string(), "{down}");
+
+    run_services(&["start", "redis-fault"]);
+    let up = watch.next_line(&url);
+    assert_eq!(up["event"], "connected", "{up}");
+    assert_eq!(up["status"]["disconnects"], 1, "{up}");
+    push(&changed, &url, "redis-fault", false);
+    let update = watch.next_line(&url);
+    assert_eq!(update["event"], "applied", "{update}");
+    assert_eq!(update["status"]["applied"], 2, "{update}");
+    watch.finish(&url);
 }
 
 /// A running `watch --json`, its output read line by line as it comes.
