@@ -114,6 +114,18 @@ impl RedisRuleWriter {
         key: &str,
         pipe: &redis::Pipeline,
     ) -> Result<u64, SourceError> {
+        let replies = self.run(op, key, Request::Transaction(pipe)).await?;
+        published_to(op, &replies)
+    }
+
+    /// Runs `request` on the server that holds `key` (the master, with Redis Sentinel),
+    /// connecting again and retrying once after a connection error.
+    async fn run(
+        &self,
+        op: &str,
+        key: &str,
+        request: Request<'_>,
+    ) -> Result<Vec<redis::Value>, SourceError> {
         let mut state = self.state.lock().await;
         let (connector, slot) = &mut *state;
         let mut retried = false;
@@ -128,10 +140,20 @@ impl RedisRuleWriter {
                 None => connector.commands().await?,
             };
             let timeout = connector.config().request_timeout;
-            let result = connector
-                .bounded(op, timeout, commands.transaction(key, pipe, 2))
-                .await
-                .and_then(|replies| published_to(op, &replies));
+            let result = match request {
+                Request::Transaction(pipe) => {
+                    connector
+                        .bounded(op, timeout, commands.transaction(key, pipe, 2))
+                        .await
+                }
+                Request::Script(cmd) => connector
+                    .bounded(op, timeout, commands.query::<redis::Value>(cmd))
+                    .await
+                    .map(|reply| match reply {
+                        redis::Value::Array(replies) => replies,
+                        other => vec![other],
+                    }),
+            };
             match result {
                 Err(SourceError::Connection { .. }) if !retried => {
                     tracing::debug!(writer = %self.describe, op, "reconnecting to retry a write");
@@ -145,6 +167,99 @@ impl RedisRuleWriter {
             }
         }
     }
+
+    /// The revision of what `key` holds (see [`RedisRuleWriter::at`]); `None` when nothing.
+    async fn revision_of(&self, key: &str) -> Result<Option<u64>, SourceError> {
+        let op = format!("revision of {key}");
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(REVISION_SCRIPT).arg(1).arg(key);
+        let replies = self.run(&op, key, Request::Script(&cmd)).await?;
+        match replies.first() {
+            Some(redis::Value::Nil) | None => Ok(None),
+            Some(value) => parse_revision(&op, value).map(Some),
+        }
+    }
+
+    /// Stores `value` under `key` and publishes it on `channel` if `key` still holds the
+    /// revision `expected` (`None`: nothing), in one script; the new revision, or
+    /// [`WriteError::Conflict`].
+    async fn put_bytes_if(
+        &self,
+        key: &str,
+        channel: &str,
+        value: Vec<u8>,
+        expected: Option<u64>,
+    ) -> Result<u64, WriteError> {
+        let op = format!("set {key} if unchanged");
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(WRITE_IF_SCRIPT)
+            .arg(1)
+            .arg(key)
+            .arg(value)
+            .arg(expected.map(revision_text).unwrap_or_default())
+            .arg(channel);
+        let replies = self.run(&op, key, Request::Script(&cmd)).await?;
+        match replies.as_slice() {
+            [redis::Value::Int(1), revision, ..] => Ok(parse_revision(&op, revision)?),
+            [redis::Value::Int(0), ..] => Err(WriteError::Conflict {
+                key: key.to_owned(),
+                expected: expected.unwrap_or_default(),
+            }),
+            other => Err(SourceError::Backend {
+                message: format!("{op}: unexpected reply {other:?}"),
+                source: None,
+            }
+            .into()),
+        }
+    }
+}
+
+/// What the writer sends: a `MULTI` transaction or a script.
+#[derive(Clone, Copy)]
+enum Request<'a> {
+    Transaction(&'a redis::Pipeline),
+    Script(&'a redis::Cmd),
+}
+
+/// A revision of a Redis value: the first 15 hex digits (60 bits) of its SHA-1, which the
+/// server computes in a script. Equal values have equal revisions: a compare-and-set asks
+/// that the value be still the one read, whoever wrote it.
+const REVISION_DIGITS: usize = 15;
+
+/// `EVAL`: the revision of `KEYS[1]`, or nil when it does not exist.
+const REVISION_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
+    if not v then return false end \
+    return string.sub(redis.sha1hex(v), 1, 15)";
+
+/// `EVAL`: when the revision of `KEYS[1]` is `ARGV[2]` (empty: the key does not exist), sets
+/// it to `ARGV[1]`, publishes that on `ARGV[3]` and returns `{1, new revision, receivers}`;
+/// otherwise `{0}`. A script runs alone, so nothing writes in between. A key that holds
+/// `ARGV[1]` already is a success without a write: a retry after a lost reply must not be
+/// reported as a conflict.
+const WRITE_IF_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
+    if v == ARGV[1] then return {1, string.sub(redis.sha1hex(v), 1, 15), 0} end \
+    local now = '' \
+    if v then now = string.sub(redis.sha1hex(v), 1, 15) end \
+    if now ~= ARGV[2] then return {0} end \
+    redis.call('SET', KEYS[1], ARGV[1]) \
+    local n = redis.call('PUBLISH', ARGV[3], ARGV[1]) \
+    return {1, string.sub(redis.sha1hex(ARGV[1]), 1, 15), n}";
+
+fn revision_text(revision: u64) -> String {
+    format!("{revision:0width$x}", width = REVISION_DIGITS)
+}
+
+fn parse_revision(op: &str, value: &redis::Value) -> Result<u64, SourceError> {
+    let text = match value {
+        redis::Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
+        redis::Value::SimpleString(text) => Some(text.as_str()),
+        _ => None,
+    };
+    text.and_then(|t| u64::from_str_radix(t, 16).ok())
+        .ok_or_else(|| SourceError::Backend {
+            message: format!("{op}: not a revision: {value:?}"),
+            source: None,
+        })
 }
 
 /// The receiver count in EXEC's replies to `[write, PUBLISH]`.
@@ -160,8 +275,14 @@ fn published_to(op: &str, replies: &[redis::Value]) -> Result<u64, SourceError> 
 
 impl RedisRuleWriter {
     /// This writer bound to `key` and its notification `channel`, as a
-    /// [`WritableDataSource`]. A Redis key keeps no revisions: `write_if` answers
-    /// [`WriteError::NoRevisions`].
+    /// [`WritableDataSource`].
+    ///
+    /// A Redis key keeps no revisions, so its revision is a digest of its value (60 bits of
+    /// its SHA-1, computed by the server): `write_if` writes only if the key still holds the
+    /// value it had when its revision was read, comparing and writing in one script (and
+    /// publishing on the channel, as `write` does). Two equal values have one revision.
+    /// `write` returns no revision: it is the plain `MULTI` transaction Sentinel's own
+    /// publishers use.
     pub fn at(self, key: impl Into<String>, channel: impl Into<String>) -> RedisRuleTarget {
         RedisRuleTarget {
             writer: self,
@@ -190,14 +311,22 @@ impl WritableDataSource for RedisRuleTarget {
     }
 
     async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
-        if expected != Expected::Anything {
-            return Err(WriteError::NoRevisions {
-                target: self.describe(),
-            });
+        match expected {
+            Expected::Anything => {
+                self.writer
+                    .put_bytes(&self.key, &self.channel, bytes)
+                    .await?;
+                Ok(None)
+            }
+            Expected::Revision(revision) => self
+                .writer
+                .put_bytes_if(&self.key, &self.channel, bytes, revision)
+                .await
+                .map(Some),
         }
-        self.writer
-            .put_bytes(&self.key, &self.channel, bytes)
-            .await?;
-        Ok(None)
+    }
+
+    async fn revision(&self) -> Result<Option<u64>, SourceError> {
+        self.writer.revision_of(&self.key).await
     }
 }

@@ -467,12 +467,30 @@ async fn cluster_a_key_on_a_later_shard_is_read_and_watched() {
         }
     }
     assert!(!key.is_empty(), "no key off the first shard in 100 tries");
-    let t = live(cfg, key, ChangeMode::Notify).await;
+    let t = live(cfg.clone(), key, ChangeMode::Notify).await;
     t.writer
         .put_bytes(&t.key, &t.channel, flow_payload(2))
         .await
         .expect("set 2");
     wait_seq(&t.sentinel, 2).await;
+
+    // A compare-and-set runs its script on the key's shard too.
+    use sentinel_core::datasource::{Expected, WritableDataSource, WriteError};
+    let target = writer(cfg).await.at(t.key.clone(), t.channel.clone());
+    let read = target.revision().await.expect("the revision");
+    assert!(read.is_some(), "a stored key has a revision");
+    target
+        .store(flow_payload(3), Expected::Revision(read))
+        .await
+        .expect("set 3 if unchanged");
+    wait_seq(&t.sentinel, 3).await;
+    let stale = target
+        .store(flow_payload(4), Expected::Revision(read))
+        .await;
+    assert!(
+        matches!(stale, Err(WriteError::Conflict { .. })),
+        "{stale:?}"
+    );
     t.ds.close().await;
 }
 

@@ -206,7 +206,8 @@ async fn rapid_set_publish_ends_in_the_final_value_and_never_goes_back_in_payloa
 }
 
 /// Rules written through the writer's [`WritableDataSource`] target (SET and PUBLISH in one
-/// transaction) come back through a [`RedisSource`] exactly.
+/// transaction, or in one script for a compare-and-set on the value's digest) come back
+/// through a [`RedisSource`] exactly.
 #[tokio::test]
 async fn rules_written_through_the_writer_are_applied_exactly() {
     let key = unique_key("round-trip");
@@ -215,5 +216,48 @@ async fn rules_written_through_the_writer_are_applied_exactly() {
         .await
         .at(key.clone(), channel.clone());
     let source = RedisSource::new(config(&addr()), key, ChangeMode::Notify(channel));
-    sentinel_core::datasource::testkit::expect_round_trip(&target, source, false).await;
+    sentinel_core::datasource::testkit::expect_round_trip(&target, source, true).await;
+}
+
+/// A compare-and-set on a Redis key compares the digest of its value: "nothing stored" only
+/// while the key is absent, a stale digest is a conflict that writes nothing, and writing the
+/// value the key holds already succeeds (a retried write is not a conflict).
+#[tokio::test]
+async fn compare_and_set_compares_the_value_digest() {
+    use sentinel_core::datasource::{WritableDataSource, WriteError};
+    use sentinel_core::{flow::FlowRule, RuleSet};
+
+    let key = unique_key("cas");
+    let target = writer(config(&addr()))
+        .await
+        .at(key.clone(), format!("{key}:changed"));
+    let rules = |count: f64| RuleSet::new().with_flow(vec![FlowRule::qps("cas", count)]);
+    assert_eq!(target.revision().await.expect("revision"), None);
+    let first = target
+        .write_if(&rules(1.0), None)
+        .await
+        .expect("nothing stored yet");
+    assert_eq!(target.revision().await.expect("revision"), first);
+    let refused = target.write_if(&rules(2.0), None).await;
+    assert!(
+        matches!(refused, Err(WriteError::Conflict { .. })),
+        "{refused:?}"
+    );
+    let second = target
+        .write_if(&rules(2.0), first)
+        .await
+        .expect("the revision read");
+    assert_ne!(second, first);
+    let stale = target.write_if(&rules(3.0), first).await;
+    assert!(
+        matches!(stale, Err(WriteError::Conflict { .. })),
+        "{stale:?}"
+    );
+    assert_eq!(target.revision().await.expect("revision"), second);
+    // The value stored already: a success, whatever revision was expected.
+    let again = target
+        .write_if(&rules(2.0), first)
+        .await
+        .expect("the same value again");
+    assert_eq!(again, second);
 }

@@ -91,7 +91,7 @@ enum Command {
         /// The store URL (see `get`).
         #[arg(long)]
         to: String,
-        /// Write only if the stored revision is still the one just read (etcd, NATS).
+        /// Write only if the stored revision is still the one just read (etcd, Redis, NATS).
         #[arg(long)]
         cas: bool,
         #[command(flatten)]

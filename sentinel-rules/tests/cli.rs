@@ -75,7 +75,7 @@ fn stores(dir: &Path, test: &str) -> Vec<(String, &'static str, bool)> {
                 unique_key("rules:", &id).replace('/', ":")
             ),
             "redis-main",
-            false,
+            true,
         ),
         (
             format!(

@@ -47,8 +47,7 @@ pub enum WriteError {
         /// The revision the write expected.
         expected: u64,
     },
-    /// A compare-and-set write to a store that keeps no revisions (a file, a Redis key, a
-    /// Nacos config).
+    /// A compare-and-set write to a store that keeps no revisions (a file, a Nacos config).
     #[error("{target}: the store keeps no revisions, so it cannot compare-and-set")]
     NoRevisions {
         /// What was to be written ([`WritableDataSource::describe`]).
