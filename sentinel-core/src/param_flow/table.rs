@@ -235,7 +235,20 @@ impl ResourceParamRules {
             let Some(value) = args.select(&compiled.select) else {
                 continue;
             };
-            match compiled.check(value, now_ms, batch, holds) {
+            let checked = if let ParamValue::List(items) = value {
+                match compiled.check_list(items, now_ms, batch, holds) {
+                    Ok(wait) => Some(wait),
+                    Err(hot) => {
+                        return Err(ParamBlock {
+                            rule: &compiled.rule,
+                            value: hot,
+                        })
+                    }
+                }
+            } else {
+                compiled.check(value, now_ms, batch, holds)
+            };
+            match checked {
                 Some(wait) => wait_ms = wait_ms.max(wait),
                 None => {
                     return Err(ParamBlock {
@@ -244,6 +257,32 @@ impl ResourceParamRules {
                     })
                 }
             }
+        }
+        Ok(wait_ms)
+    }
+}
+
+impl CompiledParamRule {
+    /// Checks each element of a list argument (and of a list in it), as Sentinel checks
+    /// each element of a collection or array: the longest wait, or the first hot element.
+    /// The elements before a hot one keep what they took, as in Sentinel; the places of
+    /// thread-grade elements are in `holds`, given back with the blocked call's.
+    #[cold]
+    #[inline(never)]
+    fn check_list<'a>(
+        &self,
+        items: &'a [ParamValue<'a>],
+        now_ms: u64,
+        batch: u32,
+        holds: &mut Holds,
+    ) -> Result<u64, ParamValue<'a>> {
+        let mut wait_ms = 0;
+        for &item in items {
+            let wait = match item {
+                ParamValue::List(inner) => self.check_list(inner, now_ms, batch, holds)?,
+                item => self.check(item, now_ms, batch, holds).ok_or(item)?,
+            };
+            wait_ms = wait_ms.max(wait);
         }
         Ok(wait_ms)
     }

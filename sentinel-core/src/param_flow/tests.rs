@@ -154,6 +154,65 @@ fn a_later_block_gives_the_thread_place_back() {
 }
 
 #[test]
+fn each_element_of_a_list_argument_is_a_value_of_its_own() {
+    let clock = FakeClock::new();
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .param_values_in_errors(true)
+        .build();
+    load(&s, vec![ParamFlowRule::qps("r", 0, 2.0)]);
+    let (a, b, c) = ("a".into(), "b".into(), "c".into());
+    let ab = [a, b];
+    let nested = [ParamValue::List(&ab), c];
+    // a, b and c each take a token.
+    assert_eq!(passes(&s, "r", &[ParamValue::List(&nested)], 1), 1);
+    assert_eq!(passes(&s, "r", &[a], 1), 1, "a has one token left");
+    // a is hot now: a list holding it is blocked, naming a; c still took its token.
+    let list = [c, a];
+    let err = s.entry("r").args(&[ParamValue::List(&list)]).enter().err();
+    let Some(BlockError::ParamFlow { value, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(value.as_deref(), Some("\"a\""));
+    assert_eq!(passes(&s, "r", &[c], 1), 0, "c's tokens are used up");
+    assert_eq!(passes(&s, "r", &[b], 2), 1);
+    assert_eq!(
+        passes(&s, "r", &[ParamValue::List(&[])], 3),
+        3,
+        "no element, no check"
+    );
+}
+
+#[test]
+fn a_list_argument_holds_a_thread_place_per_element_until_it_exits() {
+    let clock = FakeClock::new();
+    let s = engine(&clock);
+    load(&s, vec![ParamFlowRule::thread("r", 0, 1.0)]);
+    let (a, b) = ("a".into(), "b".into());
+    let both = [a, b];
+    let args = [ParamValue::List(&both)];
+    let entry = s.entry("r").args(&args).enter();
+    assert!(entry.is_ok());
+    assert!(s.entry("r").args(&[a]).enter().is_err());
+    assert!(s.entry("r").args(&[b]).enter().is_err());
+    // A list whose second element is busy gives back the first element's place.
+    let c = "c".into();
+    let c_then_a = [c, a];
+    assert!(s
+        .entry("r")
+        .args(&[ParamValue::List(&c_then_a)])
+        .enter()
+        .is_err());
+    drop(entry);
+    assert!(s.entry("r").args(&[a]).enter().is_ok());
+    let c_alone = [c];
+    assert!(
+        s.entry("r").args(&c_alone).enter().is_ok(),
+        "no place leaked"
+    );
+}
+
+#[test]
 fn a_negative_index_counts_from_the_end() {
     let clock = FakeClock::new();
     let s = engine(&clock);
