@@ -54,6 +54,8 @@ cargo test --workspace --no-fail-fast
 cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
+# sentinel-tower's axum feature: the matched route names the resource (tests and doctests)
+cargo test -p sentinel-tower --features axum --no-fail-fast
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 # the Redis cluster and TLS tests and the NATS TLS test are behind features
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast

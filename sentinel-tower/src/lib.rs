@@ -73,26 +73,26 @@
 //!
 //! # axum
 //!
-//! With axum (its default `matched-path` feature), name resources by the matched route, so
-//! that `/order/42` and `/order/43` are one resource (`GET:/order/{id}`), and answer blocked
-//! requests with a response, which keeps the router's infallible error type that
-//! `Router::layer` and `Router::route_layer` need:
+//! With this crate's `axum` feature, `ResourceKey::method_and_route()` names resources by
+//! the route axum matched, so that `/order/42` and `/order/43` are one resource
+//! (`GET:/order/{id}`), built without allocating. Answer blocked requests with a response,
+//! which keeps the router's infallible error type that `Router::layer` and
+//! `Router::route_layer` need:
 //!
 //! ```text
-//! use axum::{extract::MatchedPath, http::{Request, StatusCode}, response::IntoResponse};
+//! use axum::{http::StatusCode, response::IntoResponse};
 //! use sentinel_tower::{ResourceKey, SentinelLayer};
 //!
 //! let layer = SentinelLayer::new(sentinel.clone())
-//!     .resource_key(ResourceKey::from_fn(|request: &Request<axum::body::Body>| {
-//!         let route = request.extensions().get::<MatchedPath>()
-//!             .map_or(request.uri().path(), |path| path.as_str());
-//!         format!("{}:{route}", request.method())
-//!     }))
+//!     .resource_key(ResourceKey::method_and_route())
 //!     .on_block(|_blocked| StatusCode::TOO_MANY_REQUESTS.into_response());
 //! let app = axum::Router::new()
 //!     .route("/order/{id}", axum::routing::get(order))
-//!     .route_layer(layer); // route_layer: after routing, so MatchedPath is set
+//!     .route_layer(layer); // the routes only; `layer` would guard the fallback (404s) too
 //! ```
+//!
+//! Without the feature, [`ResourceKey::from_fn`] can read axum's `MatchedPath` request
+//! extension the same way (allocating the name).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;

@@ -71,6 +71,8 @@ enum KeyKind {
     #[default]
     MethodAndPath,
     Path,
+    #[cfg(feature = "axum")]
+    MethodAndRoute,
 }
 
 impl ResourceKey {
@@ -86,6 +88,33 @@ impl ResourceKey {
     pub fn path() -> Self {
         Self {
             kind: KeyKind::Path,
+        }
+    }
+
+    /// `METHOD:/route`, the route axum matched (its `MatchedPath`): `GET:/order/{id}` for
+    /// `/order/42` and `/order/43` alike, one resource per route, built without allocating.
+    /// A request without a matched route (no route matched, and the layer wraps the router's
+    /// fallback too, as `Router::layer` does) is named by its path: use `route_layer` to
+    /// guard the routes only.
+    ///
+    /// ```
+    /// use axum::{http::StatusCode, response::IntoResponse, routing::get, Router};
+    /// use sentinel_tower::{ResourceKey, SentinelLayer};
+    ///
+    /// let sentinel = sentinel_core::Sentinel::new();
+    /// let layer = SentinelLayer::new(sentinel)
+    ///     .resource_key(ResourceKey::method_and_route())
+    ///     .on_block(|_blocked| StatusCode::TOO_MANY_REQUESTS.into_response());
+    /// let app: Router = Router::new()
+    ///     .route("/order/{id}", get(|| async { "order" }))
+    ///     .route_layer(layer); // the routes only, each with its matched route
+    /// # let _ = app;
+    /// ```
+    #[cfg(feature = "axum")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+    pub fn method_and_route() -> Self {
+        Self {
+            kind: KeyKind::MethodAndRoute,
         }
     }
 
@@ -118,6 +147,8 @@ impl<B> ExtractResource<B> for ResourceKey {
         match self.kind {
             KeyKind::Path => Cow::Borrowed(path),
             KeyKind::MethodAndPath => Cow::Owned(join(request.method().as_str(), path)),
+            #[cfg(feature = "axum")]
+            KeyKind::MethodAndRoute => Cow::Owned(join(request.method().as_str(), route(request))),
         }
     }
 
@@ -130,8 +161,19 @@ impl<B> ExtractResource<B> for ResourceKey {
         match self.kind {
             KeyKind::Path => f(path),
             KeyKind::MethodAndPath => with_joined(request.method().as_str(), path, f),
+            #[cfg(feature = "axum")]
+            KeyKind::MethodAndRoute => with_joined(request.method().as_str(), route(request), f),
         }
     }
+}
+
+/// The route axum matched for `request`, or its path when none was.
+#[cfg(feature = "axum")]
+fn route<B>(request: &Request<B>) -> &str {
+    request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or(request.uri().path(), |route| route.as_str())
 }
 
 /// A resource name computed by a closure; made by [`ResourceKey::from_fn`].

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Path};
-use axum::http::{HeaderName, Request, StatusCode};
+use axum::extract::Path;
+use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -79,15 +79,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let source = start_rules(&args, &sentinel).await?;
 
     let layer = SentinelLayer::new(sentinel.clone())
-        .resource_key(ResourceKey::from_fn(
-            |request: &Request<axum::body::Body>| {
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map_or(request.uri().path(), |path| path.as_str());
-                format!("{}:{route}", request.method())
-            },
-        ))
+        // `GET:/order/{id}`: one resource for every id (sentinel-tower's `axum` feature).
+        .resource_key(ResourceKey::method_and_route())
         .origin_header(HeaderName::from_static("x-caller"))
         .on_block(|blocked| {
             (StatusCode::TOO_MANY_REQUESTS, format!("{blocked}\n")).into_response()
