@@ -172,7 +172,10 @@ impl RedisRuleWriter {
     async fn revision_of(&self, key: &str) -> Result<Option<u64>, SourceError> {
         let op = format!("revision of {key}");
         let mut cmd = redis::cmd("EVAL");
-        cmd.arg(REVISION_SCRIPT).arg(1).arg(key);
+        cmd.arg(REVISION_SCRIPT)
+            .arg(1)
+            .arg(key)
+            .arg(REVISION_DIGITS);
         let replies = self.run(&op, key, Request::Script(&cmd)).await?;
         match replies.first() {
             Some(redis::Value::Nil) | None => Ok(None),
@@ -197,7 +200,8 @@ impl RedisRuleWriter {
             .arg(key)
             .arg(value)
             .arg(expected.map(revision_text).unwrap_or_default())
-            .arg(channel);
+            .arg(channel)
+            .arg(REVISION_DIGITS);
         let replies = self.run(&op, key, Request::Script(&cmd)).await?;
         match replies.as_slice() {
             [redis::Value::Int(1), revision, ..] => Ok(parse_revision(&op, revision)?),
@@ -222,28 +226,31 @@ enum Request<'a> {
 }
 
 /// A revision of a Redis value: the first 15 hex digits (60 bits) of its SHA-1, which the
-/// server computes in a script. Equal values have equal revisions: a compare-and-set asks
-/// that the value be still the one read, whoever wrote it.
+/// server computes in a script (each script gets this count as its last argument). Equal
+/// values have equal revisions: a compare-and-set asks that the value be still the one read,
+/// whoever wrote it.
 const REVISION_DIGITS: usize = 15;
 
-/// `EVAL`: the revision of `KEYS[1]`, or nil when it does not exist.
+/// `EVAL`: the revision of `KEYS[1]`, or nil when it does not exist. `ARGV[1]`: the digits.
 const REVISION_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
     if not v then return false end \
-    return string.sub(redis.sha1hex(v), 1, 15)";
+    return string.sub(redis.sha1hex(v), 1, tonumber(ARGV[1]))";
 
 /// `EVAL`: when the revision of `KEYS[1]` is `ARGV[2]` (empty: the key does not exist), sets
 /// it to `ARGV[1]`, publishes that on `ARGV[3]` and returns `{1, new revision, receivers}`;
-/// otherwise `{0}`. A script runs alone, so nothing writes in between. A key that holds
-/// `ARGV[1]` already is a success without a write: a retry after a lost reply must not be
-/// reported as a conflict.
-const WRITE_IF_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
-    if v == ARGV[1] then return {1, string.sub(redis.sha1hex(v), 1, 15), 0} end \
+/// otherwise `{0}`. `ARGV[4]`: the digits. A script runs alone, so nothing writes in
+/// between. A key that holds `ARGV[1]` already is a success without a write: a retry after
+/// a lost reply must not be reported as a conflict.
+const WRITE_IF_SCRIPT: &str = "local function rev(x) \
+        return string.sub(redis.sha1hex(x), 1, tonumber(ARGV[4])) end \
+    local v = redis.call('GET', KEYS[1]) \
+    if v == ARGV[1] then return {1, rev(v), 0} end \
     local now = '' \
-    if v then now = string.sub(redis.sha1hex(v), 1, 15) end \
+    if v then now = rev(v) end \
     if now ~= ARGV[2] then return {0} end \
     redis.call('SET', KEYS[1], ARGV[1]) \
     local n = redis.call('PUBLISH', ARGV[3], ARGV[1]) \
-    return {1, string.sub(redis.sha1hex(ARGV[1]), 1, 15), n}";
+    return {1, rev(ARGV[1]), n}";
 
 fn revision_text(revision: u64) -> String {
     format!("{revision:0width$x}", width = REVISION_DIGITS)
