@@ -13,7 +13,7 @@ use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::{plain_qps_passes, CheckContext};
-use crate::param_flow::{CallArgs, Holds, ResourceParamRules};
+use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -257,8 +257,13 @@ fn check_params(
     holds: &mut Holds,
     node: &ResourceNode,
 ) -> Result<u64, BlockError> {
-    match rules.check(args, now, batch, holds) {
-        Ok(wait_ms) => Ok(wait_ms.saturating_mul(1_000_000)),
+    match rules.check(
+        args,
+        &Now::new(now, node.shared.clock.as_dyn()),
+        batch,
+        holds,
+    ) {
+        Ok(wait_ns) => Ok(wait_ns),
         Err(hot) => Err(BlockError::ParamFlow {
             resource: node.name.clone(),
             rule: hot.rule.clone(),

@@ -194,28 +194,30 @@ fn the_first_call_after_process_start_passes_the_rate_limiter() {
 }
 
 #[test]
-fn rate_limiter_on_the_real_clock_admits_its_count() {
-    // A fresh engine on the system clock: the first call passes, and 700/s admits about 700
-    // calls in a second, not 1 000.
+fn rate_limiter_on_the_real_clock_never_admits_more_than_its_count() {
+    // A fresh engine on the system clock: the first call passes, and 700/s never admits more
+    // than 700 calls a second (plus the first, and one queued). How many fewer depends on how
+    // much CPU a loaded machine gives this thread, so only the upper bound is checked here;
+    // the exact count is `rate_limiter_spacing_is_exact_below_1000_per_second`'s, on the fake
+    // clock.
     let s = Sentinel::new();
     s.flow_rules()
         .load_rules(vec![FlowRule::qps("r", 700.0)
             .control_behavior(ControlBehavior::RateLimiter)
             .max_queueing_time_ms(1)])
         .unwrap();
-    assert!(s.entry("r").enter().is_ok(), "the first call passes");
     let start = std::time::Instant::now();
+    assert!(s.entry("r").enter().is_ok(), "the first call passes");
     let mut admitted = 1u32;
-    while start.elapsed() < Duration::from_millis(500) {
+    while start.elapsed() < Duration::from_millis(200) {
         if s.entry("r").enter().is_ok() {
             admitted += 1;
         }
     }
-    // Within a loaded machine's slack around 350 (and far from millisecond rounding's 500).
-    assert!(
-        (300..=380).contains(&admitted),
-        "admitted {admitted} in 0.5 s"
-    );
+    // The engine's clock ticks each millisecond, so allow the tick it may lag behind.
+    let elapsed = start.elapsed().as_secs_f64() + 0.002;
+    let most = (elapsed * 700.0).ceil() as u32 + 2;
+    assert!(admitted <= most, "admitted {admitted}, at most {most}");
 }
 
 #[test]
