@@ -176,7 +176,6 @@ impl<'a> EntryBuilder<'a> {
                 // Earlier checks passed and reserved; a later one blocked.
                 give_back(
                     reserved,
-                    self.batch,
                     node,
                     origin_node.as_deref(),
                     context_node.as_deref(),

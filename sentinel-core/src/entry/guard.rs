@@ -80,7 +80,6 @@ impl Entry<'_> {
         if let Some(node) = self.node.as_deref() {
             give_back(
                 pending & RESERVED_BITS,
-                self.batch,
                 node,
                 self.origin_node.as_deref(),
                 self.context_node.as_deref(),
@@ -126,14 +125,13 @@ const RESERVED_BITS: u8 = 0x0f;
 /// on the inbound node.
 pub(super) fn give_back(
     reserved: u8,
-    batch: u32,
     node: &ResourceNode,
     origin: Option<&StatNode>,
     context: Option<&StatNode>,
 ) {
-    release_reserved(reserved, batch, &node.stat, origin, context);
+    release_reserved(reserved, &node.stat, origin, context);
     if reserved & RESERVED_ON_INBOUND != 0 {
-        node.shared.inbound.release(u64::from(batch));
+        node.shared.inbound.release(1);
     }
 }
 

@@ -372,6 +372,42 @@ fn limit_app_specific_and_other_match_the_right_origins() {
 }
 
 #[test]
+fn the_origins_default_and_other_do_not_escape_an_other_rule() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let count = |origin: &str| {
+        (0..10)
+            .filter(|_| s.entry("r").origin(origin).enter().is_ok())
+            .count()
+    };
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).limit_app("other")])
+        .unwrap();
+    assert_eq!(
+        count("default"),
+        1,
+        "`default` is an other origin (Java: 1)"
+    );
+    assert_eq!(count("other"), 1, "and so is `other` (Java lets it escape)");
+    // With a `default` rule, the origin `default` is named: not other, as in Java; the
+    // default rule then limits every caller.
+    clock.advance_ms(1_000);
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("r", 1.0).limit_app("other"),
+            FlowRule::qps("r", 4.0),
+        ])
+        .unwrap();
+    assert_eq!(count("default"), 4);
+    // A specific rule never selects them.
+    clock.advance_ms(1_000);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).limit_app("default,x")])
+        .unwrap();
+    assert_eq!(count("default"), 10);
+}
+
+#[test]
 fn limit_app_default_counts_all_origins_together() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
@@ -763,4 +799,24 @@ fn relate_and_chain_work_with_every_grade_and_controller() {
         s.entry("sync").origin("other").enter().is_ok(),
         "the rule is for app only"
     );
+}
+
+#[test]
+fn a_thread_limit_counts_a_call_once_and_checks_its_batch() {
+    // Sentinel: `curThreadNum + batch > count` blocks, and a call is one thread: count 10,
+    // batch 5 lets six calls in.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::thread("r", 10.0)])
+        .unwrap();
+    let inside: Vec<_> = (0..20)
+        .filter_map(|_| s.entry("r").batch(5).enter().ok())
+        .collect();
+    assert_eq!(inside.len(), 6);
+    drop(inside);
+    let inside: Vec<_> = (0..20)
+        .filter_map(|_| s.entry("r").origin("a").batch(1).enter().ok())
+        .collect();
+    assert_eq!(inside.len(), 10, "the places were given back, one per call");
 }
