@@ -207,6 +207,10 @@ pub struct ParamFlowRule {
     /// Cluster settings, kept for round-trips.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_config: Option<ParamFlowClusterConfig>,
+    /// `resource` is a regular expression (Sentinel's `regex`): the rule applies to every
+    /// resource whose whole name it matches, each with a limit and state of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
 }
 
 impl Eq for ParamFlowRule {}
@@ -227,6 +231,7 @@ impl Hash for ParamFlowRule {
         self.params_max_capacity.hash(state);
         self.cluster_mode.hash(state);
         self.cluster_config.hash(state);
+        self.regex.hash(state);
     }
 }
 
@@ -248,6 +253,7 @@ impl ParamFlowRule {
             params_max_capacity: None,
             cluster_mode: false,
             cluster_config: None,
+            regex: false,
         }
     }
 
@@ -291,6 +297,12 @@ impl ParamFlowRule {
         self
     }
 
+    /// Sets `regex`: `resource` is a regular expression matched against whole names.
+    pub fn regex(mut self, on: bool) -> Self {
+        self.regex = on;
+        self
+    }
+
     /// Sets `paramsMaxCapacity`.
     pub fn params_max_capacity(mut self, capacity: u32) -> Self {
         self.params_max_capacity = Some(capacity);
@@ -327,6 +339,9 @@ impl ParamFlowRule {
     /// the rule.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&self.resource));
+        if self.regex {
+            crate::engine::check_pattern(&mut issues, &self.resource);
+        }
         if self.resource.trim().is_empty() {
             issues.add("resource", "must not be blank");
         }
@@ -445,7 +460,7 @@ impl ParamFlowRuleWire {
     pub(crate) fn decode(self, index: usize) -> Result<ParamFlowRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
-        issues.no_regex(wire::boolean(self.regex));
+        let regex = wire::boolean(self.regex).unwrap_or(false);
         let grade = issues.code("grade", wire::int(self.grade), ParamFlowGrade::Qps);
         let behavior = issues.code(
             "controlBehavior",
@@ -535,6 +550,7 @@ impl ParamFlowRuleWire {
                 params_max_capacity,
                 cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
                 cluster_config,
+                regex,
             }),
             _ => None,
         };
