@@ -178,6 +178,12 @@ pub struct ParamFlowRule {
     /// QPS or concurrency, per value.
     pub grade: ParamFlowGrade,
     /// The argument's position; negative counts from the end. Required unless `paramKey`.
+    ///
+    /// A negative index is resolved for each call (-1 is the last argument of that call).
+    /// Sentinel differs, by accident: `ParamFlowSlot.applyRealParamIdx` rewrites the shared
+    /// rule in place on its first checked call (to `length + paramIdx`, or to `-paramIdx` when
+    /// that call has too few arguments), so in Java -1 then means "the last argument of the
+    /// first call's arity" for every later call.
     pub param_idx: Option<i32>,
     /// The name of the attachment to limit by (sentinel-golang's `paramKey`).
     #[serde(skip_serializing_if = "Option::is_none")]
