@@ -28,7 +28,14 @@ use sentinel_core::param_flow::ParamValue;
 /// # let _ = layer;
 /// ```
 #[derive(Clone)]
-pub struct ParamSource(Source);
+pub struct ParamSource(Source, Kind);
+
+/// How a text value is handed to the rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Int,
+}
 
 #[derive(Clone)]
 enum Source {
@@ -45,18 +52,18 @@ type ValueFn = dyn Fn(&RequestHead<'_>) -> Option<String> + Send + Sync;
 impl ParamSource {
     /// The value of a request header (its first value, if it is visible ASCII).
     pub fn header(name: HeaderName) -> Self {
-        Self(Source::Header(name))
+        Self(Source::Header(name), Kind::Text)
     }
 
     /// The value of a query parameter (the first one with that name), percent-decoded.
     pub fn query(name: impl Into<String>) -> Self {
-        Self(Source::Query(Arc::from(name.into())))
+        Self(Source::Query(Arc::from(name.into())), Kind::Text)
     }
 
     /// The `index`th segment of the path (0 is the segment after the first `/`):
     /// `path_segment(1)` of `/users/42/orders` is `42`. For a path parameter of a route.
     pub fn path_segment(index: usize) -> Self {
-        Self(Source::PathSegment(index))
+        Self(Source::PathSegment(index), Kind::Text)
     }
 
     /// The client's IP address, from the connection's address that the server put in the
@@ -64,7 +71,7 @@ impl ParamSource {
     /// feature; serve with `into_make_service_with_connect_info::<SocketAddr>()`) or a plain
     /// `SocketAddr`. Compared as a number, so it allocates nothing.
     pub fn peer_ip() -> Self {
-        Self(Source::PeerIp)
+        Self(Source::PeerIp, Kind::Text)
     }
 
     /// A value computed from the request: a claim your authentication middleware put in the
@@ -74,11 +81,29 @@ impl ParamSource {
     where
         F: Fn(&RequestHead<'_>) -> Option<String> + Send + Sync + 'static,
     {
-        Self(Source::Custom(Arc::new(f)))
+        Self(Source::Custom(Arc::new(f)), Kind::Text)
+    }
+
+    /// The value read as an integer, so that it matches `long` exception items
+    /// (`ParamFlowItem::long(42, 50)`): `"42"` becomes 42. Text that is not an integer stays
+    /// text.
+    pub fn as_int(self) -> Self {
+        Self(self.0, Kind::Int)
     }
 
     /// This source's value of `request`.
     pub(crate) fn value<'r, B>(&self, request: &'r Request<B>) -> Option<Value<'r>> {
+        let value = self.read(request)?;
+        match (self.1, value) {
+            (Kind::Int, Value::Text(text)) => Some(match text.trim().parse::<i128>() {
+                Ok(int) => Value::Int(int),
+                Err(_) => Value::Text(text),
+            }),
+            (_, value) => Some(value),
+        }
+    }
+
+    fn read<'r, B>(&self, request: &'r Request<B>) -> Option<Value<'r>> {
         match &self.0 {
             Source::Header(name) => request
                 .headers()
@@ -115,6 +140,9 @@ impl ParamSource {
 
 impl fmt::Debug for ParamSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.1 == Kind::Int {
+            f.write_str("Int ")?;
+        }
         match &self.0 {
             Source::Header(name) => f.debug_tuple("Header").field(name).finish(),
             Source::Query(name) => f.debug_tuple("Query").field(name).finish(),
@@ -143,6 +171,7 @@ pub struct RequestHead<'r> {
 #[derive(Debug)]
 pub(crate) enum Value<'r> {
     Text(Cow<'r, str>),
+    Int(i128),
     Ip(IpAddr),
 }
 
@@ -150,6 +179,7 @@ impl Value<'_> {
     pub(crate) fn param(&self) -> ParamValue<'_> {
         match self {
             Value::Text(text) => ParamValue::Str(text),
+            Value::Int(int) => ParamValue::Int(*int),
             Value::Ip(IpAddr::V4(ip)) => ParamValue::Int(u32::from(*ip).into()),
             Value::Ip(IpAddr::V6(ip)) => ParamValue::Int(u128::from(*ip) as i128),
         }

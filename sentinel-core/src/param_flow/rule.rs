@@ -73,7 +73,29 @@ pub struct ParamFlowItem {
 }
 
 impl ParamFlowItem {
-    /// `value` (parsed as `class_type`) gets `count`.
+    /// A `long` item: the integer `value` has its own `count`.
+    pub fn long(value: i64, count: i64) -> Self {
+        Self::new(value.to_string(), "long", count)
+    }
+
+    /// A `String` item: `value` has its own `count`. An HTTP value (a header, a query
+    /// parameter) is a string: it matches a string item, never a `long` one, unless it is
+    /// read as a number (`sentinel_tower::ParamSource::as_int`).
+    pub fn string(value: impl Into<String>, count: i64) -> Self {
+        Self::new(value, "String", count)
+    }
+
+    /// A `double` item: the number `value` has its own `count`.
+    pub fn double(value: f64, count: i64) -> Self {
+        Self::new(value.to_string(), "double", count)
+    }
+
+    /// A `boolean` item: `value` has its own `count`.
+    pub fn boolean(value: bool, count: i64) -> Self {
+        Self::new(value.to_string(), "boolean", count)
+    }
+
+    /// An item from Java's names: `object` parsed as `class_type` (see the type's docs).
     pub fn new(object: impl Into<String>, class_type: &str, count: i64) -> Self {
         Self {
             object: object.into(),

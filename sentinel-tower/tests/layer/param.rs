@@ -118,3 +118,34 @@ async fn the_peer_address_limits_each_client() {
     );
     assert_eq!(passes(&service, 5, from("[::1]:4000")).await, 2);
 }
+
+#[tokio::test]
+async fn a_value_read_as_an_integer_matches_long_items() {
+    let (sentinel, _clock) = engine();
+    sentinel
+        .param_flow_rules()
+        .load_rules(vec![ParamFlowRule::qps("GET:/order", 0, 1.0)
+            .item(sentinel_core::param_flow::ParamFlowItem::long(42, 3))])
+        .expect("valid rules");
+    let (handler, _) = answer(StatusCode::OK);
+    let layer = SentinelLayer::new(sentinel.clone());
+    let as_text = layer
+        .clone()
+        .arg(ParamSource::header(HeaderName::from_static("x-user-id")))
+        .layer(handler.clone());
+    let user = |id: &'static str| move || get("/order", &[("x-user-id", id)]);
+    assert_eq!(
+        passes(&as_text, 5, user("42")).await,
+        1,
+        "text never matches a long item"
+    );
+    let as_int = layer
+        .arg(ParamSource::header(HeaderName::from_static("x-user-id")).as_int())
+        .layer(handler);
+    assert_eq!(passes(&as_int, 5, user(" 42")).await, 3, "the item's count");
+    assert_eq!(
+        passes(&as_int, 5, user("alice")).await,
+        1,
+        "not an integer: text"
+    );
+}
