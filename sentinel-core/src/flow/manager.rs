@@ -136,8 +136,17 @@ impl FlowTable {
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
+        // The limitApps of rules this engine does not check still name their origins (for
+        // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
+        let mut unchecked_apps: FastMap<Arc<str>, Vec<Arc<FlowRule>>> = FastMap::default();
         for rule in &rules {
             if !rule.checked_locally() || rule.regex {
+                if !rule.regex {
+                    unchecked_apps
+                        .entry(Arc::from(rule.resource.as_str()))
+                        .or_default()
+                        .push(rule.clone());
+                }
                 continue;
             }
             let controller = previous
@@ -168,7 +177,11 @@ impl FlowTable {
         }
         let by_resource = grouped
             .into_iter()
-            .map(|(resource, list)| (resource, Arc::new(ResourceFlowRules::new(list))))
+            .map(|(resource, list)| {
+                let unchecked = unchecked_apps.get(&resource).map_or(&[][..], Vec::as_slice);
+                let rules = ResourceFlowRules::new(list, unchecked);
+                (resource, Arc::new(rules))
+            })
             .collect();
         Self {
             patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
@@ -180,18 +193,24 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
-    /// One resource's compiled rules, put in check order.
-    fn new(mut list: Vec<CompiledFlowRule>) -> Self {
+    /// One resource's compiled rules, put in check order; `unchecked` are its rules this
+    /// engine does not check (cluster rules without a token service), whose `limitApp`s
+    /// still name origins.
+    fn new(mut list: Vec<CompiledFlowRule>, unchecked: &[Arc<FlowRule>]) -> Self {
         list.sort_by_key(|c| order(&c.rule));
-        let mut specific_origins: Vec<Box<str>> = list
-            .iter()
-            .map(|c| c.rule.limit_app.as_str())
+        let apps = || {
+            list.iter()
+                .map(|c| &*c.rule)
+                .chain(unchecked.iter().map(|r| &**r))
+                .map(|r| r.limit_app.as_str())
+        };
+        let mut specific_origins: Vec<Box<str>> = apps()
             .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
             .map(Box::from)
             .collect();
         specific_origins.sort();
         specific_origins.dedup();
-        let has_default = list.iter().any(|c| c.app == LimitApp::Default);
+        let has_default = apps().any(|app| app == LIMIT_APP_DEFAULT);
         Self {
             rules: list,
             specific_origins,
@@ -203,7 +222,16 @@ impl ResourceFlowRules {
     pub(crate) fn merged(exact: Option<&ResourceFlowRules>, matched: &ResourceFlowRules) -> Self {
         let mut list = exact.map(|e| e.rules.clone()).unwrap_or_default();
         list.extend(matched.rules.iter().cloned());
-        Self::new(list)
+        let mut merged = Self::new(list, &[]);
+        for part in exact.into_iter().chain([matched]) {
+            merged
+                .specific_origins
+                .extend(part.specific_origins.iter().cloned());
+            merged.has_default |= part.has_default;
+        }
+        merged.specific_origins.sort();
+        merged.specific_origins.dedup();
+        merged
     }
 
     /// Checks every rule; `Err` names the first rule that blocks (and gives back what the

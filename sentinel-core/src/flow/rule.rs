@@ -101,6 +101,13 @@ pub struct FlowRule {
     /// The guarded resource.
     pub resource: String,
     /// Which origins the rule applies to: `default` (all), `other`, or an origin name.
+    ///
+    /// `other` applies to a caller whose origin no rule of the resource names (Sentinel's
+    /// `isOtherOrigin`, cluster rules' `limitApp` included): the origin `default` is an other
+    /// caller unless a rule of the resource has `limitApp: "default"`. One deliberate
+    /// difference: the origin `other` is always an other caller, where Sentinel compares it
+    /// with the `other` rule's own `limitApp` and lets it escape every `other` rule (origins
+    /// come from headers any client sets).
     pub limit_app: String,
     /// QPS or concurrency.
     pub grade: FlowGrade,

@@ -399,6 +399,23 @@ fn the_origins_default_and_other_do_not_escape_an_other_rule() {
         ])
         .unwrap();
     assert_eq!(count("default"), 4);
+    // A cluster rule's `limitApp` names its origin too, even when the rule passes every call
+    // (no token server, no fallback), as Sentinel's isOtherOrigin reads every rule.
+    clock.advance_ms(1_000);
+    let mut cluster_default = FlowRule::qps("r", 0.0).cluster_mode(true);
+    cluster_default.cluster_config = Some(crate::flow::ClusterFlowConfig {
+        flow_id: Some(1),
+        fallback_to_local_when_fail: false,
+        ..Default::default()
+    });
+    s.flow_rules()
+        .load_rules(vec![
+            cluster_default,
+            FlowRule::qps("r", 1.0).limit_app("other"),
+        ])
+        .unwrap();
+    assert_eq!(count("default"), 10, "named by the cluster rule: not other");
+    assert_eq!(count("web"), 1);
     // A specific rule never selects them.
     clock.advance_ms(1_000);
     s.flow_rules()

@@ -267,7 +267,9 @@ impl CompiledParamRule {
                 let Place::Slot(slot) = place else {
                     return None;
                 };
-                if !reserve(state, count, acquire) {
+                // Sentinel counts one thread per call and leaves the batch out of the
+                // comparison (`++threadCount <= threshold`).
+                if !reserve(state, count, 1) {
                     return None;
                 }
                 holds.push(Hold {

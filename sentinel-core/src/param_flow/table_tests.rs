@@ -416,3 +416,20 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn thread_grade_counts_a_call_once_whatever_its_batch() {
+    // Sentinel: `++threadCount <= threshold`, the batch plays no part (found by the Java
+    // oracle, param_thread_batch).
+    let clock = FakeClock::new();
+    let s = engine(&clock);
+    load(&s, vec![ParamFlowRule::thread("r", 0, 2.0)]);
+    let a = [ParamValue::from("a")];
+    let first = s.entry("r").args(&a).batch(2).enter();
+    let second = s.entry("r").args(&a).batch(2).enter();
+    assert!(
+        first.is_ok() && second.is_ok(),
+        "two calls of a batch of 2 at count 2"
+    );
+    assert!(s.entry("r").args(&a).batch(2).enter().is_err(), "a third");
+}

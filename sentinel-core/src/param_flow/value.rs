@@ -36,6 +36,12 @@ pub enum ParamValue<'a> {
     /// empty list passes. A call holding thread-grade places for two or more elements keeps
     /// them in a small allocation (one place needs none).
     ///
+    /// Against a thread-grade rule, each element takes its place as it is checked, so a list
+    /// that repeats a value needs a place per repetition (`[v1, v1]` at count 1 is blocked).
+    /// Sentinel checks every element against the count as it was before the call and adds the
+    /// places afterwards (so it lets `[v1, v1]` in at count 1, then holds 2); here the places
+    /// are taken before the call passes, which keeps the count exact under racing calls.
+    ///
     /// ```
     /// use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
     /// use sentinel_core::Sentinel;
