@@ -153,12 +153,6 @@ impl SystemClock {
         }
         now
     }
-
-    /// Whether the upkeep thread is parked (tests).
-    #[cfg(test)]
-    fn upkeep_parked() -> bool {
-        RECENT.parked.load(Ordering::SeqCst)
-    }
 }
 
 impl Default for SystemClock {
