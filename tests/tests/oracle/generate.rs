@@ -1,0 +1,238 @@
+//! Random scenarios over every rule family, from a seed.
+//!
+//! The generator stays where the Java runner's frozen clock decides everything: rate-limiter
+//! counts divide 1000 and stay at or under 1000 a second (otherwise Sentinel's
+//! `ThrottlingController` reads `System.nanoTime`, which the mock cannot freeze), and queueing
+//! waits stay a few milliseconds (Java really sleeps them). It also leaves out the cases
+//! already filed as divergences in issue #32 (an origin named `default`, batches against
+//! thread-grade limits, float items, `clusterMode`), which hand-written scenarios cover.
+
+use rand::rngs::StdRng;
+use rand::Rng;
+use serde_json::{json, Value};
+
+fn pick<T: Clone>(rng: &mut StdRng, from: &[T]) -> T {
+    from[rng.random_range(0..from.len())].clone()
+}
+
+const ORIGINS: &[&str] = &["", "", "app1", "app2"];
+
+fn flow_rule(rng: &mut StdRng, resource: &str) -> Value {
+    let grade = if rng.random_bool(0.75) { 1 } else { 0 };
+    let behavior = if grade == 1 {
+        pick(rng, &[0, 0, 1, 2, 3])
+    } else {
+        0
+    };
+    let count: f64 = match behavior {
+        2 => pick(
+            rng,
+            &[1.0, 2.0, 5.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0],
+        ),
+        3 => pick(rng, &[2.0, 5.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0]),
+        1 => pick(rng, &[3.0, 5.0, 10.0, 20.0]),
+        _ if grade == 0 => pick(rng, &[1.0, 2.0, 3.0]),
+        _ => pick(rng, &[1.0, 2.0, 3.0, 5.0, 10.0]),
+    };
+    let mut rule = json!({
+        "resource": resource,
+        "grade": grade,
+        "count": count,
+        "controlBehavior": behavior,
+        "limitApp": pick(rng, &["default", "default", "app1", "other"]),
+    });
+    match pick(rng, &[0, 0, 0, 1, 2]) {
+        1 => {
+            rule["strategy"] = json!(1);
+            rule["refResource"] = json!("b");
+        }
+        2 => {
+            rule["strategy"] = json!(2);
+            rule["refResource"] = json!("ctx1");
+        }
+        _ => {}
+    }
+    if behavior == 1 || behavior == 3 {
+        rule["warmUpPeriodSec"] = json!(pick(rng, &[1, 2, 5]));
+    }
+    if behavior == 2 || behavior == 3 {
+        rule["maxQueueingTimeMs"] = json!(pick(rng, &[2, 5, 10]));
+    }
+    rule
+}
+
+fn degrade_rule(rng: &mut StdRng, resource: &str) -> Value {
+    let grade = pick(rng, &[0, 1, 2]);
+    let count: f64 = match grade {
+        0 => pick(rng, &[10.0, 50.0, 100.0]),
+        1 => pick(rng, &[0.2, 0.5, 1.0]),
+        _ => pick(rng, &[1.0, 2.0, 3.0, 5.0]),
+    };
+    let mut rule = json!({
+        "resource": resource,
+        "grade": grade,
+        "count": count,
+        "timeWindow": pick(rng, &[1, 2, 5]),
+        "minRequestAmount": pick(rng, &[1, 2, 5]),
+        "statIntervalMs": pick(rng, &[1000, 2000, 5000]),
+    });
+    if grade == 0 {
+        rule["slowRatioThreshold"] = json!(pick(rng, &[0.2, 0.5, 1.0]));
+    }
+    rule
+}
+
+fn param_rule(rng: &mut StdRng, resource: &str, thread_grade: bool) -> Value {
+    let grade = if thread_grade { 0 } else { 1 };
+    let behavior = if grade == 1 { pick(rng, &[0, 0, 2]) } else { 0 };
+    let count = if behavior == 2 {
+        pick(rng, &[1, 2, 5, 10, 100])
+    } else {
+        pick(rng, &[0, 1, 2, 3, 5])
+    };
+    let mut rule = json!({
+        "resource": resource,
+        "grade": grade,
+        "paramIdx": pick(rng, &[0, 0, -1]),
+        "count": count,
+        "controlBehavior": behavior,
+        "durationInSec": pick(rng, &[1, 1, 2]),
+    });
+    if behavior == 0 && grade == 1 {
+        rule["burstCount"] = json!(pick(rng, &[0, 0, 2]));
+    }
+    if behavior == 2 {
+        rule["maxQueueingTimeMs"] = json!(pick(rng, &[0, 5, 10]));
+    }
+    if rng.random_bool(0.4) {
+        rule["paramFlowItemList"] = json!([{
+            "object": pick(rng, &["v1", "v2"]),
+            "classType": "java.lang.String",
+            "count": pick(rng, &[0, 1, 4, 10]),
+        }]);
+    }
+    rule
+}
+
+fn system_rule(rng: &mut StdRng) -> (Value, &'static str) {
+    match pick(rng, &[0, 1, 2, 3, 4]) {
+        0 => (json!({"qps": pick(rng, &[2.0, 5.0, 10.0])}), "qps"),
+        1 => (json!({"maxThread": pick(rng, &[1, 2, 3])}), "thread"),
+        2 => (json!({"avgRt": pick(rng, &[10, 50])}), "rt"),
+        3 => (json!({"highestSystemLoad": 1.0}), "load"),
+        _ => (json!({"highestCpuUsage": 0.5}), "cpu"),
+    }
+}
+
+/// A random scenario named `name`.
+pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
+    let mut rules = serde_json::Map::new();
+    let families = pick(rng, &[1, 1, 2]);
+    let mut chosen = Vec::new();
+    while chosen.len() < families {
+        let f = pick(
+            rng,
+            &[
+                "flow",
+                "flow",
+                "degrade",
+                "paramFlow",
+                "authority",
+                "system",
+            ],
+        );
+        if !chosen.contains(&f) {
+            chosen.push(f);
+        }
+    }
+    let mut thread_param = false;
+    let mut has_chain = false;
+    let mut system_kind = "";
+    for family in &chosen {
+        let list: Vec<Value> = match *family {
+            "flow" => (0..pick(rng, &[1, 1, 2]))
+                .map(|_| flow_rule(rng, "a"))
+                .collect(),
+            "degrade" => (0..pick(rng, &[1, 1, 2]))
+                .map(|_| degrade_rule(rng, "a"))
+                .collect(),
+            "paramFlow" => {
+                thread_param = rng.random_bool(0.2);
+                vec![param_rule(rng, "a", thread_param)]
+            }
+            "authority" => vec![json!({
+                "resource": "a",
+                "strategy": pick(rng, &[0, 1]),
+                "limitApp": pick(rng, &["app1", "app1,app2", "app2"]),
+            })],
+            _ => {
+                let (rule, kind) = system_rule(rng);
+                system_kind = kind;
+                vec![rule]
+            }
+        };
+        has_chain |= list.iter().any(|r| r.get("strategy") == Some(&json!(2)));
+        rules.insert((*family).to_owned(), Value::Array(list));
+    }
+    let thread_flow = rules
+        .get("flow")
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|r| r.get("grade") == Some(&json!(0))));
+    let batches_ok = !thread_param && !thread_flow && system_kind != "thread";
+    let params = chosen.contains(&"paramFlow");
+    let inbound = !system_kind.is_empty();
+
+    let mut steps = Vec::new();
+    let mut holds = 0;
+    for _ in 0..rng.random_range(12..36) {
+        let roll = rng.random_range(0..100);
+        if roll < 25 {
+            steps.push(json!({"op": "advance", "ms": pick(rng, &[1, 10, 100, 250, 499, 500, 999, 1000, 1500, 3000])}));
+            continue;
+        }
+        if roll < 32 && holds > 0 {
+            let mut exit =
+                json!({"op": "exit", "hold": format!("h{}", rng.random_range(0..holds))});
+            if rng.random_bool(0.3) {
+                exit["error"] = json!(true);
+            }
+            steps.push(exit);
+            continue;
+        }
+        if roll < 36 && (system_kind == "load" || system_kind == "cpu") {
+            steps.push(json!({"op": "system", "load": pick(rng, &[0.5, 2.0]), "cpu": pick(rng, &[0.2, 0.9])}));
+            continue;
+        }
+        let resource = if rng.random_bool(0.8) { "a" } else { "b" };
+        let mut step = json!({"op": "enter", "resource": resource});
+        let origin = pick(rng, ORIGINS);
+        if !origin.is_empty() {
+            step["origin"] = json!(origin);
+        }
+        if has_chain && rng.random_bool(0.5) {
+            step["context"] = json!("ctx1");
+        }
+        if inbound && rng.random_bool(0.85) {
+            step["inbound"] = json!(true);
+        }
+        if params && rng.random_bool(0.9) {
+            let value = pick(rng, &["v1", "v2", "v3"]);
+            step["args"] = json!([{"string": value}]);
+        }
+        if batches_ok && rng.random_bool(0.15) {
+            step["batch"] = json!(pick(rng, &[2, 3]));
+        }
+        if roll < 45 {
+            step["hold"] = json!(format!("h{holds}"));
+            holds += 1;
+        } else {
+            step["rt"] = json!(pick(rng, &[0, 0, 0, 5, 20, 60, 150]));
+            if rng.random_bool(0.2) {
+                step["error"] = json!(true);
+            }
+            step["repeat"] = json!(pick(rng, &[1, 1, 2, 3, 5]));
+        }
+        steps.push(step);
+    }
+    json!({"name": name, "rules": Value::Object(rules), "steps": steps})
+}
