@@ -180,6 +180,12 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
         .is_some_and(|l| l.iter().any(|r| r.get("grade") == Some(&json!(0))));
     let batches_ok = !thread_param && !thread_flow && system_kind != "thread";
     let params = chosen.contains(&"paramFlow");
+    // Sentinel rewrites a negative `paramIdx` in place on the first call with too few
+    // arguments (see interop/README.md): with a negative index, every call carries arguments.
+    let negative_idx = rules
+        .get("paramFlow")
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|r| r.get("paramIdx") == Some(&json!(-1))));
     let inbound = !system_kind.is_empty();
 
     let mut steps = Vec::new();
@@ -215,7 +221,7 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
         if inbound && rng.random_bool(0.85) {
             step["inbound"] = json!(true);
         }
-        if params && rng.random_bool(0.9) {
+        if params && (negative_idx || rng.random_bool(0.9)) {
             let value = pick(rng, &["v1", "v2", "v3"]);
             step["args"] = json!([{"string": value}]);
         }

@@ -90,6 +90,19 @@ pub(crate) fn deviations(scenario: &Value) -> Result<Vec<Deviation>, String> {
         .collect()
 }
 
+/// Whether two outcomes are the same decision: pass, or blocked by the same family (and the
+/// same system metric). The blocking rule's index is printed but not compared: with several
+/// rules of a family on a resource, Sentinel checks them in the order of a `HashSet` (its
+/// `FlowRuleUtil.buildFlowRuleMap`), so which one is named is Java's hash order
+/// (see interop/README.md).
+fn same_decision(java: Option<&Value>, rust: Option<&Value>) -> bool {
+    let family = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(|s| s.split('#').next().unwrap_or(s).to_owned())
+    };
+    family(java) == family(rust)
+}
+
 /// Compares the two results: `Ok` if they agree except where `deviations` say, and every
 /// declared deviation is seen; otherwise the first diverging step.
 pub(crate) fn compare(java: &Value, rust: &Value, deviations: &[Deviation]) -> Result<(), String> {
@@ -104,7 +117,7 @@ pub(crate) fn compare(java: &Value, rust: &Value, deviations: &[Deviation]) -> R
         .unwrap_or(&empty);
     let mut seen = vec![false; deviations.len()];
     for (i, (j, r)) in java.iter().zip(rust).enumerate() {
-        if j.get("result") == r.get("result") {
+        if same_decision(j.get("result"), r.get("result")) {
             continue;
         }
         let step = j.get("step").and_then(Value::as_u64).unwrap_or(u64::MAX);
