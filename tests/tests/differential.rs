@@ -4,7 +4,8 @@
 //! scenario's `expect_deviation` names the rustdoc item of a deliberate difference.
 //!
 //! The Java harness is built by `scripts/interop.sh build`. `SENTINEL_ORACLE_SEED` replays a
-//! generated run; `SENTINEL_ORACLE_CASES` sets how many scenarios are generated (default 300).
+//! generated run; `SENTINEL_ORACLE_CASES` sets how many scenarios are generated (default 300);
+//! `SENTINEL_ORACLE_KEEP=DIR` keeps the generated files in DIR.
 
 mod oracle;
 
@@ -44,7 +45,10 @@ fn scenarios_decide_as_sentinel_java() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
     let work = tempfile::tempdir().expect("a temporary directory");
-    let generated_dir = work.path().join("generated");
+    // SENTINEL_ORACLE_KEEP=DIR keeps the generated scenarios there, to run them again by hand.
+    let generated_dir = std::env::var_os("SENTINEL_ORACLE_KEEP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| work.path().join("generated"));
     std::fs::create_dir_all(&generated_dir).expect("a directory for generated scenarios");
     let mut rng = StdRng::seed_from_u64(seed);
     let generated: Vec<PathBuf> = (0..cases)

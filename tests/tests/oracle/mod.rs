@@ -127,12 +127,14 @@ pub(crate) fn compare(java: &Value, rust: &Value, deviations: &[Deviation]) -> R
             .position(|d| d.step == step && d.rep.is_none_or(|x| x == rep));
         match declared {
             Some(k) => seen[k] = true,
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "outcome {i} (step {step}, repetition {rep}, at {} ms) differs: Java {}, Rust {}",
                 j.get("at").unwrap_or(&Value::Null),
                 j.get("result").unwrap_or(&Value::Null),
                 r.get("result").unwrap_or(&Value::Null),
-            )),
+            ))
+            }
         }
     }
     if java.len() != rust.len() {

@@ -10,9 +10,10 @@ use sentinel_core::system::{ManualSystemStatus, SystemMetric};
 use sentinel_core::{BlockError, Clock, Entry, FakeClock, Sentinel, Validation};
 use serde_json::{json, Value};
 
-/// Where the clock of every scenario starts, as in the Java runner (`Oracle.BASE_MS`): a
-/// multiple of every window length the scenarios use, so windows align the same way.
-pub(crate) const BASE_MS: u64 = 3_600_000 * 300_000;
+/// Where the clock of every scenario starts, aligned as in the Java runner (`Oracle.BASE_MS`,
+/// whose scenarios start at whole days after it): a multiple of every window length the
+/// scenarios use, so windows align the same way.
+pub(crate) const BASE_MS: u64 = 3_600_000 * 1_200_000;
 
 /// Sentinel's mocked `TimeUtil`: time moves only when the scenario says so, and a caller that
 /// queues (rate limiter) comes back at the same instant, as it does in Java under the mock

@@ -57,8 +57,14 @@ import org.mockito.MockedStatic;
  * or breaker of one scenario is seen by the next.
  */
 public final class Oracle {
-    /** Where every scenario's clock starts: a multiple of every window length used. */
-    static final long BASE_MS = 3_600_000L * 300_000L;
+    /**
+     * Where the first scenario's clock starts: a multiple of every window length used, and
+     * far in the future (year 2106). Sentinel's own threads read the nodes on the real clock
+     * (SystemStatusListener logs ENTRY_NODE's QPS when the machine's load is over a system
+     * rule's threshold): a read at a time older than a bucket leaves the bucket alone, while
+     * a read at a newer time would move it past the frozen scenario.
+     */
+    static final long BASE_MS = 3_600_000L * 1_200_000L;
     /** Between scenarios: a whole day, longer than any statistic Sentinel keeps. */
     static final long GAP_MS = 86_400_000L;
 
@@ -73,6 +79,10 @@ public final class Oracle {
             System.err.println("usage: Oracle OUT_DIR SCENARIO.json...");
             System.exit(2);
         }
+        // Sentinel's metric-log timer reads every node's minute window from its own thread, on the
+        // real clock: it would move buckets to real time under the frozen scenarios (a pass
+        // counted in a detached bucket is lost), and the decisions would depend on when it ran.
+        System.setProperty("csp.sentinel.metric.flush.interval", "0");
         Path out = Paths.get(argv[0]);
         Files.createDirectories(out);
         try (MockedStatic<TimeUtil> time = Mockito.mockStatic(TimeUtil.class);
