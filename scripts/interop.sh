@@ -2,7 +2,9 @@
 # Builds the Java side of the interop tests (interop/: Sentinel 1.8 as the oracle).
 #   scripts/interop.sh build   fetch the Maven dependencies once (into ~/.m2), then compile
 #                              offline and write interop/target/classpath.txt
-# The Rust test that uses it: cargo test -p sentinel-tests --test differential
+#                              and build interop/go (sentinel-golang, from the Go module proxy)
+# The Rust tests that use them: cargo test -p sentinel-tests --test differential --test stores
+# --test golang
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,6 +21,7 @@ case "${1:-}" in
   build)
     need java openjdk-17-jdk-headless
     need mvn maven
+    need go golang-go
     cd "$INTEROP"
     # Offline first; only a machine without the artifacts yet fetches them (once) from Maven
     # Central.
@@ -27,6 +30,7 @@ case "${1:-}" in
       mvn -B -q dependency:go-offline
       build
     fi
+    (cd "$INTEROP/go" && go build -o "$ROOT/target/interop-go" .)
     ;;
   *)
     echo "usage: scripts/interop.sh build" >&2

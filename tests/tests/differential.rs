@@ -7,6 +7,7 @@
 //! generated run; `SENTINEL_ORACLE_CASES` sets how many scenarios are generated (default 300);
 //! `SENTINEL_ORACLE_KEEP=DIR` keeps the generated files in DIR.
 
+mod java;
 mod oracle;
 
 use std::path::PathBuf;

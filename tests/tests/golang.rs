@@ -35,7 +35,11 @@ fn payloads() -> Vec<(&'static str, PathBuf)> {
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
         for path in files {
-            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             if !name.ends_with(".json") {
                 continue;
             }
@@ -162,7 +166,11 @@ fn expected_hotspot(go: &Value) -> Value {
         })
         .unwrap_or_default();
     items.sort_by_key(|i| i["object"].to_string());
-    let behavior = if num(go, "controlBehavior") == 1.0 { 2 } else { 0 };
+    let behavior = if num(go, "controlBehavior") == 1.0 {
+        2
+    } else {
+        0
+    };
     json!({
         "resource": go["resource"],
         "grade": if num(go, "metricType") == 1.0 { 1 } else { 0 },
@@ -217,7 +225,9 @@ fn differences(expected: &Value, actual: &Value) -> Vec<String> {
             _ => *want == got,
         };
         if !same {
-            out.push(format!("{key}: sentinel-golang means {want}, Rust has {got}"));
+            out.push(format!(
+                "{key}: sentinel-golang means {want}, Rust has {got}"
+            ));
         }
     }
     out
@@ -243,7 +253,11 @@ fn go_payloads_convert_as_sentinel_golang_reads_them() {
             (Some(go_rules), Ok(rust_rules)) => {
                 let go_rules = go_rules.as_array().cloned().unwrap_or_default();
                 if go_rules.len() != rust_rules.len() {
-                    vec![format!("Go read {} rules, Rust {}", go_rules.len(), rust_rules.len())]
+                    vec![format!(
+                        "Go read {} rules, Rust {}",
+                        go_rules.len(),
+                        rust_rules.len()
+                    )]
                 } else {
                     go_rules
                         .iter()
@@ -266,12 +280,21 @@ fn go_payloads_convert_as_sentinel_golang_reads_them() {
             }
             (None, Err(_)) => Vec::new(), // both refuse it
             (Some(_), Err(e)) => vec![format!("Go reads it, Rust refuses it: {e}")],
-            (None, Ok(_)) => vec![format!("Rust reads it, Go refuses it: {}", go_result["error"])],
+            (None, Ok(_)) => vec![format!(
+                "Rust reads it, Go refuses it: {}",
+                go_result["error"]
+            )],
         };
         if !problems.is_empty() {
             report.insert(key, problems);
         }
     }
-    println!("go formats: {} payloads, {compared} rules compared", files.len());
-    assert!(report.is_empty(), "differences from sentinel-golang: {report:#?}");
+    println!(
+        "go formats: {} payloads, {compared} rules compared",
+        files.len()
+    );
+    assert!(
+        report.is_empty(),
+        "differences from sentinel-golang: {report:#?}"
+    );
 }

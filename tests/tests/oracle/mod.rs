@@ -5,40 +5,14 @@ pub(crate) mod generate;
 pub(crate) mod runner;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-/// The repository's root.
-pub(crate) fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
+pub(crate) use crate::java::root;
 
 /// Runs the Java runner once over `files`, writing one result per file into `out`.
 pub(crate) fn run_java(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    let interop = root().join("interop");
-    let classpath = interop.join("target/classpath.txt");
-    let deps = std::fs::read_to_string(&classpath).map_err(|e| {
-        format!(
-            "the Java harness is not built ({}: {e}): run scripts/interop.sh build \
-             (it needs Java 17 and Maven: apt-get install openjdk-17-jdk-headless maven)",
-            classpath.display()
-        )
-    })?;
-    let logs = interop.join("target/sentinel-logs");
-    let output = Command::new("java")
-        .arg(format!("-Dcsp.sentinel.log.dir={}", logs.display()))
-        .arg("-Dcsp.sentinel.log.output.type=file")
-        .arg("-cp")
-        .arg(format!(
-            "{}:{}",
-            interop.join("target/classes").display(),
-            deps.trim()
-        ))
-        .arg("sentinel.interop.Oracle")
+    let output = crate::java::java("sentinel.interop.Oracle")?
         .arg(out)
         .args(files)
         .output()
