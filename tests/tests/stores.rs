@@ -152,8 +152,23 @@ fn burst(sentinel: &Sentinel, resource: &str, calls: usize) -> usize {
         .count()
 }
 
-/// One store, both directions. `writer` writes through the backend's WritableDataSource.
-async fn both_ways<S, W>(test: &str, java_args: Vec<String>, source: S, writer: W)
+/// The `sentinel-rules` binary that `cargo test --workspace` builds for its own tests.
+fn sentinel_rules() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| java::root().join("target"));
+    let bin = target.join("debug/sentinel-rules");
+    assert!(
+        bin.exists(),
+        "{} is not built: cargo build -p sentinel-rules",
+        bin.display()
+    );
+    bin
+}
+
+/// One store, both directions: `writer` writes through the backend's WritableDataSource,
+/// `sentinel-rules push` writes to `url`, and the Java service publishes.
+async fn both_ways<S, W>(test: &str, java_args: Vec<String>, url: &str, source: S, writer: W)
 where
     S: ReadableDataSource + 'static,
     W: WritableDataSource,
@@ -192,6 +207,44 @@ where
         "the same burst against Rust"
     );
 
+    // `sentinel-rules push` writes, Java applies.
+    let pushed = format!("{test}-pushed");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("pushed.json");
+    let list = json!([{"resource": pushed, "count": 5}]);
+    std::fs::write(&file, list.to_string()).expect("the rules file is written");
+    let out = std::process::Command::new(sentinel_rules())
+        .arg("push")
+        .arg(&file)
+        .args(["--to", url, "--family", "flow"])
+        .output()
+        .expect("sentinel-rules runs");
+    assert!(
+        out.status.success(),
+        "sentinel-rules push to {url} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_until("the Java service applies the push", || {
+        java.rules().iter().any(|r| r["resource"] == json!(pushed))
+    })
+    .await;
+    wait_until("the Rust engine applies the push", || {
+        sentinel
+            .flow_rules()
+            .rules()
+            .iter()
+            .any(|r| r.resource == pushed)
+    })
+    .await;
+    assert_same_rules(&java.rules(), &rust_rules(&sentinel));
+    let java_passed = java.burst(&pushed, 10);
+    assert_eq!(java_passed, 5, "Java admits its QPS limit");
+    assert_eq!(
+        burst(&sentinel, &pushed, 10),
+        java_passed,
+        "the same burst against Rust"
+    );
+
     // Java publishes (Sentinel's conventions for the store), Rust applies.
     let published = format!("{test}-published");
     let payload = json!([{"resource": published, "count": 3, "limitApp": "default", "grade": 1}]);
@@ -205,7 +258,9 @@ where
     })
     .await;
     wait_until("the Java service applies its own publish", || {
-        java.rules().len() == 1
+        java.rules()
+            .iter()
+            .any(|r| r["resource"] == json!(published))
     })
     .await;
     assert_same_rules(&java.rules(), &rust_rules(&sentinel));
@@ -245,7 +300,8 @@ async fn redis_key_and_channel_shared_with_sentinel_java() {
         key.clone(),
         channel.clone(),
     ];
-    both_ways("redis", args, source, writer).await;
+    let url = format!("redis://{addr}/{key}?channel={channel}");
+    both_ways("redis", args, &url, source, writer).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,9 +320,11 @@ async fn etcd_key_shared_with_sentinel_java() {
         .unwrap_or_else(|e| panic!("etcd at {endpoints}: {e}; {START_HINT}"))
         .at(key.as_str());
     let source = EtcdSource::key(config(), key.as_str());
+    let url = format!("etcd://{}{key}", endpoints.trim_start_matches("http://"));
     both_ways(
         "etcd",
         vec!["etcd".into(), endpoints.clone(), key.clone()],
+        &url,
         source,
         writer,
     )
@@ -289,9 +347,11 @@ async fn nacos_data_id_shared_with_sentinel_java() {
         .at(ConfigKey::new(data_id.as_str(), "SENTINEL_GROUP"));
     let source = NacosSource::new(config(), data_id.as_str(), "SENTINEL_GROUP")
         .unwrap_or_else(|e| panic!("Nacos at {addr}: {e}; {START_HINT}"));
+    let url = format!("nacos://{addr}/{data_id}");
     both_ways(
         "nacos",
         vec!["nacos".into(), addr.clone(), data_id.clone()],
+        &url,
         source,
         writer,
     )
@@ -307,5 +367,6 @@ async fn file_shared_with_sentinel_java() {
     let source = FileSource::new(&path).expect("a file source");
     let writer = FileRuleWriter::new(&path);
     let args = vec!["file".into(), path.display().to_string()];
-    both_ways("file", args, source, writer).await;
+    let url = format!("file://{}", path.display());
+    both_ways("file", args, &url, source, writer).await;
 }
