@@ -150,9 +150,19 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
     let mut system_kind = "";
     for family in &chosen {
         let list: Vec<Value> = match *family {
-            "flow" => (0..pick(rng, &[1, 1, 2]))
-                .map(|_| flow_rule(rng, "a"))
-                .collect(),
+            "flow" => {
+                let n = pick(rng, &[1, 1, 2]);
+                let mut list: Vec<Value> = (0..n).map(|_| flow_rule(rng, "a")).collect();
+                // Java checks two rules of a resource in HashSet order (interop/README.md):
+                // a stateful controller (warm-up, rate limiter) beside another rule then
+                // moves in one engine and not the other. Two rules share the stateless one.
+                if n > 1 {
+                    for rule in &mut list {
+                        rule["controlBehavior"] = json!(0);
+                    }
+                }
+                list
+            }
             "degrade" => (0..pick(rng, &[1, 1, 2]))
                 .map(|_| degrade_rule(rng, "a"))
                 .collect(),
