@@ -8,6 +8,7 @@ use super::rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 use crate::clock::Clock;
+use crate::engine::Patterns;
 use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -44,7 +45,7 @@ pub(crate) struct FlowPass {
 }
 
 /// One compiled rule: the rule, its controller, and the related resource's node.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CompiledFlowRule {
     pub(crate) rule: Arc<FlowRule>,
     controller: Arc<Controller>,
@@ -99,6 +100,9 @@ pub(crate) struct ResourceFlowRules {
     rules: Vec<CompiledFlowRule>,
     /// Origins named by a specific `limitApp`, for `other`.
     specific_origins: Vec<Box<str>>,
+    /// A rule of the resource has `limitApp: "default"` (which names the origin `default`,
+    /// for `other`).
+    has_default: bool,
 }
 
 /// Every active flow rule, compiled.
@@ -107,6 +111,8 @@ pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
     controllers: FastMap<Arc<FlowRule>, Arc<Controller>>,
+    /// The regex rules, matched per resource (see `engine::regex`).
+    pub(crate) patterns: Patterns<FlowRule>,
 }
 
 fn order(rule: &FlowRule) -> u8 {
@@ -131,7 +137,7 @@ impl FlowTable {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
         for rule in &rules {
-            if !rule.checked_locally() {
+            if !rule.checked_locally() || rule.regex {
                 continue;
             }
             let controller = previous
@@ -162,26 +168,10 @@ impl FlowTable {
         }
         let by_resource = grouped
             .into_iter()
-            .map(|(resource, mut list)| {
-                list.sort_by_key(|c| order(&c.rule));
-                let mut specific_origins: Vec<Box<str>> = list
-                    .iter()
-                    .map(|c| c.rule.limit_app.as_str())
-                    .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
-                    .map(Box::from)
-                    .collect();
-                specific_origins.sort();
-                specific_origins.dedup();
-                (
-                    resource,
-                    Arc::new(ResourceFlowRules {
-                        rules: list,
-                        specific_origins,
-                    }),
-                )
-            })
+            .map(|(resource, list)| (resource, Arc::new(ResourceFlowRules::new(list))))
             .collect();
         Self {
+            patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
             controllers,
@@ -190,6 +180,32 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
+    /// One resource's compiled rules, put in check order.
+    fn new(mut list: Vec<CompiledFlowRule>) -> Self {
+        list.sort_by_key(|c| order(&c.rule));
+        let mut specific_origins: Vec<Box<str>> = list
+            .iter()
+            .map(|c| c.rule.limit_app.as_str())
+            .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
+            .map(Box::from)
+            .collect();
+        specific_origins.sort();
+        specific_origins.dedup();
+        let has_default = list.iter().any(|c| c.app == LimitApp::Default);
+        Self {
+            rules: list,
+            specific_origins,
+            has_default,
+        }
+    }
+
+    /// A resource's exact rules and the regex rules that match it, together.
+    pub(crate) fn merged(exact: Option<&ResourceFlowRules>, matched: &ResourceFlowRules) -> Self {
+        let mut list = exact.map(|e| e.rules.clone()).unwrap_or_default();
+        list.extend(matched.rules.iter().cloned());
+        Self::new(list)
+    }
+
     /// Checks every rule; `Err` names the first rule that blocks (and gives back what the
     /// call reserved), `Ok` says how the call passes.
     #[inline(always)]
@@ -263,6 +279,14 @@ impl ResourceFlowRules {
     }
 
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
+    ///
+    /// An origin is an `other` caller when it is not empty and no rule of the resource names
+    /// it (Sentinel's `FlowRuleManager.isOtherOrigin`): the origin `default` is one unless
+    /// the resource has a `limitApp: "default"` rule. Unlike Sentinel, the origin `other` is
+    /// one too: Sentinel compares it with the `other` rule's own `limitApp` and lets it
+    /// escape every `other` rule, and origins usually come from a header any client sets.
+    /// A specific `limitApp` never selects the origins `default` and `other` (Sentinel's
+    /// `filterOrigin`).
     #[inline]
     fn select_node<'a>(
         &'a self,
@@ -272,12 +296,17 @@ impl ResourceFlowRules {
         let rule = &c.rule;
         if c.app != LimitApp::Default {
             let origin = cx.origin.filter(|o| !o.is_empty())?;
-            if origin == LIMIT_APP_DEFAULT || origin == LIMIT_APP_OTHER {
-                return None;
-            }
             let selected = match c.app {
-                LimitApp::Specific => rule.limit_app == origin,
-                _ => !self.specific_origins.iter().any(|o| &**o == origin),
+                LimitApp::Specific => {
+                    rule.limit_app == origin
+                        && origin != LIMIT_APP_DEFAULT
+                        && origin != LIMIT_APP_OTHER
+                }
+                _ => {
+                    let named = self.specific_origins.iter().any(|o| &**o == origin)
+                        || (origin == LIMIT_APP_DEFAULT && self.has_default);
+                    !named
+                }
             };
             if !selected {
                 return None;
@@ -302,9 +331,12 @@ impl ResourceFlowRules {
     }
 }
 
-/// A concurrency (thread-grade) rule on `node`, exactly: the call reserves a place on the node
-/// (once per node, whatever the number of rules) and passes only if the places held, its own
-/// included, stay within `count`. Calls already in flight without a reservation (entered
+/// A concurrency (thread-grade) rule on `node`, exactly, with Sentinel's counting: a call
+/// passes while the calls in flight plus its batch stay within `count`
+/// (`curThreadNum + acquireCount > count` blocks), and takes one place whatever its batch
+/// (count 10, batch 5: six calls inside). The call reserves its place on the node (once per
+/// node, whatever the number of rules) before it compares, so racing calls each see the
+/// others and the limit is exact. Calls already in flight without a reservation (entered
 /// before the rule was loaded) count through the node's concurrency, as in Sentinel. On the
 /// related resource of a relate rule nothing is reserved, and the check is Sentinel's
 /// check-then-count.
@@ -316,8 +348,8 @@ fn check_concurrency(
     acquire: u32,
     reserved: &mut u8,
 ) -> Decision {
-    let acquire = u64::from(acquire);
-    if node.concurrency() as f64 + acquire as f64 > count {
+    let acquire = f64::from(acquire);
+    if node.concurrency() as f64 + acquire > count {
         return Decision::Block;
     }
     if bit == 0 {
@@ -325,42 +357,41 @@ fn check_concurrency(
     }
     let held = if *reserved & bit == 0 {
         *reserved |= bit;
-        node.reserve(acquire)
+        node.reserve(1)
     } else {
         node.reserved()
     };
-    if held as f64 > count {
+    // The places of the other calls, and this call's batch.
+    if held.saturating_sub(1) as f64 + acquire > count {
         Decision::Block
     } else {
         Decision::Pass
     }
 }
 
-/// Gives back the places a call reserved on its nodes (`reserved` holds `RESERVED_ON_*`
-/// bits).
+/// Gives back the place a call reserved on each of its nodes (`reserved` holds
+/// `RESERVED_ON_*` bits).
 pub(crate) fn release_reserved(
     reserved: u8,
-    acquire: u32,
     resource: &StatNode,
     origin: Option<&StatNode>,
     context: Option<&StatNode>,
 ) {
-    let acquire = u64::from(acquire);
     if reserved & RESERVED_ON_RESOURCE != 0 {
-        resource.release(acquire);
+        resource.release(1);
     }
     if let Some(origin) = origin.filter(|_| reserved & RESERVED_ON_ORIGIN != 0) {
-        origin.release(acquire);
+        origin.release(1);
     }
     if let Some(context) = context.filter(|_| reserved & RESERVED_ON_CONTEXT != 0) {
-        context.release(acquire);
+        context.release(1);
     }
 }
 
 /// [`release_reserved`] for a call the flow rules blocked.
 fn release(cx: &CheckContext<'_>, reserved: u8) {
     if reserved != 0 {
-        release_reserved(reserved, cx.batch, cx.stat, cx.origin_node, cx.context_node);
+        release_reserved(reserved, cx.stat, cx.origin_node, cx.context_node);
     }
 }
 
