@@ -81,7 +81,34 @@ fn degrade_rule(rng: &mut StdRng, resource: &str) -> Value {
     rule
 }
 
-fn param_rule(rng: &mut StdRng, resource: &str, thread_grade: bool) -> Value {
+/// The argument type of a scenario's hot parameter: the scenario's key for it, the item
+/// `classType`, and the values calls use (as item objects).
+const PARAM_KINDS: &[(&str, &str, &[&str])] = &[
+    ("string", "java.lang.String", &["v1", "v2", "v3"]),
+    ("string", "String", &["v1", "v2", "v3"]),
+    ("int", "int", &["1", "2", "3"]),
+    ("long", "long", &["1", "2", "3"]),
+    ("double", "double", &["1.5", "2.5", "3.25"]),
+    ("float", "float", &["1.5", "2.5", "3.25"]),
+    ("bool", "boolean", &["true", "false"]),
+];
+
+/// One argument of `kind` with the item text `value`, as a scenario writes it.
+fn param_arg(kind: &str, value: &str) -> Value {
+    match kind {
+        "int" | "long" => json!({ kind: value.parse::<i64>().unwrap_or(0) }),
+        "double" | "float" => json!({ kind: value.parse::<f64>().unwrap_or(0.0) }),
+        "bool" => json!({ kind: value == "true" }),
+        _ => json!({ kind: value }),
+    }
+}
+
+fn param_rule(
+    rng: &mut StdRng,
+    resource: &str,
+    thread_grade: bool,
+    kind: (&str, &str, &[&str]),
+) -> Value {
     let grade = if thread_grade { 0 } else { 1 };
     let behavior = if grade == 1 { pick(rng, &[0, 0, 2]) } else { 0 };
     let count = if behavior == 2 {
@@ -105,8 +132,8 @@ fn param_rule(rng: &mut StdRng, resource: &str, thread_grade: bool) -> Value {
     }
     if rng.random_bool(0.4) {
         rule["paramFlowItemList"] = json!([{
-            "object": pick(rng, &["v1", "v2"]),
-            "classType": "java.lang.String",
+            "object": pick(rng, kind.2),
+            "classType": kind.1,
             "count": pick(rng, &[0, 1, 4, 10]),
         }]);
     }
@@ -146,6 +173,7 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
     }
     let mut has_chain = false;
     let mut thread_param = false;
+    let kind = pick(rng, PARAM_KINDS);
     let mut system_kind = "";
     for family in &chosen {
         let list: Vec<Value> = match *family {
@@ -167,7 +195,7 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
                 .collect(),
             "paramFlow" => {
                 thread_param = rng.random_bool(0.2);
-                vec![param_rule(rng, "a", thread_param)]
+                vec![param_rule(rng, "a", thread_param, kind)]
             }
             "authority" => vec![json!({
                 "resource": "a",
@@ -226,8 +254,27 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
             step["inbound"] = json!(true);
         }
         if params && (negative_idx || rng.random_bool(0.9)) {
-            let value = pick(rng, &["v1", "v2", "v3"]);
-            step["args"] = json!([{"string": value}]);
+            let arg = if rng.random_bool(0.15) {
+                let first = rng.random_range(0..kind.2.len());
+                // A repeated value against a thread-grade rule differs until the engine
+                // checks as Java does (hand scenario `param_thread_list_duplicates`).
+                let second = if thread_param {
+                    (first + 1) % kind.2.len()
+                } else {
+                    rng.random_range(0..kind.2.len())
+                };
+                let list = [kind.2[first], kind.2[second]].map(|v| param_arg(kind.0, v));
+                json!({ "list": list })
+            } else {
+                param_arg(kind.0, pick(rng, kind.2))
+            };
+            // A negative index means the last argument of the first call's arity in Java
+            // (ParamFlowRule::param_idx): with one, every call has the same arity.
+            step["args"] = if !negative_idx && rng.random_bool(0.2) {
+                json!([arg, {"string": "extra"}])
+            } else {
+                json!([arg])
+            };
         }
         // Batches against thread-grade param rules differ until the engine counts them as
         // Java does (hand scenario `param_thread_batch`).
