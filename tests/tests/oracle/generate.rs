@@ -54,6 +54,15 @@ fn flow_rule(rng: &mut StdRng, resource: &str) -> Value {
     if behavior == 1 || behavior == 3 {
         rule["warmUpPeriodSec"] = json!(pick(rng, &[1, 2, 5]));
     }
+    if rng.random_bool(0.1) {
+        // no token server: checked locally with the fallback, passed without
+        rule["clusterMode"] = json!(true);
+        rule["clusterConfig"] = json!({
+            "flowId": rng.random_range(1..1000),
+            "thresholdType": 0,
+            "fallbackToLocalWhenFail": rng.random_bool(0.5),
+        });
+    }
     if behavior == 2 || behavior == 3 {
         rule["maxQueueingTimeMs"] = json!(pick(rng, &[2, 5, 10]));
     }
@@ -129,6 +138,14 @@ fn param_rule(
     }
     if behavior == 2 {
         rule["maxQueueingTimeMs"] = json!(pick(rng, &[0, 5, 10]));
+    }
+    if grade == 1 && rng.random_bool(0.1) {
+        rule["clusterMode"] = json!(true);
+        rule["clusterConfig"] = json!({
+            "flowId": rng.random_range(1..1000),
+            "thresholdType": 0,
+            "fallbackToLocalWhenFail": rng.random_bool(0.5),
+        });
     }
     if rng.random_bool(0.4) {
         rule["paramFlowItemList"] = json!([{
@@ -212,6 +229,13 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
         rules.insert((*family).to_owned(), Value::Array(list));
     }
     let params = chosen.contains(&"paramFlow");
+    let default_rule = rules
+        .get("flow")
+        .and_then(Value::as_array)
+        .is_some_and(|l| {
+            l.iter()
+                .any(|r| r.get("limitApp") == Some(&json!("default")))
+        });
     // Sentinel rewrites a negative `paramIdx` in place on the first call with too few
     // arguments (see interop/README.md): with a negative index, every call carries arguments.
     let negative_idx = rules
@@ -226,6 +250,12 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
         let roll = rng.random_range(0..100);
         if roll < 25 {
             steps.push(json!({"op": "advance", "ms": pick(rng, &[1, 10, 100, 250, 499, 500, 999, 1000, 1500, 3000])}));
+            continue;
+        }
+        if roll < 27 && chosen.contains(&"flow") {
+            // rules replaced while the counts stay
+            let rule = flow_rule(rng, "a");
+            steps.push(json!({"op": "load", "rules": {"flow": [rule]}}));
             continue;
         }
         if roll < 32 && holds > 0 {
@@ -243,7 +273,13 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
         }
         let resource = if rng.random_bool(0.8) { "a" } else { "b" };
         let mut step = json!({"op": "enter", "resource": resource});
-        let origin = pick(rng, ORIGINS);
+        let mut origin = pick(rng, ORIGINS);
+        // Java's isOtherOrigin: `default` is not an other origin while a rule has limitApp
+        // `default` (open divergence, hand scenario
+        // `flow_limitapp_origin_default_with_default_rule`).
+        if origin == "default" && default_rule {
+            origin = "app2";
+        }
         if !origin.is_empty() {
             step["origin"] = json!(origin);
         }
