@@ -32,6 +32,10 @@ scripts/services.sh start nacos
 scripts/services.sh start nats
 eval "$(scripts/services.sh env)"
 
+step "building the Java interop harness (Sentinel 1.8 from Maven Central, cached in ~/.m2)"
+# needs openjdk-17-jdk-headless and maven; the differential test in the `tests` crate runs it
+scripts/interop.sh build
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

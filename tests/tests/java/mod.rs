@@ -1,0 +1,42 @@
+//! Launching the Java side of the interop tests (`interop/`, built by `scripts/interop.sh
+//! build`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// `java` with the harness's classpath and Sentinel's settings for tests (logs under
+/// `interop/target`, no metric-log timer), ready for a main class and its arguments.
+pub(crate) fn java(main_class: &str) -> Result<Command, String> {
+    let interop = root().join("interop");
+    let classpath = interop.join("target/classpath.txt");
+    let deps = std::fs::read_to_string(&classpath).map_err(|e| {
+        format!(
+            "the Java harness is not built ({}: {e}): run scripts/interop.sh build \
+             (it needs Java 17 and Maven: apt-get install openjdk-17-jdk-headless maven)",
+            classpath.display()
+        )
+    })?;
+    let mut command = Command::new("java");
+    command
+        .arg(format!(
+            "-Dcsp.sentinel.log.dir={}",
+            interop.join("target/sentinel-logs").display()
+        ))
+        .arg("-Dcsp.sentinel.metric.flush.interval=0")
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}",
+            interop.join("target/classes").display(),
+            deps.trim()
+        ))
+        .arg(main_class);
+    Ok(command)
+}
