@@ -302,6 +302,15 @@ impl FlowRule {
                     if c.flow_id.is_none_or(|id| id <= 0) {
                         issue("clusterConfig.flowId", "must be > 0 in cluster mode".into());
                     }
+                    if !(0..=1).contains(&c.threshold_type) {
+                        issue(
+                            "clusterConfig.thresholdType",
+                            format!(
+                                "must be 0 (average per instance) or 1 (global), got {}",
+                                c.threshold_type
+                            ),
+                        );
+                    }
                     if c.sample_count <= 0 {
                         issue("clusterConfig.sampleCount", "must be > 0".into());
                     }
@@ -386,7 +395,10 @@ impl FlowRuleWire {
             let d = ClusterFlowConfig::default();
             ClusterFlowConfig {
                 flow_id: wire::int(c.flow_id),
-                threshold_type: wire::int(c.threshold_type).map_or(d.threshold_type, |v| v as i32),
+                threshold_type: wire::int(c.threshold_type).map_or(d.threshold_type, |v| {
+                    // Out of range is an unknown type (validation names it), never truncated.
+                    i32::try_from(v).unwrap_or(i32::MAX)
+                }),
                 fallback_to_local_when_fail: wire::boolean(c.fallback_to_local_when_fail)
                     .unwrap_or(d.fallback_to_local_when_fail),
                 strategy: wire::int(c.strategy).map_or(d.strategy, |v| v as i32),
