@@ -24,7 +24,7 @@
 //! are out of scope.
 
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -100,6 +100,9 @@ pub struct ClusterSlot {
     spec: ClusterRuleSpec,
     /// Tokens of the current lease left to this replica.
     tokens: AtomicI64,
+    /// Tokens asked for and refused (the lease was empty): the demand the backend cannot
+    /// see in the lease.
+    misses: AtomicU64,
     /// The backend cannot reach its store.
     degraded: AtomicBool,
     /// Live replicas, last known (at least 1).
@@ -112,6 +115,7 @@ impl ClusterSlot {
         Self {
             spec,
             tokens: AtomicI64::new(0),
+            misses: AtomicU64::new(0),
             degraded: AtomicBool::new(false),
             live: AtomicU32::new(1),
         }
@@ -152,8 +156,14 @@ impl ClusterSlot {
         } else if self.degraded.load(Ordering::Relaxed) {
             ClusterDecision::Degraded
         } else {
+            self.misses.fetch_add(u64::from(n), Ordering::Relaxed);
             ClusterDecision::Block
         }
+    }
+
+    /// The tokens refused since the last call (an empty lease), and resets the count.
+    pub fn take_misses(&self) -> u64 {
+        self.misses.swap(0, Ordering::Relaxed)
     }
 
     /// Adds `n` granted tokens to the lease.
@@ -224,8 +234,9 @@ pub trait ClusterBackend: Send + Sync + Debug + 'static {
         slot.try_lease(n)
     }
 
-    /// Whether this backend can serve `spec`; `Err((field, message))` names the
-    /// `clusterConfig` field it cannot serve (a window out of its range, for example).
+    /// Whether this backend can serve `spec`; `Err((field, message))` names the field it
+    /// cannot serve, in the payload's spelling (`clusterConfig.windowIntervalMs` for a window
+    /// out of its range, for example).
     fn check_spec(&self, spec: &ClusterRuleSpec) -> Result<(), (&'static str, String)> {
         let _ = spec;
         Ok(())
@@ -337,7 +348,7 @@ pub(crate) fn check_rules(backend: &dyn ClusterBackend, rules: &[FlowRule]) -> V
         }
         if let Some(spec) = ClusterRuleSpec::of(rule) {
             if let Err((field, message)) = backend.check_spec(&spec) {
-                issues.add(&format!("clusterConfig.{field}"), message);
+                issues.add(field, message);
             }
         }
         found.extend(issues.into_vec());

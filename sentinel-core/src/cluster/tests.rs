@@ -46,7 +46,7 @@ impl ClusterBackend for HandBackend {
 
     fn check_spec(&self, spec: &ClusterRuleSpec) -> Result<(), (&'static str, String)> {
         if spec.window_ms > 60_000 {
-            return Err(("windowIntervalMs", "at most 60000".into()));
+            return Err(("clusterConfig.windowIntervalMs", "at most 60000".into()));
         }
         Ok(())
     }
