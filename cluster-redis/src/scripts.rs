@@ -72,7 +72,7 @@ if back > 0 and tonumber(ARGV[3]) == win then
   if granted < 0 then granted = 0 end
   redis.call('HSET', KEYS[1], 'granted', granted)
 end
-return 1
+return {back}
 ";
 
 /// The scripts, hashed once (`EVALSHA`, with `EVAL` when the server does not know them yet,
