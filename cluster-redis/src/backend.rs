@@ -104,7 +104,8 @@ pub(crate) struct Inner {
 
 /// The Redis cluster backend. Install it with
 /// [`SentinelBuilder::cluster_backend`](sentinel_core::SentinelBuilder::cluster_backend);
-/// clones share one backend.
+/// clones share one backend. One backend serves one engine: each registration replaces the
+/// flows it knows (one rule per `flowId`).
 #[derive(Clone)]
 pub struct RedisClusterBackend {
     inner: Arc<Inner>,
