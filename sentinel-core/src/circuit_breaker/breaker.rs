@@ -154,6 +154,16 @@ impl CircuitBreaker {
         }
     }
 
+    /// [`abort_probe`](Self::abort_probe) for the probe admitted at `admitted_ms`: a
+    /// breaker whose probe was admitted at another time (another call's) is left alone.
+    pub(crate) fn abort_probe_admitted_at(&self, admitted_ms: u64, events: &impl Transitions) {
+        if self.state() == BreakerState::HalfOpen
+            && self.half_open_since_ms.load(Ordering::Acquire) == admitted_ms
+        {
+            self.abort_probe(admitted_ms, events);
+        }
+    }
+
     fn open_from(&self, from: BreakerState, now: u64, value: f64, events: &impl Transitions) {
         self.next_retry_ms
             .store(now + self.recovery_ms, Ordering::Release);

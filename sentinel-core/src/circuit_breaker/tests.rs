@@ -502,3 +502,64 @@ fn a_prioritized_call_on_a_borrowed_slot_reports_to_the_breakers_on_exit() {
     drop(borrowed);
     assert_eq!(state(&s), BreakerState::Open, "its error counted");
 }
+
+/// A fake clock that makes queued callers wait for real (`try_enter` answers `Queued`).
+#[derive(Debug, Clone)]
+struct QueueingClock(FakeClock);
+
+impl crate::Clock for QueueingClock {
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+}
+
+#[test]
+fn a_probe_dropped_while_it_queues_returns_the_breaker_to_open() {
+    use crate::flow::{ControlBehavior, FlowRule};
+    let clock = FakeClock::at_ms(10_000);
+    let s = Sentinel::builder()
+        .clock(QueueingClock(clock.clone()))
+        .build();
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("r", 0.0, 1).min_request_amount(1)
+        ])
+        .unwrap();
+    // One call a second, queueing up to 5 s.
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(5_000)])
+        .unwrap();
+    let mut failed = s.entry("r").enter().unwrap();
+    failed.set_error();
+    drop(failed);
+    assert_eq!(state(&s), BreakerState::Open);
+    clock.advance_ms(500);
+    // Within the breaker's second, the rate limiter queues the next call to 11 000 ms, and the
+    // breaker (retry due at 11 000) blocks it.
+    assert!(s.entry("r").try_enter().is_err());
+    clock.advance_ms(500);
+    match s.entry("r").try_enter() {
+        Ok(crate::Admission::Queued(queued)) => {
+            assert_eq!(
+                state(&s),
+                BreakerState::HalfOpen,
+                "the queued call is the probe"
+            );
+            drop(queued);
+        }
+        other => panic!("expected a queued probe, got {other:?}"),
+    }
+    assert_eq!(state(&s), BreakerState::Open, "the probe never ran");
+    clock.advance_ms(1_000);
+    drop(
+        s.entry("r")
+            .try_enter()
+            .expect("the retry is due: a new probe"),
+    );
+}

@@ -13,7 +13,7 @@ use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::{plain_qps_passes, CheckContext};
-use crate::param_flow::{CallArgs, Holds, ResourceParamRules};
+use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -153,8 +153,9 @@ impl<'a> EntryBuilder<'a> {
                         // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
                         // but its completion is reported to them (Sentinel's DegradeSlot.exit).
                         if !verdict.borrowed {
-                            if let Some(error) = check_breakers(list, now, node) {
-                                break 'checks error;
+                            match check_breakers(list, now, node) {
+                                Ok(probe) => verdict.probe = probe,
+                                Err(error) => break 'checks error,
                             }
                         }
                         verdict.breakers = true;
@@ -169,6 +170,7 @@ impl<'a> EntryBuilder<'a> {
             wait_ns,
             borrowed,
             breakers,
+            probe,
             reserved,
         } = verdict;
         if let Some(error) = blocked {
@@ -176,7 +178,6 @@ impl<'a> EntryBuilder<'a> {
                 // Earlier checks passed and reserved; a later one blocked.
                 give_back(
                     reserved,
-                    self.batch,
                     node,
                     origin_node.as_deref(),
                     context_node.as_deref(),
@@ -221,7 +222,7 @@ impl<'a> EntryBuilder<'a> {
                 | if wait_ns == 0 {
                     0
                 } else {
-                    queued_bits(borrowed)
+                    queued_bits(borrowed, probe)
                 },
             params: holds,
             start_ms: now,
@@ -242,6 +243,8 @@ struct Verdict {
     borrowed: bool,
     /// The resource has circuit breakers: exit reports to them.
     breakers: bool,
+    /// A breaker admitted the call as its half-open probe.
+    probe: bool,
     /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).
     reserved: u8,
 }
@@ -257,8 +260,13 @@ fn check_params(
     holds: &mut Holds,
     node: &ResourceNode,
 ) -> Result<u64, BlockError> {
-    match rules.check(args, now, batch, holds) {
-        Ok(wait_ms) => Ok(wait_ms.saturating_mul(1_000_000)),
+    match rules.check(
+        args,
+        &Now::new(now, node.shared.clock.as_dyn()),
+        batch,
+        holds,
+    ) {
+        Ok(wait_ns) => Ok(wait_ns),
         Err(hot) => Err(BlockError::ParamFlow {
             resource: node.name.clone(),
             rule: hot.rule.clone(),
@@ -271,13 +279,14 @@ fn check_params(
 }
 
 /// Checks each breaker in turn. When one blocks, the breakers before it that admitted this
-/// call as their half-open probe go back to OPEN: the probe never ran.
+/// call as their half-open probe go back to OPEN: the probe never ran. `Ok(true)` when a
+/// breaker admitted the call as its probe.
 #[inline(always)]
 fn check_breakers(
     list: &[Arc<CircuitBreaker>],
     now: u64,
     node: &ResourceNode,
-) -> Option<BlockError> {
+) -> Result<bool, BlockError> {
     let events = &node.shared.events;
     for (i, breaker) in list.iter().enumerate() {
         let admission = breaker.try_pass(now, events);
@@ -285,7 +294,7 @@ fn check_breakers(
             return finish_breakers(list, i, admission, now, node);
         }
     }
-    None
+    Ok(false)
 }
 
 /// The rest of [`check_breakers`] from `first`, the first breaker that did not simply pass
@@ -298,7 +307,7 @@ fn finish_breakers(
     admission: Admission,
     now: u64,
     node: &ResourceNode,
-) -> Option<BlockError> {
+) -> Result<bool, BlockError> {
     let events = &node.shared.events;
     // Probes admitted from `first` on, one bit each (the breakers before `first` passed).
     let mut probes: u64 = 0;
@@ -318,14 +327,14 @@ fn finish_breakers(
                         earlier.abort_probe(now, events);
                     }
                 }
-                return Some(BlockError::CircuitBreaker {
+                return Err(BlockError::CircuitBreaker {
                     resource: node.name.clone(),
                     rule: breaker.rule.clone(),
                 });
             }
         }
     }
-    None
+    Ok(probes != 0)
 }
 
 fn record_block(

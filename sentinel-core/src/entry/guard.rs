@@ -80,11 +80,13 @@ impl Entry<'_> {
         if let Some(node) = self.node.as_deref() {
             give_back(
                 pending & RESERVED_BITS,
-                self.batch,
                 node,
                 self.origin_node.as_deref(),
                 self.context_node.as_deref(),
             );
+            if pending & QUEUED_PROBE != 0 {
+                abort_unstarted_probe(node, self.start_ms);
+            }
         }
         pending & QUEUED != 0
     }
@@ -114,6 +116,8 @@ impl Entry<'_> {
 const QUEUED: u8 = 0x80;
 /// With [`QUEUED`]: the slot was borrowed from a coming bucket.
 const QUEUED_BORROWED: u8 = 0x40;
+/// With [`QUEUED`]: a breaker admitted the call as its half-open probe.
+const QUEUED_PROBE: u8 = 0x20;
 /// `Entry::pending`: the place the system `maxThread` check reserved on the inbound node
 /// (beside the flow rules' `RESERVED_ON_*` bits).
 pub(super) const RESERVED_ON_INBOUND: u8 = 0x08;
@@ -122,27 +126,37 @@ pub(super) const PARAM_HOLDS: u8 = 0x10;
 /// `Entry::pending`: every reservation bit.
 const RESERVED_BITS: u8 = 0x0f;
 
+/// A call that a breaker admitted as its half-open probe was dropped while it queued: the
+/// probe never ran, so the breaker goes back to OPEN with its retry due, as for a probe a
+/// later check blocked (instead of staying HALF_OPEN for a whole `timeWindow`).
+#[cold]
+fn abort_unstarted_probe(node: &ResourceNode, admitted_ms: u64) {
+    let events = &node.shared.events;
+    with_rules(&node.shared, |snapshot| {
+        if let Some(list) = node.rules_in(snapshot).and_then(|r| r.breakers.as_deref()) {
+            for breaker in list {
+                breaker.abort_probe_admitted_at(admitted_ms, events);
+            }
+        }
+    });
+}
+
 /// Gives back the places a call reserved: the flow rules' on its nodes, the system check's
 /// on the inbound node.
 pub(super) fn give_back(
     reserved: u8,
-    batch: u32,
     node: &ResourceNode,
     origin: Option<&StatNode>,
     context: Option<&StatNode>,
 ) {
-    release_reserved(reserved, batch, &node.stat, origin, context);
+    release_reserved(reserved, &node.stat, origin, context);
     if reserved & RESERVED_ON_INBOUND != 0 {
-        node.shared.inbound.release(u64::from(batch));
+        node.shared.inbound.release(1);
     }
 }
 
-pub(super) fn queued_bits(borrowed: bool) -> u8 {
-    if borrowed {
-        QUEUED | QUEUED_BORROWED
-    } else {
-        QUEUED
-    }
+pub(super) fn queued_bits(borrowed: bool, probe: bool) -> u8 {
+    QUEUED | if borrowed { QUEUED_BORROWED } else { 0 } | if probe { QUEUED_PROBE } else { 0 }
 }
 
 /// The resource node an entry reports to: lent by a [`ResourceHandle`] (no reference-count

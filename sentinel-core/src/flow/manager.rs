@@ -102,6 +102,9 @@ pub(crate) struct ResourceFlowRules {
     rules: Vec<CompiledFlowRule>,
     /// Origins named by a specific `limitApp`, for `other`.
     specific_origins: Vec<Box<str>>,
+    /// A rule of the resource has `limitApp: "default"` (which names the origin `default`,
+    /// for `other`).
+    has_default: bool,
 }
 
 /// Every active flow rule, compiled.
@@ -184,11 +187,13 @@ impl FlowTable {
                     .collect();
                 specific_origins.sort();
                 specific_origins.dedup();
+                let has_default = list.iter().any(|c| c.app == LimitApp::Default);
                 (
                     resource,
                     Arc::new(ResourceFlowRules {
                         rules: list,
                         specific_origins,
+                        has_default,
                     }),
                 )
             })
@@ -306,6 +311,14 @@ impl ResourceFlowRules {
     }
 
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
+    ///
+    /// An origin is an `other` caller when it is not empty and no rule of the resource names
+    /// it (Sentinel's `FlowRuleManager.isOtherOrigin`): the origin `default` is one unless
+    /// the resource has a `limitApp: "default"` rule. Unlike Sentinel, the origin `other` is
+    /// one too: Sentinel compares it with the `other` rule's own `limitApp` and lets it
+    /// escape every `other` rule, and origins usually come from a header any client sets.
+    /// A specific `limitApp` never selects the origins `default` and `other` (Sentinel's
+    /// `filterOrigin`).
     #[inline]
     fn select_node<'a>(
         &'a self,
@@ -315,12 +328,16 @@ impl ResourceFlowRules {
         let rule = &c.rule;
         if c.app != LimitApp::Default {
             let origin = cx.origin.filter(|o| !o.is_empty())?;
-            if origin == LIMIT_APP_DEFAULT || origin == LIMIT_APP_OTHER {
-                return None;
-            }
             let selected = match c.app {
-                LimitApp::Specific => rule.limit_app == origin,
-                _ => !self.specific_origins.iter().any(|o| &**o == origin),
+                LimitApp::Specific => {
+                    rule.limit_app == origin
+                        && origin != LIMIT_APP_DEFAULT
+                        && origin != LIMIT_APP_OTHER
+                }
+                _ => {
+                    !self.specific_origins.iter().any(|o| &**o == origin)
+                        && !(origin == LIMIT_APP_DEFAULT && self.has_default)
+                }
             };
             if !selected {
                 return None;
@@ -345,9 +362,12 @@ impl ResourceFlowRules {
     }
 }
 
-/// A concurrency (thread-grade) rule on `node`, exactly: the call reserves a place on the node
-/// (once per node, whatever the number of rules) and passes only if the places held, its own
-/// included, stay within `count`. Calls already in flight without a reservation (entered
+/// A concurrency (thread-grade) rule on `node`, exactly, with Sentinel's counting: a call
+/// passes while the calls in flight plus its batch stay within `count`
+/// (`curThreadNum + acquireCount > count` blocks), and takes one place whatever its batch
+/// (count 10, batch 5: six calls inside). The call reserves its place on the node (once per
+/// node, whatever the number of rules) before it compares, so racing calls each see the
+/// others and the limit is exact. Calls already in flight without a reservation (entered
 /// before the rule was loaded) count through the node's concurrency, as in Sentinel. On the
 /// related resource of a relate rule nothing is reserved, and the check is Sentinel's
 /// check-then-count.
@@ -359,8 +379,8 @@ fn check_concurrency(
     acquire: u32,
     reserved: &mut u8,
 ) -> Decision {
-    let acquire = u64::from(acquire);
-    if node.concurrency() as f64 + acquire as f64 > count {
+    let acquire = f64::from(acquire);
+    if node.concurrency() as f64 + acquire > count {
         return Decision::Block;
     }
     if bit == 0 {
@@ -368,42 +388,41 @@ fn check_concurrency(
     }
     let held = if *reserved & bit == 0 {
         *reserved |= bit;
-        node.reserve(acquire)
+        node.reserve(1)
     } else {
         node.reserved()
     };
-    if held as f64 > count {
+    // The places of the other calls, and this call's batch.
+    if held.saturating_sub(1) as f64 + acquire > count {
         Decision::Block
     } else {
         Decision::Pass
     }
 }
 
-/// Gives back the places a call reserved on its nodes (`reserved` holds `RESERVED_ON_*`
-/// bits).
+/// Gives back the place a call reserved on each of its nodes (`reserved` holds
+/// `RESERVED_ON_*` bits).
 pub(crate) fn release_reserved(
     reserved: u8,
-    acquire: u32,
     resource: &StatNode,
     origin: Option<&StatNode>,
     context: Option<&StatNode>,
 ) {
-    let acquire = u64::from(acquire);
     if reserved & RESERVED_ON_RESOURCE != 0 {
-        resource.release(acquire);
+        resource.release(1);
     }
     if let Some(origin) = origin.filter(|_| reserved & RESERVED_ON_ORIGIN != 0) {
-        origin.release(acquire);
+        origin.release(1);
     }
     if let Some(context) = context.filter(|_| reserved & RESERVED_ON_CONTEXT != 0) {
-        context.release(acquire);
+        context.release(1);
     }
 }
 
 /// [`release_reserved`] for a call the flow rules blocked.
 fn release(cx: &CheckContext<'_>, reserved: u8) {
     if reserved != 0 {
-        release_reserved(reserved, cx.batch, cx.stat, cx.origin_node, cx.context_node);
+        release_reserved(reserved, cx.stat, cx.origin_node, cx.context_node);
     }
 }
 

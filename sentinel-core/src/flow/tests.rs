@@ -194,28 +194,30 @@ fn the_first_call_after_process_start_passes_the_rate_limiter() {
 }
 
 #[test]
-fn rate_limiter_on_the_real_clock_admits_its_count() {
-    // A fresh engine on the system clock: the first call passes, and 700/s admits about 700
-    // calls in a second, not 1 000.
+fn rate_limiter_on_the_real_clock_never_admits_more_than_its_count() {
+    // A fresh engine on the system clock: the first call passes, and 700/s never admits more
+    // than 700 calls a second (plus the first, and one queued). How many fewer depends on how
+    // much CPU a loaded machine gives this thread, so only the upper bound is checked here;
+    // the exact count is `rate_limiter_spacing_is_exact_below_1000_per_second`'s, on the fake
+    // clock.
     let s = Sentinel::new();
     s.flow_rules()
         .load_rules(vec![FlowRule::qps("r", 700.0)
             .control_behavior(ControlBehavior::RateLimiter)
             .max_queueing_time_ms(1)])
         .unwrap();
-    assert!(s.entry("r").enter().is_ok(), "the first call passes");
     let start = std::time::Instant::now();
+    assert!(s.entry("r").enter().is_ok(), "the first call passes");
     let mut admitted = 1u32;
-    while start.elapsed() < Duration::from_millis(500) {
+    while start.elapsed() < Duration::from_millis(200) {
         if s.entry("r").enter().is_ok() {
             admitted += 1;
         }
     }
-    // Within a loaded machine's slack around 350 (and far from millisecond rounding's 500).
-    assert!(
-        (300..=380).contains(&admitted),
-        "admitted {admitted} in 0.5 s"
-    );
+    // The engine's clock ticks each millisecond, so allow the tick it may lag behind.
+    let elapsed = start.elapsed().as_secs_f64() + 0.002;
+    let most = (elapsed * 700.0).ceil() as u32 + 2;
+    assert!(admitted <= most, "admitted {admitted}, at most {most}");
 }
 
 #[test]
@@ -367,6 +369,42 @@ fn limit_app_specific_and_other_match_the_right_origins() {
     assert_eq!(count("app-c"), 2);
     assert_eq!(burst(&s, "r", 10), 10, "no origin: neither rule applies");
     assert_eq!(s.origin_stats("r", "app-a").unwrap().pass_qps, 1.0);
+}
+
+#[test]
+fn the_origins_default_and_other_do_not_escape_an_other_rule() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let count = |origin: &str| {
+        (0..10)
+            .filter(|_| s.entry("r").origin(origin).enter().is_ok())
+            .count()
+    };
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).limit_app("other")])
+        .unwrap();
+    assert_eq!(
+        count("default"),
+        1,
+        "`default` is an other origin (Java: 1)"
+    );
+    assert_eq!(count("other"), 1, "and so is `other` (Java lets it escape)");
+    // With a `default` rule, the origin `default` is named: not other, as in Java; the
+    // default rule then limits every caller.
+    clock.advance_ms(1_000);
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("r", 1.0).limit_app("other"),
+            FlowRule::qps("r", 4.0),
+        ])
+        .unwrap();
+    assert_eq!(count("default"), 4);
+    // A specific rule never selects them.
+    clock.advance_ms(1_000);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0).limit_app("default,x")])
+        .unwrap();
+    assert_eq!(count("default"), 10);
 }
 
 #[test]
@@ -761,4 +799,24 @@ fn relate_and_chain_work_with_every_grade_and_controller() {
         s.entry("sync").origin("other").enter().is_ok(),
         "the rule is for app only"
     );
+}
+
+#[test]
+fn a_thread_limit_counts_a_call_once_and_checks_its_batch() {
+    // Sentinel: `curThreadNum + batch > count` blocks, and a call is one thread: count 10,
+    // batch 5 lets six calls in.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::thread("r", 10.0)])
+        .unwrap();
+    let inside: Vec<_> = (0..20)
+        .filter_map(|_| s.entry("r").batch(5).enter().ok())
+        .collect();
+    assert_eq!(inside.len(), 6);
+    drop(inside);
+    let inside: Vec<_> = (0..20)
+        .filter_map(|_| s.entry("r").origin("a").batch(1).enter().ok())
+        .collect();
+    assert_eq!(inside.len(), 10, "the places were given back, one per call");
 }

@@ -68,8 +68,10 @@ pub(crate) use rule::ParamFlowRuleWire;
 pub use rule::{
     ParamControlBehavior, ParamFlowClusterConfig, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
-pub(crate) use table::{CallArgs, Holds, ParamFlowTable, ResourceParamRules};
+pub(crate) use table::{CallArgs, Holds, Now, ParamFlowTable, ResourceParamRules};
 pub use value::{ParamArg, ParamValue};
 
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;

@@ -26,9 +26,17 @@ int_code_enum! {
         /// A token bucket per value: `count` tokens per `durationInSec`, plus `burstCount`;
         /// a call without a token is rejected. The default.
         Reject = 0,
+        /// Sentinel's warm-up code (`CONTROL_BEHAVIOR_WARM_UP`). Sentinel's param checker
+        /// has no warm-up: it runs the token bucket, and so does this engine.
+        WarmUp = 1,
         /// Uniform spacing per value: one call every `durationInSec / count`, queueing up to
-        /// `maxQueueingTimeMs`.
+        /// `maxQueueingTimeMs`. Unlike Sentinel, which spaces calls in whole milliseconds
+        /// (600/s per value admits 500, and a count above `2000 x durationInSec` has no
+        /// limit at all), the spacing is exact to the nanosecond.
         RateLimiter = 2,
+        /// Sentinel's warm-up + rate-limiter code: the token bucket here too, as in
+        /// Sentinel's param checker.
+        WarmUpRateLimiter = 3,
     }
 }
 
@@ -45,8 +53,12 @@ pub(crate) const MAX_CAPACITY: u32 = 1_000_000;
 /// `classType` its Java type.
 ///
 /// `classType` `int`, `long`, `short`, `byte` (or their `java.lang` boxes) read `object` as
-/// an integer, `double` and `float` as a number, `boolean` as `true`/`false`; anything else
-/// (blank, `String`, `char`) as a string.
+/// an integer, `double` and `float` as a number (a `float` in 32 bits, so that it matches an
+/// `f32` argument), `boolean` as a boolean; anything else (blank, `String`, `char`) as a
+/// string. Booleans take sentinel-golang's spellings (`strconv.ParseBool`: `1`, `t`, `T`,
+/// `TRUE`, `true`, `True` and their false counterparts) and `true`/`false` in any case (Java's
+/// `Boolean.parseBoolean`); any other text is refused, where Java would read it as `false`.
+/// When two items name one value, the last one counts, as in Sentinel and sentinel-golang.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -83,15 +95,26 @@ impl ParamFlowItem {
         };
         match class {
             "int" | "Integer" | "long" | "Long" | "short" | "Short" | "byte" | "Byte" => int(text),
-            "double" | "Double" | "float" | "Float" => text
+            "double" | "Double" => text
                 .trim()
                 .parse::<f64>()
                 .map(OwnedValue::Float)
                 .map_err(|_| format!("{text:?} is not a number ({class})")),
+            // Parsed in its own width: a `float` item 0.1 matches the `f32` argument 0.1
+            // (widened, 0.100000001490116...), as Java's `Float.equals` does.
+            "float" | "Float" => text
+                .trim()
+                .parse::<f32>()
+                .map(|v| OwnedValue::Float(f64::from(v)))
+                .map_err(|_| format!("{text:?} is not a number ({class})")),
             "boolean" | "Boolean" => match text.trim() {
+                "1" | "t" | "T" => Ok(OwnedValue::Bool(true)),
+                "0" | "f" | "F" => Ok(OwnedValue::Bool(false)),
                 t if t.eq_ignore_ascii_case("true") => Ok(OwnedValue::Bool(true)),
                 t if t.eq_ignore_ascii_case("false") => Ok(OwnedValue::Bool(false)),
-                _ => Err(format!("{text:?} is not true or false")),
+                _ => Err(format!(
+                    "{text:?} is not a boolean (true, false, 1, 0, t, f, in any case)"
+                )),
             },
             _ => Ok(OwnedValue::Str(text.to_owned())),
         }
@@ -175,7 +198,11 @@ pub struct ParamFlowRule {
     /// Sentinel's default, `4000 x durationInSec` up to 200 000 (4 000 for thread grade).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub params_max_capacity: Option<u32>,
-    /// Sentinel's cluster mode. There is no token server here: the rule is checked locally.
+    /// Sentinel's cluster mode. There is no token server for param rules here: as Sentinel
+    /// does without a token service, a QPS rule is checked locally only when its
+    /// `fallbackToLocalWhenFail` is set (false by default for param rules) and lets every
+    /// call pass otherwise; a thread-grade rule is always checked locally. See
+    /// [`ParamFlowRule::checked_locally`].
     pub cluster_mode: bool,
     /// Cluster settings, kept for round-trips.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -268,6 +295,18 @@ impl ParamFlowRule {
     pub fn params_max_capacity(mut self, capacity: u32) -> Self {
         self.params_max_capacity = Some(capacity);
         self
+    }
+
+    /// Whether this engine checks the rule: always, unless it is a `clusterMode` QPS rule
+    /// without `fallbackToLocalWhenFail` (Sentinel's `passClusterCheck` with no token
+    /// service). It still loads and is listed among the active rules.
+    pub fn checked_locally(&self) -> bool {
+        !self.cluster_mode
+            || self.grade == ParamFlowGrade::Thread
+            || self
+                .cluster_config
+                .as_ref()
+                .is_some_and(|c| c.fallback_to_local_when_fail)
     }
 
     /// How many values the rule tracks.

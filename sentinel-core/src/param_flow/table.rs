@@ -1,10 +1,14 @@
 //! The compiled param-flow table and the param-flow check.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
 use super::value::ParamValue;
-use super::values::{release, reserve, space_out, take_tokens, ValueTable, MAX_TOKENS};
+use super::values::{
+    release, reserve, space_out, take_tokens, Place, Reuse, ValueTable, MAX_TOKENS,
+};
+use crate::clock::Clock;
 use crate::hash::FastMap;
 
 /// The arguments of one call.
@@ -87,10 +91,76 @@ enum Select {
 enum Check {
     /// Token bucket: `burst` on top of the value's count, per `duration_ms`.
     Tokens { burst: u64, duration_ms: u64 },
-    /// Uniform spacing over `duration_ms`, queueing less than `max_queue_ms`.
-    Spacing { duration_ms: u64, max_queue_ms: u64 },
+    /// Uniform spacing over `duration_ns`, queueing less than `max_queue_ns`.
+    Spacing { duration_ns: u64, max_queue_ns: u64 },
     /// Calls in flight.
     Thread,
+}
+
+const NANOS_PER_MS: u64 = 1_000_000;
+
+impl Select {
+    fn of(rule: &ParamFlowRule) -> Self {
+        match (&rule.param_key, rule.param_idx) {
+            (Some(key), _) => Select::Key(key.as_str().into()),
+            (None, index) => Select::Index(index.unwrap_or(0)),
+        }
+    }
+}
+
+impl Check {
+    fn of(rule: &ParamFlowRule) -> Self {
+        let duration_ms = u64::from(rule.duration_in_sec.max(1)) * 1000;
+        match (rule.grade, rule.control_behavior) {
+            (ParamFlowGrade::Thread, _) => Check::Thread,
+            (ParamFlowGrade::Qps, ParamControlBehavior::RateLimiter) => Check::Spacing {
+                duration_ns: duration_ms * NANOS_PER_MS,
+                max_queue_ns: u64::from(rule.max_queueing_time_ms) * NANOS_PER_MS,
+            },
+            // Sentinel's param checker runs the token bucket for every behaviour but the
+            // rate limiter (warm-up included).
+            (ParamFlowGrade::Qps, _) => Check::Tokens {
+                burst: u64::from(rule.burst_count),
+                duration_ms,
+            },
+        }
+    }
+
+    /// After how long unused a value's state is that of a fresh value, for the smallest
+    /// positive count among the rule's and its items' (the slowest to refill).
+    fn reuse(self, smallest_count: u64) -> Reuse {
+        let count = smallest_count.max(1);
+        match self {
+            Check::Thread => Reuse::WhenIdle,
+            // A whole duration refills `count` tokens; the burst takes more durations.
+            Check::Tokens { burst, duration_ms } => Reuse::IdleFor(
+                duration_ms.saturating_mul(1 + burst.div_ceil(count.min(MAX_TOKENS))),
+            ),
+            // The last call's time is at most the queue ahead of its use; one spacing on.
+            Check::Spacing {
+                duration_ns,
+                max_queue_ns,
+            } => Reuse::IdleFor((max_queue_ns + duration_ns / count).div_ceil(NANOS_PER_MS)),
+        }
+    }
+}
+
+/// The per-value table a rule needs.
+fn value_table(rule: &ParamFlowRule) -> ValueTable {
+    let smallest = rule
+        .param_flow_item_list
+        .iter()
+        .map(|item| u64::try_from(item.count).unwrap_or(0))
+        .chain([rule.count as u64])
+        .filter(|&c| c > 0)
+        .min()
+        .unwrap_or(1);
+    let duration_ms = u64::from(rule.duration_in_sec.max(1)) * 1000;
+    ValueTable::new(
+        rule.capacity(),
+        Check::of(rule).reuse(smallest),
+        duration_ms.min(60_000),
+    )
 }
 
 /// One compiled rule.
@@ -115,39 +185,22 @@ pub(crate) struct ParamBlock<'r, 'a> {
 
 impl CompiledParamRule {
     fn compile(rule: &Arc<ParamFlowRule>, values: Arc<ValueTable>) -> Self {
-        let mut items: Vec<(u64, u64)> = rule
-            .param_flow_item_list
-            .iter()
-            .filter_map(|item| {
-                let value = item.value().ok()?;
-                let count = u64::try_from(item.count).ok()?;
-                Some((value.as_value().fingerprint(), count))
-            })
-            .collect();
+        // Two items for one value: the last one counts, as in Sentinel and sentinel-golang.
+        let mut items: FastMap<u64, u64> = FastMap::default();
+        for item in &rule.param_flow_item_list {
+            let (Ok(value), Ok(count)) = (item.value(), u64::try_from(item.count)) else {
+                continue;
+            };
+            items.insert(value.as_value().fingerprint(), count);
+        }
+        let mut items: Vec<(u64, u64)> = items.into_iter().collect();
         items.sort_unstable();
-        items.dedup_by_key(|(fp, _)| *fp);
-        let duration_ms = u64::from(rule.duration_in_sec.max(1)) * 1000;
-        let check = match (rule.grade, rule.control_behavior) {
-            (ParamFlowGrade::Thread, _) => Check::Thread,
-            (ParamFlowGrade::Qps, ParamControlBehavior::Reject) => Check::Tokens {
-                burst: u64::from(rule.burst_count),
-                duration_ms,
-            },
-            (ParamFlowGrade::Qps, ParamControlBehavior::RateLimiter) => Check::Spacing {
-                duration_ms,
-                max_queue_ms: u64::from(rule.max_queueing_time_ms),
-            },
-        };
-        let select = match (&rule.param_key, rule.param_idx) {
-            (Some(key), _) => Select::Key(key.as_str().into()),
-            (None, index) => Select::Index(index.unwrap_or(0)),
-        };
         Self {
             // A count past `u64` saturates (`as` does); one past the bucket's size acts as it.
             count: rule.count as u64,
             rule: rule.clone(),
-            select,
-            check,
+            select: Select::of(rule),
+            check: Check::of(rule),
             items: items.into_boxed_slice(),
             values,
         }
@@ -165,42 +218,55 @@ impl CompiledParamRule {
         }
     }
 
-    /// Checks one call. `Ok(wait_ms)` when it passes.
+    /// Checks one call: `Some(wait_ns)` when it passes.
     #[inline]
     fn check(
         &self,
         value: ParamValue<'_>,
-        now_ms: u64,
+        now: &Now<'_>,
         batch: u32,
         holds: &mut Holds,
     ) -> Option<u64> {
         let fingerprint = value.fingerprint();
         let count = self.count_of(fingerprint);
-        let Some(slot) = self.values.slot(fingerprint, now_ms) else {
-            // Every tracked value has calls in flight: the new one is not tracked.
-            return Some(0);
-        };
-        let state = self.values.state(slot);
         let acquire = u64::from(batch);
+        let place = self.values.slot(fingerprint, now.ms);
+        // A value the table does not track is checked as a first call (see `values`).
+        let fresh = AtomicU64::new(0);
+        let state = match place {
+            Place::Slot(slot) => self.values.state(slot),
+            Place::Untracked => &fresh,
+        };
         match self.check {
             Check::Tokens { burst, duration_ms } => {
                 let tokens = count.min(MAX_TOKENS);
                 let max = tokens.saturating_add(burst).min(MAX_TOKENS);
-                take_tokens(state, now_ms, tokens, max, duration_ms, acquire).then_some(0)
+                take_tokens(state, now.ms, tokens, max, duration_ms, acquire).then_some(0)
             }
             Check::Spacing {
-                duration_ms,
-                max_queue_ms,
+                duration_ns,
+                max_queue_ns,
             } => {
                 if count == 0 {
                     return None;
                 }
-                // Sentinel: round(1000 * acquire * durationInSec / count) ms.
-                let cost = (acquire * duration_ms) as f64 / count as f64;
-                space_out(state, now_ms, cost.round() as u64, max_queue_ms)
+                // Sentinel: round(1000 * acquire * durationInSec / count) ms; here in
+                // nanoseconds, in integers that cannot overflow.
+                let cost = (u128::from(acquire) * u128::from(duration_ns) + u128::from(count / 2))
+                    / u128::from(count);
+                space_out(
+                    state,
+                    now.nanos(),
+                    u64::try_from(cost).unwrap_or(u64::MAX),
+                    max_queue_ns,
+                )
             }
             Check::Thread => {
-                if !reserve(state, count) {
+                // A full table of values in flight blocks a new one (see `values`).
+                let Place::Slot(slot) = place else {
+                    return None;
+                };
+                if !reserve(state, count, acquire) {
                     return None;
                 }
                 holds.push(Hold {
@@ -213,6 +279,23 @@ impl CompiledParamRule {
     }
 }
 
+/// The time of one check: milliseconds, and nanoseconds read only if a rule needs them.
+#[derive(Debug)]
+pub(crate) struct Now<'c> {
+    ms: u64,
+    clock: &'c dyn Clock,
+}
+
+impl<'c> Now<'c> {
+    pub(crate) fn new(ms: u64, clock: &'c dyn Clock) -> Self {
+        Self { ms, clock }
+    }
+
+    fn nanos(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+}
+
 /// The param-flow rules of one resource.
 #[derive(Debug, Default)]
 pub(crate) struct ResourceParamRules {
@@ -220,13 +303,13 @@ pub(crate) struct ResourceParamRules {
 }
 
 impl ResourceParamRules {
-    /// Checks every rule whose argument the call has. `Ok` gives the longest wait (ms) of a
+    /// Checks every rule whose argument the call has. `Ok` gives the longest wait (ns) of a
     /// rate-limiter rule; places thread-grade rules took go into `holds`.
     #[inline]
     pub(crate) fn check<'r, 'a>(
         &'r self,
         args: &CallArgs<'a>,
-        now_ms: u64,
+        now: &Now<'_>,
         batch: u32,
         holds: &mut Holds,
     ) -> Result<u64, ParamBlock<'r, 'a>> {
@@ -236,7 +319,7 @@ impl ResourceParamRules {
                 continue;
             };
             let checked = if let ParamValue::List(items) = value {
-                match compiled.check_list(items, now_ms, batch, holds) {
+                match compiled.check_list(items, now, batch, holds) {
                     Ok(wait) => Some(wait),
                     Err(hot) => {
                         return Err(ParamBlock {
@@ -246,7 +329,7 @@ impl ResourceParamRules {
                     }
                 }
             } else {
-                compiled.check(value, now_ms, batch, holds)
+                compiled.check(value, now, batch, holds)
             };
             match checked {
                 Some(wait) => wait_ms = wait_ms.max(wait),
@@ -272,15 +355,15 @@ impl CompiledParamRule {
     fn check_list<'a>(
         &self,
         items: &'a [ParamValue<'a>],
-        now_ms: u64,
+        now: &Now<'_>,
         batch: u32,
         holds: &mut Holds,
     ) -> Result<u64, ParamValue<'a>> {
         let mut wait_ms = 0;
         for &item in items {
             let wait = match item {
-                ParamValue::List(inner) => self.check_list(inner, now_ms, batch, holds)?,
-                item => self.check(item, now_ms, batch, holds).ok_or(item)?,
+                ParamValue::List(inner) => self.check_list(inner, now, batch, holds)?,
+                item => self.check(item, now, batch, holds).ok_or(item)?,
             };
             wait_ms = wait_ms.max(wait);
         }
@@ -303,13 +386,12 @@ impl ParamFlowTable {
     pub(crate) fn compile(rules: Vec<Arc<ParamFlowRule>>, previous: &ParamFlowTable) -> Self {
         let mut values = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledParamRule>> = FastMap::default();
-        for rule in &rules {
-            let table = previous.values.get(rule).cloned().unwrap_or_else(|| {
-                Arc::new(ValueTable::new(
-                    rule.capacity(),
-                    rule.grade == ParamFlowGrade::Thread,
-                ))
-            });
+        for rule in rules.iter().filter(|r| r.checked_locally()) {
+            let table = previous
+                .values
+                .get(rule)
+                .cloned()
+                .unwrap_or_else(|| Arc::new(value_table(rule)));
             values.insert(rule.clone(), table.clone());
             grouped
                 .entry(Arc::from(rule.resource.as_str()))

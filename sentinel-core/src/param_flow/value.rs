@@ -123,8 +123,8 @@ impl<'a> ParamValue<'a> {
                 hasher.write_usize(items.len());
             }
         }
-        // 0 marks an empty slot of a value table.
-        hasher.finish().max(1)
+        // 0 marks an empty slot of a value table, and a set top bit a slot being filled.
+        (hasher.finish() >> 1).max(1)
     }
 }
 

@@ -3,40 +3,71 @@
 //!
 //! # The table
 //!
-//! A value is tracked by its 64-bit fingerprint (see `ParamValue::fingerprint`). The table is
-//! set-associative: a fingerprint maps to one bucket of [`WAYS`] slots, and each slot holds a
-//! fingerprint (its tag), the value's state in one atomic word, and when it was last used.
-//! Nothing is ever allocated after the table is made, so memory is fixed at 24 bytes per slot
-//! whatever the number of distinct values.
+//! A value is tracked by its 63-bit fingerprint (see `ParamValue::fingerprint`). The table
+//! has 1.5 slots per value of the rule's capacity, in buckets of [`WAYS`] slots; each slot
+//! holds a fingerprint (its tag), the value's state in one atomic word, and when it was last
+//! used. A fingerprint may live in either of two buckets (two-choice hashing): a new value
+//! goes to the one with fewer live values, so that as many values as the capacity all find
+//! a slot. Nothing is allocated after the table is made, so memory is fixed whatever the
+//! number of distinct values (see [`ValueTable::bytes`]).
 //!
-//! # Eviction
+//! # First calls
 //!
-//! A new value takes an empty slot of its bucket, or else evicts one, in this order:
-//! 1. a *probationary* slot (its value was seen in one millisecond only), least recently
-//!    used first;
-//! 2. a *protected* slot (seen in two or more distinct milliseconds), least recently used first.
+//! Inserting a value is serialized per bucket by a one-byte flag held for a few dozen
+//! instructions: the slot is claimed (its tag marked busy), its state reset, and only then
+//! the fingerprint published. Two callers racing on the first call of a value so find one
+//! slot and one fresh state, and exactly one of them takes the value's first token. A lookup
+//! of a tracked value never waits.
 //!
-//! A flood of distinct values, each seen once, so evicts only its own kind: a value that keeps
-//! coming back stays, with its state. A thread-grade slot with calls in flight is never
-//! evicted; if every slot of a bucket has calls in flight, a new value passes unchecked.
+//! # Which value a new one replaces
+//!
+//! 1. An empty slot, or a slot whose value was unused long enough that its state is that of a
+//!    fresh value (a full bucket, a spacing in the past, no call in flight): reusing it
+//!    changes no decision.
+//! 2. Otherwise (more values are live than the table holds), the live value seen least
+//!    often, by a small count-min sketch of how often each value was seen (the TinyLFU
+//!    idea), least recently used among equals. A flood of one-time values so replaces its
+//!    own kind, never a value that keeps coming back: that one has been seen more often than
+//!    any one-time value. The sketch halves every `durationInSec` (at least a second, at most
+//!    a minute), so old popularity fades. A new value is always taken in, as in Sentinel's
+//!    LRU map, so its first calls are counted; a value that returns rarely, under a flood,
+//!    may be replaced between its calls until it has been seen a few times (its next call
+//!    then finds a fresh state).
+//! 3. Thread grade: a slot with calls in flight is never replaced (its count would be lost).
+//!    When every slot a new value may take has calls in flight, the new value is **blocked**:
+//!    no value passes unchecked because the table is full.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Slots per bucket: eight tags fill one cache line.
 pub(crate) const WAYS: usize = 8;
-/// Bytes of one slot: its tag, its state and its use.
-#[cfg(test)]
-const SLOT_BYTES: usize = 24;
 /// A token-bucket state: the refill time in its high bits, the tokens in its low ones.
 const TOKEN_BITS: u32 = 24;
 /// The most tokens a value holds: a higher count acts as this one.
 pub(crate) const MAX_TOKENS: u64 = (1 << TOKEN_BITS) - 1;
 /// Times are kept as milliseconds + 1 in 40 bits (0 marks a fresh slot): 34 years.
 const TIME_MASK: u64 = (1 << 40) - 1;
-/// A slot's use: its last millisecond + 1 above the low byte, its hit count in it.
-const HIT_BITS: u32 = 8;
-/// Hits that make a slot protected.
-const PROTECTED_HITS: u64 = 2;
+/// The tag of a slot being filled: lookups miss it, other inserters skip it. Fingerprints
+/// never have their top bit set, so none equals it.
+const BUSY: u64 = u64::MAX;
+
+/// When a slot's state is that of a fresh value, so that reusing it changes no decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reuse {
+    /// After this many milliseconds unused (a token bucket refilled, a spacing past).
+    IdleFor(u64),
+    /// Thread grade: when no call is in flight. A slot with calls in flight is pinned.
+    WhenIdle,
+}
+
+/// Where a value's state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// In this slot.
+    Slot(usize),
+    /// Nowhere: thread grade, every slot the value may take has calls in flight.
+    Untracked,
+}
 
 #[repr(align(64))]
 #[derive(Debug, Default)]
@@ -47,34 +78,49 @@ struct Tags([AtomicU64; WAYS]);
 pub(crate) struct ValueTable {
     tags: Box<[Tags]>,
     states: Box<[AtomicU64]>,
+    /// Each slot's last use, in milliseconds + 1.
     used: Box<[AtomicU64]>,
-    mask: usize,
-    /// Thread grade: a slot with calls in flight is pinned.
-    pin_busy: bool,
+    /// Per bucket: a value whose first bucket this is is being inserted.
+    inserting: Box<[AtomicBool]>,
+    sketch: Sketch,
+    buckets: u64,
+    reuse: Reuse,
 }
 
 impl ValueTable {
-    /// A table of at least `capacity` slots (rounded up to a power-of-two number of buckets).
-    pub(crate) fn new(capacity: usize, pin_busy: bool) -> Self {
-        let buckets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
+    /// A table for `capacity` values.
+    pub(crate) fn new(capacity: usize, reuse: Reuse, halve_every_ms: u64) -> Self {
+        let slots = capacity.max(1).saturating_mul(3).div_ceil(2);
+        let buckets = slots.div_ceil(WAYS).max(1);
         let slots = buckets * WAYS;
+        let sketch = match reuse {
+            // Thread grade never compares popularity: a busy slot stays, an idle one goes.
+            Reuse::WhenIdle => Sketch::new(0, halve_every_ms),
+            Reuse::IdleFor(_) => Sketch::new(slots, halve_every_ms),
+        };
         Self {
             tags: (0..buckets).map(|_| Tags::default()).collect(),
             states: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             used: (0..slots).map(|_| AtomicU64::new(0)).collect(),
-            mask: buckets - 1,
-            pin_busy,
+            inserting: (0..buckets).map(|_| AtomicBool::new(false)).collect(),
+            sketch,
+            buckets: buckets as u64,
+            reuse,
         }
     }
 
     /// How many values the table holds at most.
+    #[cfg(test)]
     pub(crate) fn slots(&self) -> usize {
         self.states.len()
     }
 
     /// The heap bytes of the table.
     pub(crate) fn bytes(&self) -> usize {
-        self.tags.len() * std::mem::size_of::<Tags>() + self.slots() * 2 * 8
+        self.tags.len() * std::mem::size_of::<Tags>()
+            + self.states.len() * 2 * 8
+            + self.inserting.len()
+            + self.sketch.words.len() * 8
     }
 
     /// The state word of slot `slot`.
@@ -83,86 +129,295 @@ impl ValueTable {
         &self.states[slot]
     }
 
-    /// The slot of `fingerprint`, taken (evicting) if the value is new. `None` when every
-    /// slot of its bucket is pinned.
+    /// A fingerprint's two buckets.
     #[inline]
-    pub(crate) fn slot(&self, fingerprint: u64, now_ms: u64) -> Option<usize> {
-        let bucket = (fingerprint as usize) & self.mask;
-        let tags = &self.tags[bucket].0;
-        let base = bucket * WAYS;
-        for (way, tag) in tags.iter().enumerate() {
-            if tag.load(Ordering::Acquire) == fingerprint {
-                self.touch(base + way, now_ms);
-                return Some(base + way);
-            }
-        }
-        self.insert(fingerprint, bucket, now_ms)
+    fn buckets_of(&self, fingerprint: u64) -> (usize, usize) {
+        let pick = |hash: u64| ((u128::from(hash) * u128::from(self.buckets)) >> 64) as usize;
+        // A fingerprint's top bit is clear: shifted out, so that both halves are used.
+        (pick(fingerprint << 1), pick(fingerprint.rotate_left(32)))
     }
 
-    /// Counts a use of `slot`: at most one write per slot and millisecond.
+    /// The way of `bucket` holding `fingerprint`.
     #[inline]
-    fn touch(&self, slot: usize, now_ms: u64) {
+    fn find_in(&self, bucket: usize, fingerprint: u64) -> Option<usize> {
+        self.tags[bucket]
+            .0
+            .iter()
+            .position(|tag| tag.load(Ordering::Acquire) == fingerprint)
+            .map(|way| bucket * WAYS + way)
+    }
+
+    /// The slot of `fingerprint`, taken (replacing another value) if the value is new.
+    #[inline]
+    pub(crate) fn slot(&self, fingerprint: u64, now_ms: u64) -> Place {
+        let (first, second) = self.buckets_of(fingerprint);
+        let found = self
+            .find_in(first, fingerprint)
+            .or_else(|| self.find_in(second, fingerprint));
+        match found {
+            Some(slot) => {
+                self.touch(slot, fingerprint, now_ms);
+                Place::Slot(slot)
+            }
+            None => self.insert(fingerprint, first, second, now_ms),
+        }
+    }
+
+    /// Records a use of `slot`: at most one write (and one count in the sketch) per slot and
+    /// millisecond.
+    #[inline]
+    fn touch(&self, slot: usize, fingerprint: u64, now_ms: u64) {
         let used = &self.used[slot];
-        let seen = used.load(Ordering::Relaxed);
-        let stamp = (now_ms + 1) & TIME_MASK;
-        if seen >> HIT_BITS != stamp {
-            let hits = (seen & 0xff).saturating_add(1).min(0xff);
-            used.store(stamp << HIT_BITS | hits, Ordering::Relaxed);
+        let stamp = now_ms.saturating_add(1);
+        if used.load(Ordering::Relaxed) != stamp {
+            used.store(stamp, Ordering::Relaxed);
+            self.sketch.record(fingerprint, now_ms);
         }
     }
 
     #[cold]
-    fn insert(&self, fingerprint: u64, bucket: usize, now_ms: u64) -> Option<usize> {
-        let tags = &self.tags[bucket].0;
-        let base = bucket * WAYS;
-        for _ in 0..WAYS {
-            let way = self.victim(tags, base)?;
-            let old = tags[way].load(Ordering::Acquire);
-            let slot = base + way;
-            if tags[way]
-                .compare_exchange(old, fingerprint, Ordering::AcqRel, Ordering::Acquire)
+    #[inline(never)]
+    fn insert(&self, fingerprint: u64, first: usize, second: usize, now_ms: u64) -> Place {
+        self.sketch.record(fingerprint, now_ms);
+        // Every insertion of this value goes through its first bucket's flag, so two first
+        // calls of one value never take two slots.
+        let _flag = InsertFlag::hold(&self.inserting[first]);
+        if let Some(slot) = self
+            .find_in(first, fingerprint)
+            .or_else(|| self.find_in(second, fingerprint))
+        {
+            return Place::Slot(slot);
+        }
+        // Values whose other bucket is one of these insert under other flags: a claim can
+        // fail, and then a new victim is chosen.
+        for _ in 0..2 * WAYS {
+            let Some((slot, old)) = self.victim(first, second, now_ms) else {
+                return Place::Untracked;
+            };
+            let tag = &self.tags[slot / WAYS].0[slot % WAYS];
+            if tag
+                .compare_exchange(old, BUSY, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                if !self.pin_busy {
-                    // The evicted value's bucket or spacing is not the new value's. (A
+                if let Reuse::IdleFor(_) = self.reuse {
+                    // The replaced value's bucket or spacing is not the new value's. (A
                     // thread-grade slot is taken only idle, and keeps the count of a call
                     // that raced in: its exit gives it back.)
                     self.states[slot].store(0, Ordering::Release);
                 }
-                let stamp = (now_ms + 1) & TIME_MASK;
-                self.used[slot].store(stamp << HIT_BITS | 1, Ordering::Relaxed);
-                return Some(slot);
-            }
-            // Another thread took that slot; it may have inserted this very value.
-            if let Some(way) = tags
-                .iter()
-                .position(|t| t.load(Ordering::Acquire) == fingerprint)
-            {
-                return Some(base + way);
+                self.used[slot].store(now_ms.saturating_add(1), Ordering::Relaxed);
+                // Published last: whoever finds the fingerprint finds the fresh state.
+                tag.store(fingerprint, Ordering::Release);
+                return Place::Slot(slot);
             }
         }
-        None
+        Place::Untracked
     }
 
-    /// The way a new value takes: an empty one, else the least recently used probationary
-    /// one, else the least recently used protected one. Pinned slots are never chosen.
-    fn victim(&self, tags: &[AtomicU64; WAYS], base: usize) -> Option<usize> {
-        let mut best: Option<(u64, usize)> = None;
-        for (way, tag) in tags.iter().enumerate() {
-            if tag.load(Ordering::Acquire) == 0 {
-                return Some(way);
-            }
-            if self.pin_busy && self.states[base + way].load(Ordering::Acquire) != 0 {
-                continue;
-            }
-            let used = self.used[base + way].load(Ordering::Relaxed);
-            let protected = u64::from((used & 0xff) >= PROTECTED_HITS);
-            let score = protected << 63 | (used >> HIT_BITS);
-            if best.is_none_or(|(s, _)| score < s) {
-                best = Some((score, way));
+    /// Whether `slot` holds the state of a fresh value.
+    fn reusable(&self, slot: usize, now_ms: u64) -> bool {
+        match self.reuse {
+            Reuse::WhenIdle => self.states[slot].load(Ordering::Acquire) == 0,
+            Reuse::IdleFor(idle_ms) => {
+                let used = self.used[slot].load(Ordering::Relaxed);
+                now_ms.saturating_add(1).saturating_sub(used) > idle_ms
             }
         }
-        best.map(|(_, way)| way)
+    }
+
+    /// The slot a new value takes and the tag it replaces: a free one (empty, or reusable)
+    /// in the bucket with fewer live values, least recently used first; else the live value
+    /// seen least often (never, at thread grade: `None`).
+    fn victim(&self, first: usize, second: usize, now_ms: u64) -> Option<(usize, u64)> {
+        let buckets: &[usize] = if first == second {
+            &[first]
+        } else {
+            &[first, second]
+        };
+        // (live values in the bucket, last use, slot, tag): the smallest is taken.
+        let mut free: Option<(usize, u64, usize, u64)> = None;
+        let mut rarest: Option<(u64, u64, usize, u64)> = None;
+        for &bucket in buckets {
+            let mut live = 0;
+            let mut best: Option<(u64, usize, u64)> = None;
+            for (way, tag) in self.tags[bucket].0.iter().enumerate() {
+                let slot = bucket * WAYS + way;
+                let tag = tag.load(Ordering::Acquire);
+                if tag == BUSY {
+                    live += 1;
+                } else if tag == 0 || self.reusable(slot, now_ms) {
+                    let used = if tag == 0 {
+                        0
+                    } else {
+                        self.used[slot].load(Ordering::Relaxed)
+                    };
+                    if best.is_none_or(|(u, _, _)| used < u) {
+                        best = Some((used, slot, tag));
+                    }
+                } else {
+                    live += 1;
+                    if self.reuse != Reuse::WhenIdle {
+                        let seen = self.sketch.estimate(tag);
+                        let used = self.used[slot].load(Ordering::Relaxed);
+                        if rarest.is_none_or(|(s, u, _, _)| (seen, used) < (s, u)) {
+                            rarest = Some((seen, used, slot, tag));
+                        }
+                    }
+                }
+            }
+            if let Some((used, slot, tag)) = best {
+                if free.is_none_or(|(l, u, _, _)| (live, used) < (l, u)) {
+                    free = Some((live, used, slot, tag));
+                }
+            }
+        }
+        if let Some((_, _, slot, tag)) = free {
+            return Some((slot, tag));
+        }
+        rarest.map(|(_, _, slot, tag)| (slot, tag))
+    }
+}
+
+/// Holds a bucket's insertion flag; spins (then yields) while another insertion holds it.
+struct InsertFlag<'a>(&'a AtomicBool);
+
+impl<'a> InsertFlag<'a> {
+    fn hold(flag: &'a AtomicBool) -> Self {
+        let mut spins = 0u32;
+        while flag
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if spins < 64 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                // The holder was descheduled mid-insertion: let it run.
+                std::thread::yield_now();
+            }
+        }
+        Self(flag)
+    }
+}
+
+impl Drop for InsertFlag<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Rows of the count-min sketch.
+const ROWS: usize = 4;
+/// Odd multipliers that give each row its own index of a fingerprint.
+const ROW_SEEDS: [u64; ROWS] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xC2B2_AE3D_27D4_EB4F,
+    0x1656_67B1_9E37_79F9,
+    0xD6E8_FEB8_6659_FD93,
+];
+/// A 4-bit counter's largest value.
+const COUNTER_MAX: u64 = 15;
+
+/// How often values were seen: a count-min sketch of 4-bit counters (four rows, one counter
+/// per slot of the table in each, rounded up to a power of two), incremented conservatively
+/// and halved every `halve_every_ms`. Updates are plain loads and stores: a lost update
+/// under a race only undercounts an estimate.
+#[derive(Debug)]
+struct Sketch {
+    words: Box<[AtomicU64]>,
+    /// Counters per row, minus one (a power of two minus one).
+    row_mask: usize,
+    halve_every_ms: u64,
+    next_halving: AtomicU64,
+}
+
+impl Sketch {
+    fn new(counters: usize, halve_every_ms: u64) -> Self {
+        let per_row = if counters == 0 {
+            0
+        } else {
+            counters.next_power_of_two().max(16)
+        };
+        Self {
+            words: (0..ROWS * per_row / 16)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            row_mask: per_row.saturating_sub(1),
+            halve_every_ms: halve_every_ms.max(1),
+            next_halving: AtomicU64::new(halve_every_ms.max(1)),
+        }
+    }
+
+    /// The word and bit shift of `fingerprint`'s counter in `row`.
+    #[inline]
+    fn counter(&self, row: usize, fingerprint: u64) -> (usize, u32) {
+        let index = (fingerprint.wrapping_mul(ROW_SEEDS[row]) >> 32) as usize & self.row_mask;
+        let per_row = self.row_mask + 1;
+        ((row * per_row + index) / 16, (index % 16) as u32 * 4)
+    }
+
+    /// How often `fingerprint` was seen lately (0 to 15).
+    fn estimate(&self, fingerprint: u64) -> u64 {
+        if self.words.is_empty() {
+            return 0;
+        }
+        (0..ROWS)
+            .map(|row| {
+                let (word, shift) = self.counter(row, fingerprint);
+                self.words[word].load(Ordering::Relaxed) >> shift & COUNTER_MAX
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Counts one sighting of `fingerprint`: the counters at the row minimum go up by one.
+    #[inline(never)]
+    fn record(&self, fingerprint: u64, now_ms: u64) {
+        if self.words.is_empty() {
+            return;
+        }
+        self.age(now_ms);
+        let mut at = [(0usize, 0u32, 0u64); ROWS];
+        for (row, slot) in at.iter_mut().enumerate() {
+            let (word, shift) = self.counter(row, fingerprint);
+            let value = self.words[word].load(Ordering::Relaxed) >> shift & COUNTER_MAX;
+            *slot = (word, shift, value);
+        }
+        let min = at.iter().map(|&(_, _, v)| v).min().unwrap_or(COUNTER_MAX);
+        if min >= COUNTER_MAX {
+            return;
+        }
+        for &(word, shift, value) in &at {
+            if value == min {
+                let cell = &self.words[word];
+                let current = cell.load(Ordering::Relaxed);
+                if current >> shift & COUNTER_MAX < COUNTER_MAX {
+                    cell.store(current + (1 << shift), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Halves every counter once per `halve_every_ms`.
+    fn age(&self, now_ms: u64) {
+        let due = self.next_halving.load(Ordering::Relaxed);
+        if now_ms < due
+            || self
+                .next_halving
+                .compare_exchange(
+                    due,
+                    now_ms.saturating_add(self.halve_every_ms),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return;
+        }
+        for cell in self.words.iter() {
+            let halved = (cell.load(Ordering::Relaxed) >> 1) & 0x7777_7777_7777_7777;
+            cell.store(halved, Ordering::Relaxed);
+        }
     }
 }
 
@@ -217,44 +472,48 @@ pub(crate) fn take_tokens(
     }
 }
 
-/// Sentinel's `passThrottleLocalCheck`: one call per `cost_ms`, queueing less than
-/// `max_queue_ms`. Returns how long the call waits, or `None` when it is rejected.
+/// Sentinel's `passThrottleLocalCheck`, in nanoseconds: one call per `cost_ns`, queueing
+/// less than `max_queue_ns`. The state is the time the last call was given, + 1 (0: the
+/// value's first call). Returns how long the call waits, or `None` when it is rejected.
 #[inline]
 pub(crate) fn space_out(
     state: &AtomicU64,
-    now_ms: u64,
-    cost_ms: u64,
-    max_queue_ms: u64,
+    now_ns: u64,
+    cost_ns: u64,
+    max_queue_ns: u64,
 ) -> Option<u64> {
     let mut seen = state.load(Ordering::Acquire);
     loop {
         let (next, wait) = if seen == 0 {
-            (now_ms, 0)
+            (now_ns, 0)
         } else {
-            let expected = (seen - 1).saturating_add(cost_ms);
-            if expected <= now_ms {
-                (now_ms, 0)
-            } else if expected - now_ms < max_queue_ms {
-                (expected, expected - now_ms)
+            let expected = (seen - 1).saturating_add(cost_ns);
+            if expected <= now_ns {
+                (now_ns, 0)
+            } else if expected - now_ns < max_queue_ns {
+                (expected, expected - now_ns)
             } else {
                 return None;
             }
         };
-        match state.compare_exchange_weak(seen, next + 1, Ordering::AcqRel, Ordering::Acquire) {
+        let next = next.min(u64::MAX - 1) + 1;
+        match state.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return Some(wait),
             Err(current) => seen = current,
         }
     }
 }
 
-/// The concurrency check: reserves a place, exactly, or refuses.
+/// The concurrency check, as Sentinel counts it: a call passes while the calls in flight
+/// plus `acquire` stay within `limit`, and takes one place. The check and the place are one
+/// atomic step, so the limit is exact.
 #[inline]
-pub(crate) fn reserve(state: &AtomicU64, limit: u64) -> bool {
-    if state.fetch_add(1, Ordering::AcqRel) < limit {
-        return true;
-    }
-    release(state);
-    false
+pub(crate) fn reserve(state: &AtomicU64, limit: u64, acquire: u64) -> bool {
+    state
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |in_flight| {
+            (in_flight.saturating_add(acquire) <= limit).then_some(in_flight + 1)
+        })
+        .is_ok()
 }
 
 /// Gives back a place [`reserve`] took (never below zero).
@@ -269,44 +528,91 @@ pub(crate) fn release(state: &AtomicU64) {
 mod tests {
     use super::*;
 
+    fn slot(table: &ValueTable, fingerprint: u64, now_ms: u64) -> usize {
+        match table.slot(fingerprint, now_ms) {
+            Place::Slot(slot) => slot,
+            Place::Untracked => panic!("value {fingerprint} untracked"),
+        }
+    }
+
+    /// Spread fingerprints, as `ParamValue::fingerprint` gives (top bit clear, never 0).
+    fn fp(i: u64) -> u64 {
+        (i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1).max(1)
+    }
+
     #[test]
     fn a_value_keeps_its_slot_and_the_table_never_grows() {
-        let table = ValueTable::new(64, false);
-        assert_eq!(table.slots(), 64);
-        let a = table.slot(11, 0);
-        assert_eq!(table.slot(11, 1), a);
-        for fp in 1..100_000u64 {
-            assert!(table.slot(fp * 7919, 2).is_some());
+        let table = ValueTable::new(64, Reuse::IdleFor(1000), 1000);
+        assert_eq!(table.slots(), 96);
+        let bytes = table.bytes();
+        let a = slot(&table, fp(11), 0);
+        assert_eq!(slot(&table, fp(11), 1), a);
+        for i in 1..100_000u64 {
+            let _ = table.slot(fp(i * 7919), 2 + i);
         }
-        assert_eq!(table.bytes(), 64 * SLOT_BYTES);
+        assert_eq!(table.bytes(), bytes);
     }
 
     #[test]
-    fn a_flood_of_one_time_values_does_not_evict_a_returning_one() {
-        let table = ValueTable::new(8, false);
-        let hot = 1u64 << 40 | 8; // bucket 0 of a one-bucket table
-        let slot = table.slot(hot, 0);
-        assert_eq!(
-            table.slot(hot, 1),
-            slot,
-            "seen in two milliseconds: protected"
+    fn a_value_idle_past_its_reuse_time_is_replaced_first() {
+        // One bucket (8 slots): fill it, then a ninth value takes the idle one.
+        let table = ValueTable::new(4, Reuse::IdleFor(100), 1000);
+        assert_eq!(table.slots(), 8);
+        for i in 0..8 {
+            slot(&table, fp(i), 0);
+        }
+        for i in 1..8 {
+            slot(&table, fp(i), 150);
+        }
+        let taken = slot(&table, fp(99), 150);
+        assert_eq!(taken, slot(&table, fp(99), 151));
+        assert!(
+            (1..8).all(|i| matches!(table.slot(fp(i), 152), Place::Slot(s) if s != taken)),
+            "only the idle value was replaced"
         );
-        for fp in 2..10_000u64 {
-            table.slot(fp << 8, 2 + fp);
-            assert_eq!(table.slot(hot, 2 + fp), slot, "evicted by value {fp}");
+    }
+
+    #[test]
+    fn a_live_full_table_replaces_the_value_seen_least_often() {
+        let table = ValueTable::new(4, Reuse::IdleFor(10_000), 60_000);
+        assert_eq!(table.slots(), 8);
+        for i in 0..7 {
+            for ms in 0..3 {
+                slot(&table, fp(i), ms);
+            }
+        }
+        let once = slot(&table, fp(7), 3);
+        // Newcomers take the place of the one-time value, then of each other.
+        assert_eq!(slot(&table, fp(100), 10), once);
+        assert_eq!(slot(&table, fp(101), 11), once);
+        for i in 0..7 {
+            assert_ne!(
+                slot(&table, fp(i), 12),
+                once,
+                "value {i} was seen more often"
+            );
         }
     }
 
     #[test]
-    fn busy_thread_slots_are_pinned() {
-        let table = ValueTable::new(8, true);
-        for fp in 1..=8u64 {
-            let slot = table.slot(fp, 0).unwrap_or(usize::MAX);
-            assert!(reserve(table.state(slot), 1));
+    fn busy_thread_slots_are_pinned_and_a_full_table_refuses() {
+        let table = ValueTable::new(4, Reuse::WhenIdle, 1000);
+        for i in 0..8 {
+            let s = slot(&table, fp(i), 0);
+            assert!(reserve(table.state(s), 1, 1));
         }
-        assert_eq!(table.slot(99, 1), None, "every slot has a call in flight");
-        release(table.state(0));
-        assert!(table.slot(99, 2).is_some());
+        assert_eq!(table.slot(fp(99), 1), Place::Untracked);
+        let first = slot(&table, fp(0), 1);
+        release(table.state(first));
+        assert_eq!(table.slot(fp(99), 2), Place::Slot(first));
+    }
+
+    #[test]
+    fn reserve_counts_one_place_per_call_and_checks_the_batch() {
+        let s = AtomicU64::new(0);
+        let admitted = (0..20).filter(|_| reserve(&s, 10, 5)).count();
+        assert_eq!(admitted, 6, "in flight + 5 <= 10 while in flight <= 5");
+        assert_eq!(s.load(Ordering::Relaxed), 6);
     }
 
     #[test]
@@ -321,12 +627,14 @@ mod tests {
 
     #[test]
     fn spacing_queues_within_the_limit() {
+        const MS: u64 = 1_000_000;
         let s = AtomicU64::new(0);
-        assert_eq!(space_out(&s, 0, 100, 250), Some(0));
-        assert_eq!(space_out(&s, 10, 100, 250), Some(90));
-        assert_eq!(space_out(&s, 10, 100, 250), Some(190));
-        assert_eq!(space_out(&s, 10, 100, 250), None);
-        assert_eq!(space_out(&s, 1000, 100, 0), Some(0));
-        assert_eq!(space_out(&s, 1050, 100, 0), None);
+        assert_eq!(space_out(&s, 0, 100 * MS, 250 * MS), Some(0));
+        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), Some(90 * MS));
+        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), Some(190 * MS));
+        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), None);
+        assert_eq!(space_out(&s, 1000 * MS, 100 * MS, 0), Some(0));
+        assert_eq!(space_out(&s, 1050 * MS, 100 * MS, 0), None);
+        assert_eq!(space_out(&s, u64::MAX, u64::MAX, 0), Some(0), "saturates");
     }
 }

@@ -101,6 +101,8 @@ impl Thresholds {
     /// `maxThread` blocks, as in Sentinel, when the calls already inside are more than it
     /// (so up to `maxThread + 1` are inside), but exactly: racing calls each reserve their
     /// place with one atomic add before they compare, so they cannot all slip in together.
+    /// A call takes one place whatever its batch, and the batch plays no part in the
+    /// comparison, as Sentinel counts threads.
     pub(crate) fn check(
         &self,
         inbound: &StatNode,
@@ -124,17 +126,17 @@ impl Thresholds {
         let concurrency = inbound.concurrency() as f64;
         let mut reserved = false;
         if let Some(max) = self.max_thread {
-            let held = inbound.reserve(u64::from(batch));
+            let held = inbound.reserve(1);
             reserved = true;
-            let before = held.saturating_sub(u64::from(batch)) as f64;
+            let before = held.saturating_sub(1) as f64;
             if concurrency > max || before > max {
-                inbound.release(u64::from(batch));
+                inbound.release(1);
                 return block(SystemMetric::Concurrency, max, concurrency.max(before));
             }
         }
         let result = self.check_rest(inbound, now, concurrency, status);
         if result.is_err() && reserved {
-            inbound.release(u64::from(batch));
+            inbound.release(1);
         }
         result.map(|()| reserved)
     }

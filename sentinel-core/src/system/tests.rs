@@ -214,3 +214,23 @@ fn a_max_thread_reservation_is_given_back_when_a_later_check_blocks() {
     drop(first);
     assert!(s.entry("open").inbound().enter().is_ok());
 }
+
+#[test]
+fn max_thread_counts_a_call_once_whatever_its_batch() {
+    // Sentinel: `curThreadNum > maxThread` blocks, the batch plays no part: 11 inside.
+    let clock = FakeClock::at_ms(10_000);
+    let status = ManualSystemStatus::new();
+    let s = engine(&clock, &status);
+    s.system_rules()
+        .load_rules(vec![SystemRule::new().max_thread(10)])
+        .unwrap();
+    let inside: Vec<_> = (0..20)
+        .filter_map(|_| s.entry("a").inbound().batch(5).enter().ok())
+        .collect();
+    assert_eq!(inside.len(), 11);
+    drop(inside);
+    assert!(
+        s.entry("a").inbound().batch(5).enter().is_ok(),
+        "places given back"
+    );
+}

@@ -527,4 +527,12 @@ mod tests {
         );
         assert_eq!(hex(&[0, 255, 16]), "00ff10");
     }
+
+    #[test]
+    fn hash_sees_keys() {
+        // A renamed key with the same bytes may mean another family (keyed converters).
+        let renamed = |key: &str| content_hash(&RawPayload::single(key, "[]"));
+        assert_ne!(renamed("app-flow-rules"), renamed("app-degrade-rules"));
+        assert_eq!(renamed("app-flow-rules"), renamed("app-flow-rules"));
+    }
 }
