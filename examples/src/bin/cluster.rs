@@ -43,6 +43,9 @@ struct Args {
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 10)]
     secs: u64,
+    /// The Redis key prefix (replicas with the same prefix and flowId share the limit).
+    #[arg(long, default_value = "sentinel:cluster")]
+    prefix: String,
     /// Run as one replica named so (the parent passes it).
     #[arg(long, hide = true)]
     child: Option<String>,
@@ -80,7 +83,7 @@ fn parent(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 "--secs",
                 &args.secs.to_string(),
             ])
-            .args(["--limit", &args.limit.to_string()])
+            .args(["--limit", &args.limit.to_string(), "--prefix", &args.prefix])
             .stdout(Stdio::piped())
             .spawn()?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
