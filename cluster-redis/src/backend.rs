@@ -211,19 +211,41 @@ impl RedisClusterBackend {
             back_window: 0,
             all_or_nothing: true,
         };
-        let sent = Instant::now();
-        match inner.call(&flow, request).await {
-            Ok(reply) => {
+        // The call runs on its own task: when it overruns the budget the caller gets
+        // `Degraded` at once, and a grant that arrives later still goes into the lease (the
+        // next `enter()` spends it) instead of being lost.
+        let task_inner = self.inner.clone();
+        let mut call = tokio::spawn(async move {
+            let sent = Instant::now();
+            let reply = task_inner.call(&flow, request, None).await;
+            if let Ok(reply) = reply {
+                task_inner.apply(&flow, reply, sent, request);
+            }
+            reply
+        });
+        match tokio::time::timeout(inner.config.call_timeout, &mut call).await {
+            Ok(Ok(Ok(reply))) => {
                 inner.succeeded();
-                inner.apply(&flow, reply, sent, request);
                 if reply.granted > 0 {
                     ClusterDecision::Pass
                 } else {
                     ClusterDecision::Block
                 }
             }
-            Err(e) => {
+            Ok(Ok(Err(e))) => {
                 inner.failed(&e);
+                ClusterDecision::Degraded
+            }
+            Ok(Err(join)) => {
+                inner.failed(&RedisError::from((
+                    redis::ErrorKind::Io,
+                    "exact call task failed",
+                    join.to_string(),
+                )));
+                ClusterDecision::Degraded
+            }
+            Err(_) => {
+                inner.failed(&over_budget());
                 ClusterDecision::Degraded
             }
         }
@@ -241,6 +263,10 @@ impl RedisClusterBackend {
         }
         inner.set_status(ClusterStatus::Stopped);
     }
+}
+
+fn over_budget() -> RedisError {
+    RedisError::from((redis::ErrorKind::Io, "call over its time budget"))
 }
 
 fn check_config(config: &RedisClusterConfig) -> Result<(), ClusterError> {
@@ -369,8 +395,14 @@ impl Inner {
         Ok(c)
     }
 
-    /// One lease-script call, under the call budget.
-    async fn call(&self, flow: &Flow, r: Request) -> Result<LeaseReply, RedisError> {
+    /// One lease-script call, under the call budget (`budget` overrides it; `None`: the
+    /// caller bounds it).
+    async fn call(
+        &self,
+        flow: &Flow,
+        r: Request,
+        budget: Option<Duration>,
+    ) -> Result<LeaseReply, RedisError> {
         let mut conn = self.conn().await?;
         let spec = flow.slot.spec();
         let per_window = spec.count * f64::from(spec.window_ms) / 1000.0;
@@ -389,7 +421,13 @@ impl Inner {
         metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
         let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
         let run = conn.run(&self.scripts.lease, &keys, &args);
-        let values = match tokio::time::timeout(self.config.call_timeout, run).await {
+        let bounded = async {
+            match budget {
+                Some(budget) => tokio::time::timeout(budget, run).await,
+                None => Ok(run.await),
+            }
+        };
+        let values = match bounded.await {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => {
                 // A broken connection, or a demoted master (READONLY): reconnect next time.
@@ -398,12 +436,7 @@ impl Inner {
                 }
                 return Err(e);
             }
-            Err(_) => {
-                return Err(RedisError::from((
-                    redis::ErrorKind::Io,
-                    "call over its time budget",
-                )))
-            }
+            Err(_) => return Err(over_budget()),
         };
         LeaseReply::from_values(&values).ok_or_else(|| {
             RedisError::from((
@@ -626,7 +659,7 @@ impl Inner {
             let probe = match flows.first() {
                 Some(flow) => {
                     let sent = Instant::now();
-                    self.call(flow, Request::HEARTBEAT)
+                    self.call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
                         .await
                         .map(|r| self.apply(flow, r, sent, Request::HEARTBEAT))
                 }
@@ -655,7 +688,10 @@ impl Inner {
             };
             retry = false;
             let sent = Instant::now();
-            match self.call(flow, request).await {
+            match self
+                .call(flow, request, Some(self.config.call_timeout))
+                .await
+            {
                 Ok(reply) => {
                     self.succeeded();
                     self.apply(flow, reply, sent, request);
