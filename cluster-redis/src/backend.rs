@@ -35,8 +35,10 @@ struct LeaseState {
     exhausted: bool,
     /// The tokens the lease would hold had nothing been taken since the last look.
     last_left: i64,
-    /// The replica's admission rate on this flow (tokens/s, smoothed).
+    /// The replica's demand on this flow: tokens taken and refused (per second, smoothed).
     rate: f64,
+    /// The tokens it took (per second, smoothed): its share of the limit.
+    used_rate: f64,
     last_sample: Instant,
     last_activity: Option<Instant>,
     last_call: Option<Instant>,
@@ -334,6 +336,7 @@ impl ClusterBackend for RedisClusterBackend {
                         exhausted: false,
                         last_left: 0,
                         rate: 0.0,
+                        used_rate: 0.0,
                         last_sample: Instant::now(),
                         last_activity: None,
                         last_call: None,
@@ -578,6 +581,7 @@ impl Inner {
         let horizon = cfg.lease_horizon.as_secs_f64();
         let alpha = (dt / horizon).min(1.0);
         st.rate += alpha * (instant - st.rate);
+        st.used_rate += alpha * (consumed as f64 / dt - st.used_rate);
         if demand > 0.0 {
             st.last_activity = Some(now);
         }
@@ -598,9 +602,15 @@ impl Inner {
             });
         }
         if active && !flow.exact && !st.exhausted {
-            let live = slot.live_replicas();
-            let limit = slot.spec().window_limit(live) as f64;
-            let cap = (limit * cfg.max_lease_fraction / f64::from(live))
+            let live = f64::from(slot.live_replicas());
+            let spec = slot.spec();
+            let limit = spec.window_limit(slot.live_replicas()) as f64;
+            // A replica taking k times its fair share may hold a lease k times larger: the
+            // leases of all replicas together stay within 2 x max_lease_fraction of the
+            // limit (the fair part and the used part), whatever the skew.
+            let fair_per_s = limit / (f64::from(spec.window_ms) / 1000.0) / live;
+            let weight = (st.used_rate / fair_per_s.max(1e-9)).clamp(1.0, live);
+            let cap = (limit * cfg.max_lease_fraction * weight / live)
                 .floor()
                 .max(1.0);
             // Up fast (the instant rate), down smoothly.

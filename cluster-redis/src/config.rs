@@ -41,7 +41,8 @@ pub struct RedisClusterConfig {
     /// A lease holds about this much of the replica's own traffic (default 100 ms).
     pub lease_horizon: Duration,
     /// A lease is at most this fraction of a window's limit, divided by the live replicas
-    /// (default 0.05): the bound on what a window can strand.
+    /// and weighted by the replica's share of the admissions (default 0.05): all leases
+    /// together, and so what a window can strand, stay within twice this fraction.
     pub max_lease_fraction: f64,
     /// An unused remainder is given back after this long without calls (default 250 ms).
     pub idle_return: Duration,

@@ -80,7 +80,9 @@ fn status_word(status: &ClusterStatus) -> &'static str {
 
 fn main() {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // Two workers, as a service has: the backend's background tasks run beside the load.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap_or_else(|e| fail(&format!("cannot start a runtime: {e}")));
