@@ -688,15 +688,33 @@ impl Inner {
             }
             return;
         }
-        // After a failure, the next tick calls again even if no lease is due, so that a
-        // failure that persists opens the breaker within `open_after` and a few ticks.
-        let mut retry = lock(&self.breaker).failures > 0;
+        // After a failure, each tick sends one heartbeat (wanting no token) until a call
+        // succeeds: a failure that persists opens the breaker within `open_after`, and a
+        // stalled server that wakes up grants nothing to requests nobody waits for any more
+        // (at most the one lease request that failed first per replica).
+        let failing = lock(&self.breaker).failures > 0;
+        if failing {
+            let flow = &flows[0];
+            for other in &flows {
+                self.expire(other, now);
+            }
+            let sent = Instant::now();
+            match self
+                .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
+                .await
+            {
+                Ok(reply) => {
+                    self.succeeded();
+                    self.apply(flow, reply, sent, Request::HEARTBEAT);
+                }
+                Err(e) => self.failed(&e),
+            }
+            return;
+        }
         for flow in &flows {
-            let planned = self.plan(flow, now);
-            let Some(request) = planned.or(retry.then_some(Request::HEARTBEAT)) else {
+            let Some(request) = self.plan(flow, now) else {
                 continue;
             };
-            retry = false;
             let sent = Instant::now();
             match self
                 .call(flow, request, Some(self.config.call_timeout))

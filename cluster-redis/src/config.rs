@@ -50,8 +50,9 @@ pub struct RedisClusterConfig {
     pub tick: Duration,
     /// Consecutive failed calls that open the breaker (default 3) ...
     pub failures_to_open: u32,
-    /// ... when they span at least this long (default 100 ms): one slow call on a starved
-    /// machine does not degrade the cluster checks, an outage does within about this long.
+    /// ... when they span at least this long (default 500 ms): slow calls on a starved
+    /// machine (an empty lease blocks meanwhile: under-admission, never over) do not degrade
+    /// the cluster checks, an outage does within about this long.
     pub open_after: Duration,
     /// While the breaker is open, how often Redis is probed (default 200 ms).
     pub probe_interval: Duration,
@@ -74,7 +75,7 @@ impl RedisClusterConfig {
             idle_return: Duration::from_millis(250),
             tick: Duration::from_millis(5),
             failures_to_open: 3,
-            open_after: Duration::from_millis(100),
+            open_after: Duration::from_millis(500),
             probe_interval: Duration::from_millis(200),
             exact_flows: Vec::new(),
         }

@@ -67,7 +67,8 @@
 //!
 //! Every Redis call has a hard budget (`call_timeout`, 5 ms), and the hot path never waits on
 //! Redis. After `failures_to_open` (3) consecutive failed calls spanning at least `open_after`
-//! (100 ms) a breaker opens (a single slow call on a starved machine does not): the backend stops calling
+//! (500 ms) a breaker opens (slow calls on a starved machine do not: meanwhile an empty lease
+//! blocks, which under-admits but never over-admits): the backend stops calling
 //! Redis except for a probe every `probe_interval` (200 ms), and marks every slot degraded.
 //! Tokens already leased are still spent; then rules with `fallbackToLocalWhenFail` enforce
 //! `count / live replicas (last known)` locally (`count` for `thresholdType` 0), so the

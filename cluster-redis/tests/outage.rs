@@ -134,7 +134,8 @@ fn redis_killed_and_restarted_regrants_at_most_one_window() {
     let down = start * 1000 + 2000;
     at(down);
     signal(&flow_pid(), "KILL");
-    // Restarted at once, empty (no persistence): the window's counter is lost.
+    // Down for 1.5 s, then restarted empty (no persistence): the window's counter is lost.
+    at(down + 1500);
     run_services(&["start", "redis-flow"]);
     let up = unix_ms();
     let reports: Vec<Report> = children.into_iter().map(|c| finish(c, WITHIN)).collect();
