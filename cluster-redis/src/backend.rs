@@ -16,6 +16,10 @@ use crate::connect::{connect, Conn};
 use crate::scripts::{keys, LeaseReply, Scripts};
 use crate::{ClusterError, ClusterStats, ClusterStatus};
 
+/// How long a lease call over its budget may still answer into the lease; past it the
+/// call is abandoned (a silently dead connection cannot hold a flow's lease calls forever).
+const LATE_REPLY_WAIT: Duration = Duration::from_secs(1);
+
 /// The shortest and longest window the backend serves, in ms.
 pub(crate) const WINDOW_RANGE_MS: (u32, u32) = (100, 60_000);
 
@@ -51,6 +55,9 @@ struct Flow {
     window_key: String,
     members_key: String,
     exact: bool,
+    /// A lease call of this flow is on its way (at most one: a stalled server that wakes
+    /// up answers at most one request per flow and replica).
+    in_flight: AtomicBool,
     state: Mutex<LeaseState>,
 }
 
@@ -330,6 +337,7 @@ impl ClusterBackend for RedisClusterBackend {
                     window_key,
                     members_key,
                     exact: inner.config.exact_flows.contains(&spec.flow_id),
+                    in_flight: AtomicBool::new(false),
                     state: Mutex::new(LeaseState {
                         window: -1,
                         deadline: None,
@@ -482,6 +490,8 @@ impl Inner {
         }
         drop(b);
         if opens {
+            // Probes reconnect: the connection in hand may be silently dead.
+            *lock(&self.conn) = None;
             for f in lock(&self.flows).iter() {
                 f.slot.set_degraded(true);
             }
@@ -651,7 +661,7 @@ impl Inner {
     }
 
     /// One pass of the network task.
-    async fn tick(&self) {
+    async fn tick(self: &Arc<Self>) {
         let leaving: Vec<Arc<Flow>> = std::mem::take(&mut *lock(&self.leaving));
         let open = lock(&self.breaker).open;
         if !open {
@@ -688,16 +698,31 @@ impl Inner {
             }
             return;
         }
-        // After a failure, each tick sends one heartbeat (wanting no token) until a call
-        // succeeds: a failure that persists opens the breaker within `open_after`, and a
-        // stalled server that wakes up grants nothing to requests nobody waits for any more
-        // (at most the one lease request that failed first per replica).
         let failing = lock(&self.breaker).failures > 0;
-        if failing {
-            let flow = &flows[0];
-            for other in &flows {
-                self.expire(other, now);
+        let mut called = false;
+        for flow in &flows {
+            if flow.in_flight.load(Ordering::Acquire) {
+                self.expire(flow, now);
+                continue;
             }
+            let Some(request) = self.plan(flow, now) else {
+                continue;
+            };
+            called = true;
+            match self.lease_call(flow, request).await {
+                Ok(()) => self.succeeded(),
+                Err(e) => {
+                    self.failed(&e);
+                    if lock(&self.breaker).open {
+                        return;
+                    }
+                }
+            }
+        }
+        // After a failure, a tick without a call sends a heartbeat (wanting no token), so
+        // that a failure that persists opens the breaker within `open_after`.
+        if failing && !called {
+            let flow = &flows[0];
             let sent = Instant::now();
             match self
                 .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
@@ -709,32 +734,45 @@ impl Inner {
                 }
                 Err(e) => self.failed(&e),
             }
-            return;
         }
-        for flow in &flows {
-            let Some(request) = self.plan(flow, now) else {
-                continue;
-            };
+    }
+
+    /// A lease call on its own task, awaited for the call budget. Over the budget it counts
+    /// as a failure, and its reply, if one comes, still goes into the lease (a grant is
+    /// never lost to a slow reply); until then no other lease call of the flow goes out.
+    async fn lease_call(
+        self: &Arc<Self>,
+        flow: &Arc<Flow>,
+        request: Request,
+    ) -> Result<(), RedisError> {
+        flow.in_flight.store(true, Ordering::Release);
+        let inner = self.clone();
+        let task_flow = flow.clone();
+        let mut call = tokio::spawn(async move {
             let sent = Instant::now();
-            match self
-                .call(flow, request, Some(self.config.call_timeout))
-                .await
-            {
-                Ok(reply) => {
-                    self.succeeded();
-                    self.apply(flow, reply, sent, request);
+            let result = inner.call(&task_flow, request, Some(LATE_REPLY_WAIT)).await;
+            match &result {
+                Ok(reply) => inner.apply(&task_flow, *reply, sent, request),
+                Err(_) if request.back > 0 => {
+                    // Not given back: it stays counted in Redis for its window.
+                    inner.strand(request.back);
                 }
-                Err(e) => {
-                    if request.back > 0 {
-                        // Not given back: it stays counted in Redis for its window.
-                        self.strand(request.back);
-                    }
-                    self.failed(&e);
-                    if lock(&self.breaker).open {
-                        return;
-                    }
-                }
+                Err(_) => {}
             }
+            task_flow.in_flight.store(false, Ordering::Release);
+            result.map(drop)
+        });
+        match tokio::time::timeout(self.config.call_timeout, &mut call).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => {
+                flow.in_flight.store(false, Ordering::Release);
+                Err(RedisError::from((
+                    redis::ErrorKind::Io,
+                    "lease call task failed",
+                    join.to_string(),
+                )))
+            }
+            Err(_) => Err(over_budget()),
         }
     }
 }
