@@ -13,9 +13,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use http::{Request, Response, Uri};
-use sentinel_core::{flow::FlowRule, Sentinel};
-use sentinel_tower::{ExtractResource, ResourceKey, SentinelLayer};
+use http::{HeaderName, HeaderValue, Request, Response, Uri};
+use sentinel_core::{flow::FlowRule, param_flow::ParamFlowRule, Sentinel};
+use sentinel_tower::{ExtractResource, ParamSource, ResourceKey, SentinelLayer};
 use tower::{service_fn, Layer, Service};
 
 /// Polls `future` until it is ready, with a waker that does nothing.
@@ -27,6 +27,25 @@ fn run<F: Future>(future: F) -> F::Output {
             return output;
         }
     }
+}
+
+/// [`request`] with an `x-user-id` header.
+fn request_as<S>(service: &mut S, uri: &Uri, user: &HeaderValue) -> Result<S::Response, S::Error>
+where
+    S: Service<Request<()>>,
+{
+    let mut cx = Context::from_waker(Waker::noop());
+    match service.poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(error)) => return Err(error),
+        Poll::Pending => unreachable!("a service_fn is always ready"),
+    }
+    let mut request = Request::new(());
+    *request.uri_mut() = uri.clone();
+    request
+        .headers_mut()
+        .insert(HeaderName::from_static("x-user-id"), user.clone());
+    run(service.call(request))
 }
 
 /// One request: ready, call, and the response future awaited.
@@ -101,6 +120,19 @@ fn layer_overhead(c: &mut Criterion) {
     let by_path = SentinelLayer::new(sentinel.clone())
         .resource_key(ResourceKey::path())
         .layer(handler());
+    // The same route with a param rule per user, the user read from a header.
+    let per_user = Sentinel::new();
+    per_user
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("GET:/order", 1e12)])
+        .expect("valid rules");
+    per_user
+        .param_flow_rules()
+        .load_rules(vec![ParamFlowRule::qps("GET:/order", 0, 1e9)])
+        .expect("valid rules");
+    let with_user = SentinelLayer::new(per_user)
+        .arg(ParamSource::header(HeaderName::from_static("x-user-id")))
+        .layer(handler());
 
     let mut group = c.benchmark_group("layer");
     group.throughput(Throughput::Elements(1));
@@ -145,6 +177,20 @@ fn layer_overhead(c: &mut Criterion) {
     group.bench_function("path key, one QPS rule", |b| {
         b.iter(|| request(&mut service, &uri).expect("passes"))
     });
+    let mut service = with_user.clone();
+    let users: Vec<HeaderValue> = (0..1_000)
+        .map(|i| HeaderValue::from_str(&format!("user-{i}")).expect("a header value"))
+        .collect();
+    let mut next = 0;
+    group.bench_function(
+        "METHOD:/path key, one QPS rule + a param rule on a header (1 000 users)",
+        |b| {
+            b.iter(|| {
+                next = (next + 1) % users.len();
+                request_as(&mut service, &uri, &users[next]).expect("passes")
+            })
+        },
+    );
     group.bench_function("bare service, 2 threads", |b| {
         b.iter_custom(|iters| two_threads(&bare, &uri, iters))
     });

@@ -8,6 +8,7 @@ use sentinel_core::{BlockError, Sentinel};
 use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
+use crate::param::{ParamSource, MAX_ARGS};
 use crate::resource::ResourceKey;
 use crate::service::{Config, ErrorIf, SentinelService};
 
@@ -45,6 +46,7 @@ impl SentinelLayer {
                 block_handler: BlockAsError,
                 origin_header: None,
                 error_if: ErrorIf::ServerError,
+                args: Vec::new(),
             },
         }
     }
@@ -66,6 +68,39 @@ impl<K, H> SentinelLayer<K, H> {
     /// ASCII, has no origin.
     pub fn origin_header(mut self, header: HeaderName) -> Self {
         self.config.origin_header = Some(header);
+        self
+    }
+
+    /// Adds an argument to every request's entry, for hot-parameter (param-flow) rules: the
+    /// first call gives `paramIdx` 0, the next 1, up to four. The request is still one call of
+    /// its route's resource: a param rule on that resource limits it per value.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// use sentinel_core::param_flow::ParamFlowRule;
+    /// use sentinel_tower::{ParamSource, SentinelLayer};
+    ///
+    /// let sentinel = sentinel_core::Sentinel::new();
+    /// // At most 5 requests a second per user on GET:/order.
+    /// sentinel
+    ///     .param_flow_rules()
+    ///     .load_rules(vec![ParamFlowRule::qps("GET:/order", 0, 5.0)])
+    ///     .expect("valid rules");
+    /// let layer = SentinelLayer::new(sentinel)
+    ///     .arg(ParamSource::header(HeaderName::from_static("x-user-id")));
+    /// # let _ = layer;
+    /// ```
+    ///
+    /// A fifth argument is ignored, with a warning.
+    pub fn arg(mut self, source: ParamSource) -> Self {
+        if self.config.args.len() < MAX_ARGS {
+            self.config.args.push(source);
+        } else {
+            tracing::warn!(
+                ?source,
+                "a layer reads at most {MAX_ARGS} arguments; ignored"
+            );
+        }
         self
     }
 

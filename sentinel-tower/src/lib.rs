@@ -99,6 +99,7 @@ mod block;
 mod error;
 mod future;
 mod layer;
+mod param;
 mod resource;
 mod service;
 
@@ -106,5 +107,6 @@ pub use block::{BlockAsError, BlockAsResponse, BlockHandler};
 pub use error::SentinelError;
 pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
+pub use param::{ParamSource, RequestHead};
 pub use resource::{ExtractResource, ResourceKey, ResourceKeyFn};
 pub use service::SentinelService;

@@ -12,6 +12,7 @@ use tower::Service;
 
 use crate::block::{BlockAsError, BlockHandler};
 use crate::future::{InFlight, ResponseFuture};
+use crate::param::{ParamSource, MAX_ARGS, MISSING};
 use crate::resource::{ExtractResource, ResourceKey};
 
 /// What a layer's services share: the engine and how requests are entered.
@@ -22,6 +23,8 @@ pub(crate) struct Config<K, H> {
     pub(crate) block_handler: H,
     pub(crate) origin_header: Option<HeaderName>,
     pub(crate) error_if: ErrorIf,
+    /// Where each param-flow argument comes from (at most `MAX_ARGS`).
+    pub(crate) args: Vec<ParamSource>,
 }
 
 /// Which response statuses count as errors: `5xx` (the default, nothing to share per
@@ -52,6 +55,7 @@ impl<K, H> Config<K, H> {
             block_handler,
             origin_header: self.origin_header,
             error_if: self.error_if,
+            args: self.args,
         }
     }
 
@@ -159,14 +163,23 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let config = &*self.config;
-        // Every rule is checked now, without waiting; the name is needed only meanwhile.
+        // Every rule is checked now, without waiting; the name and the arguments are needed
+        // only meanwhile.
         let admission = config.resource_key.with_resource(&request, |resource| {
-            config
+            let entry = config
                 .sentinel
                 .entry(resource)
                 .origin(config.origin(&request))
-                .inbound()
-                .try_enter_owned()
+                .inbound();
+            if config.args.is_empty() {
+                return entry.try_enter_owned();
+            }
+            let read: [_; MAX_ARGS] = std::array::from_fn(|i| {
+                config.args.get(i).and_then(|source| source.value(&request))
+            });
+            let args: [_; MAX_ARGS] =
+                std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, |v| v.param()));
+            entry.args(&args[..config.args.len()]).try_enter_owned()
         });
         match admission {
             Ok(Admission::Now(entry)) => {

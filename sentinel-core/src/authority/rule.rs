@@ -38,6 +38,10 @@ pub struct AuthorityRule {
     pub limit_app: String,
     /// White or black list.
     pub strategy: AuthorityStrategy,
+    /// `resource` is a regular expression (Sentinel's `regex`): the rule applies to every
+    /// resource whose whole name it matches, each with a limit and state of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
 }
 
 impl AuthorityRule {
@@ -47,6 +51,7 @@ impl AuthorityRule {
             resource: resource.into(),
             limit_app: origins.into(),
             strategy: AuthorityStrategy::White,
+            regex: false,
         }
     }
 
@@ -58,9 +63,19 @@ impl AuthorityRule {
         }
     }
 
-    /// Checks the rule as Sentinel's `AuthorityRuleManager.isValidRule` does.
+    /// Sets `regex`: `resource` is a regular expression matched against whole names.
+    pub fn regex(mut self, on: bool) -> Self {
+        self.regex = on;
+        self
+    }
+
+    /// Checks the rule as Sentinel's `AuthorityRuleManager.isValidRule` does (a `regex` rule's
+    /// resource must be a pattern the `regex` crate reads).
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Authority, index, Some(&self.resource));
+        if self.regex {
+            crate::engine::check_pattern(&mut issues, &self.resource);
+        }
         if self.resource.trim().is_empty() {
             issues.add("resource", "must not be blank");
         }
@@ -103,7 +118,7 @@ impl AuthorityRuleWire {
     pub(crate) fn decode(self, index: usize) -> Result<AuthorityRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Authority, index, Some(&resource));
-        issues.no_regex(wire::boolean(self.regex));
+        let regex = wire::boolean(self.regex).unwrap_or(false);
         let strategy = issues.code(
             "strategy",
             wire::int(self.strategy),
@@ -113,6 +128,7 @@ impl AuthorityRuleWire {
             limit_app: self.limit_app.unwrap_or_default(),
             strategy,
             resource: resource.clone(),
+            regex,
         });
         issues.finish(rule)
     }

@@ -4,6 +4,7 @@ use std::borrow::Borrow;
 use std::sync::Arc;
 
 use super::rule::AuthorityRule;
+use crate::engine::Patterns;
 use crate::hash::FastSet;
 use crate::rules::{RuleFamily, RuleIssue};
 
@@ -11,6 +12,8 @@ use crate::rules::{RuleFamily, RuleIssue};
 #[derive(Debug, Default)]
 pub(crate) struct AuthorityTable {
     pub(crate) rules: Vec<Arc<AuthorityRule>>,
+    /// The regex rules, matched per resource (see `engine::regex`).
+    pub(crate) patterns: Patterns<AuthorityRule>,
 }
 
 impl AuthorityTable {
@@ -22,7 +25,10 @@ impl AuthorityTable {
         for issue in ignored {
             tracing::warn!(%issue, "two sources bring an authority rule for one resource; keeping the first");
         }
-        Self { rules }
+        Self {
+            patterns: Patterns::of(&rules),
+            rules,
+        }
     }
 }
 

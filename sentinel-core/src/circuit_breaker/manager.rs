@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::engine::Patterns;
+
 use super::breaker::CircuitBreaker;
 use super::rule::DegradeRule;
 use crate::hash::FastMap;
@@ -12,6 +14,8 @@ pub(crate) struct DegradeTable {
     pub(crate) rules: Vec<Arc<DegradeRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<[Arc<CircuitBreaker>]>>,
     breakers: FastMap<Arc<DegradeRule>, Arc<CircuitBreaker>>,
+    /// The regex rules, matched per resource (see `engine::regex`).
+    pub(crate) patterns: Patterns<DegradeRule>,
 }
 
 impl DegradeTable {
@@ -20,7 +24,7 @@ impl DegradeTable {
     pub(crate) fn compile(rules: Vec<Arc<DegradeRule>>, previous: &DegradeTable) -> Self {
         let mut breakers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<Arc<CircuitBreaker>>> = FastMap::default();
-        for rule in &rules {
+        for rule in rules.iter().filter(|r| !r.regex) {
             let breaker = previous
                 .breakers
                 .get(rule)
@@ -33,6 +37,7 @@ impl DegradeTable {
                 .push(breaker);
         }
         Self {
+            patterns: Patterns::of(&rules),
             rules,
             by_resource: grouped
                 .into_iter()

@@ -51,6 +51,10 @@ pub struct DegradeRule {
     pub slow_ratio_threshold: f64,
     /// Length of the statistic window in ms (default 1000).
     pub stat_interval_ms: u32,
+    /// `resource` is a regular expression (Sentinel's `regex`): the rule applies to every
+    /// resource whose whole name it matches, each with a limit and state of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
 }
 
 impl Eq for DegradeRule {}
@@ -65,6 +69,7 @@ impl Hash for DegradeRule {
         self.min_request_amount.hash(state);
         wire::hash_f64(self.slow_ratio_threshold, state);
         self.stat_interval_ms.hash(state);
+        self.regex.hash(state);
     }
 }
 
@@ -79,6 +84,7 @@ impl DegradeRule {
             min_request_amount: 5,
             slow_ratio_threshold: 1.0,
             stat_interval_ms: 1000,
+            regex: false,
         }
     }
 
@@ -123,9 +129,19 @@ impl DegradeRule {
         self
     }
 
-    /// Checks the rule as Sentinel's `DegradeRuleManager.isValidRule` does.
+    /// Sets `regex`: `resource` is a regular expression matched against whole names.
+    pub fn regex(mut self, on: bool) -> Self {
+        self.regex = on;
+        self
+    }
+
+    /// Checks the rule as Sentinel's `DegradeRuleManager.isValidRule` does (a `regex` rule's
+    /// resource must be a pattern the `regex` crate reads).
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&self.resource));
+        if self.regex {
+            crate::engine::check_pattern(&mut issues, &self.resource);
+        }
         let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.resource.trim().is_empty() {
             issue("resource", "must not be blank".into());
@@ -192,7 +208,7 @@ impl DegradeRuleWire {
     pub(crate) fn decode(self, index: usize) -> Result<DegradeRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&resource));
-        issues.no_regex(wire::boolean(self.regex));
+        let regex = wire::boolean(self.regex).unwrap_or(false);
         let grade = issues.code(
             "grade",
             wire::int(self.grade),
@@ -214,6 +230,7 @@ impl DegradeRuleWire {
             slow_ratio_threshold: wire::float(self.slow_ratio_threshold).unwrap_or(1.0),
             stat_interval_ms,
             resource: resource.clone(),
+            regex,
         });
         issues.finish(rule)
     }

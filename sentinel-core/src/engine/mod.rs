@@ -5,6 +5,7 @@
 //! - `shared`: what resource nodes and entries share with the engine, and the hot path's
 //!   cached access to the rule table;
 //! - `snapshot`: the published rule table (every family's compiled table, per-resource slots);
+//! - `regex`: regular-expression resources, resolved per resource and table version;
 //! - `resources`: the resource registry and its caps;
 //! - `apply`: the pipeline's validate, compile and swap stages;
 //! - `manager`: the per-family rule managers;
@@ -12,6 +13,7 @@
 
 mod apply;
 mod manager;
+mod regex;
 mod resources;
 mod sentinel;
 mod shared;
@@ -20,6 +22,7 @@ mod sources;
 
 pub(crate) use apply::Incoming;
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
+pub(crate) use regex::{check_pattern, Patterns};
 pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};

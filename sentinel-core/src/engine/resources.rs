@@ -323,7 +323,7 @@ impl ResourceNode {
             if index == NO_RULES {
                 return None;
             }
-            return snapshot.resources.get(index as usize);
+            return snapshot.slot(index as usize);
         }
         self.look_up(snapshot)
     }
@@ -333,16 +333,18 @@ impl ResourceNode {
     #[inline(never)]
     fn look_up<'s>(&self, snapshot: &'s RuleSnapshot) -> Option<&'s ResourceRules> {
         let tag = snapshot.version << SLOT_INDEX_BITS;
-        let index = snapshot.index.get(&*self.name).copied();
+        let index = snapshot
+            .resolve_regex(self)
+            .or_else(|| snapshot.index.get(&*self.name).map(|&i| i as usize));
         match index {
             None => self.rule_slot.store(tag | NO_RULES, Ordering::Relaxed),
             // An index too large to cache is looked up every time.
-            Some(i) if u64::from(i) < NO_RULES => {
-                self.rule_slot.store(tag | u64::from(i), Ordering::Relaxed)
+            Some(i) if (i as u64) < NO_RULES => {
+                self.rule_slot.store(tag | i as u64, Ordering::Relaxed)
             }
             Some(_) => {}
         }
-        index.and_then(|i| snapshot.resources.get(i as usize))
+        index.and_then(|i| snapshot.slot(i))
     }
 
     /// The statistics of `origin`: its own node, or past the origin cap the overflow node.

@@ -144,6 +144,7 @@ impl SentinelBuilder {
                     events: EventBus::default(),
                     system_status,
                     param_values_in_errors: self.param_values_in_errors,
+                    regex_state: Default::default(),
                 }),
                 registry: Registry::new(self.limits),
                 validation: self.validation,
@@ -246,15 +247,21 @@ impl Sentinel {
         self.inner.shared.events.add(Arc::new(listener));
     }
 
-    /// Every circuit breaker with its rule and current state.
+    /// Every circuit breaker with its rule and current state. A regex rule's breakers are
+    /// listed once per matched resource entered since the rules last changed, each with the
+    /// rule as that resource's own (its `resource` the matched name).
     pub fn circuit_breakers(&self) -> Vec<(DegradeRule, BreakerState)> {
         let snapshot = self.inner.shared.rules.load();
-        snapshot
+        let mut breakers: Vec<_> = snapshot
             .tables
             .degrade
             .breakers()
             .map(|b| (DegradeRule::clone(&b.rule), b.state()))
-            .collect()
+            .collect();
+        snapshot.each_matched_breaker(&self.inner.shared.regex_state, |b| {
+            breakers.push((DegradeRule::clone(&b.rule), b.state()));
+        });
+        breakers
     }
 
     /// Current statistics of a resource, if it has been entered.

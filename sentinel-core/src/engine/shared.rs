@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 
+use super::regex::MatchedState;
 use super::snapshot::RuleSnapshot;
 use crate::clock::EngineClock;
 use crate::events::EventBus;
@@ -21,6 +22,8 @@ pub(crate) struct Shared {
     pub(crate) system_status: OnceLock<Arc<dyn SystemStatus>>,
     /// Param-flow block errors carry the hot value.
     pub(crate) param_values_in_errors: bool,
+    /// Regex rules' compiled state per matched resource, kept between table versions.
+    pub(crate) regex_state: MatchedState,
 }
 
 impl Shared {

@@ -12,6 +12,8 @@ use crate::hash::FastMap;
 use crate::param_flow::ResourceParamRules;
 use crate::rules::RuleFamily;
 
+use super::regex::ResolvedSlots;
+
 macro_rules! per_family {
     ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// One source's contribution, per family, validated. `None`: the source brings no
@@ -66,12 +68,20 @@ pub(crate) struct RuleSnapshot {
     /// Where each resource's rules sit in `resources`.
     pub(crate) index: FastMap<Arc<str>, u32>,
     pub(crate) resources: Vec<ResourceRules>,
+    /// The slots of regex-matched resources, resolved as they are first called; `None`
+    /// when no family has a regex rule.
+    pub(crate) regex: Option<Box<ResolvedSlots>>,
 }
 
 impl RuleSnapshot {
     /// Builds every resource's slot from the tables.
     pub(crate) fn index_resources(&mut self) {
         let tables = &self.tables;
+        let any_regex = !(tables.flow.patterns.is_empty()
+            && tables.degrade.patterns.is_empty()
+            && tables.param_flow.patterns.is_empty()
+            && tables.authority.patterns.is_empty());
+        self.regex = any_regex.then(Box::default);
         let index = &mut self.index;
         let resources = &mut self.resources;
         let expected = tables.flow.by_resource.len()
@@ -90,7 +100,7 @@ impl RuleSnapshot {
         for (name, rules) in &tables.param_flow.by_resource {
             slot_of(index, resources, name).param = Some(rules.clone());
         }
-        for rule in &tables.authority.rules {
+        for rule in tables.authority.rules.iter().filter(|r| !r.regex) {
             let name: Arc<str> = Arc::from(rule.resource.as_str());
             slot_of(index, resources, &name).authority = Some(rule.clone());
         }

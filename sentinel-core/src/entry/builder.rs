@@ -165,6 +165,43 @@ impl<'a> EntryBuilder<'a> {
         result
     }
 
+    /// [`enter`](Self::enter), with an entry independent of the borrows it came from (the
+    /// engine, the resource name, the arguments): what an async handler returns from a
+    /// `match` on its last line, where an entry borrowing a local would not compile
+    /// (E0597). It costs what `enter` costs by name; through a [`ResourceHandle`] the entry
+    /// shares the handle's resource (a reference count).
+    ///
+    /// ```
+    /// use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
+    /// use sentinel_core::Sentinel;
+    ///
+    /// async fn order(sentinel: Sentinel, user: String) -> u16 {
+    ///     let args = [ParamValue::from(user.as_str())];
+    ///     match sentinel.entry("GET:/order").args(&args).enter_owned() {
+    ///         Ok(_entry) => 200, // exits when the handler's future completes
+    ///         Err(_blocked) => 429,
+    ///     }
+    /// }
+    /// # let sentinel = Sentinel::new();
+    /// # sentinel.param_flow_rules().load_rules(vec![ParamFlowRule::qps("GET:/order", 0, 1.0)]).unwrap();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # assert_eq!(rt.block_on(order(sentinel.clone(), "alice".into())), 200);
+    /// # assert_eq!(rt.block_on(order(sentinel, "alice".into())), 429);
+    /// ```
+    pub fn enter_owned(self) -> Result<Entry<'static>, BlockError> {
+        let mut wait = Duration::ZERO;
+        let mut result = self.check_owned(&mut wait);
+        if !wait.is_zero() {
+            if !self.sentinel.clock().wait_virtually(wait) {
+                std::thread::sleep(wait);
+            }
+            if let Ok(entry) = &mut result {
+                entry.start();
+            }
+        }
+        result
+    }
+
     /// Checks every rule without waiting: the call passes now, passes once a rate-limiter
     /// rule's wait is over ([`Admission::Queued`]: the caller waits, on any timer, then
     /// [`starts`](Queued::start) it), or is blocked. For adapters that drive their own

@@ -9,6 +9,7 @@ use super::rule::{
 };
 use crate::clock::Clock;
 use crate::cluster::{self, ClusterBackend, ClusterCheck, ClusterDecision};
+use crate::engine::Patterns;
 use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -45,7 +46,7 @@ pub(crate) struct FlowPass {
 }
 
 /// One compiled rule: the rule, its controller, and the related resource's node.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CompiledFlowRule {
     pub(crate) rule: Arc<FlowRule>,
     controller: Arc<Controller>,
@@ -113,6 +114,8 @@ pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
     controllers: FastMap<Arc<FlowRule>, Arc<Controller>>,
+    /// The regex rules, matched per resource (see `engine::regex`).
+    pub(crate) patterns: Patterns<FlowRule>,
 }
 
 fn order(rule: &FlowRule) -> u8 {
@@ -145,7 +148,7 @@ impl FlowTable {
         .into_iter();
         for rule in &rules {
             let cluster = cluster_checks.next().flatten();
-            if cluster.is_none() && !rule.checked_locally() {
+            if rule.regex || (cluster.is_none() && !rule.checked_locally()) {
                 continue;
             }
             let controller = previous
@@ -177,28 +180,10 @@ impl FlowTable {
         }
         let by_resource = grouped
             .into_iter()
-            .map(|(resource, mut list)| {
-                list.sort_by_key(|c| order(&c.rule));
-                let mut specific_origins: Vec<Box<str>> = list
-                    .iter()
-                    .map(|c| c.rule.limit_app.as_str())
-                    .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
-                    .map(Box::from)
-                    .collect();
-                specific_origins.sort();
-                specific_origins.dedup();
-                let has_default = list.iter().any(|c| c.app == LimitApp::Default);
-                (
-                    resource,
-                    Arc::new(ResourceFlowRules {
-                        rules: list,
-                        specific_origins,
-                        has_default,
-                    }),
-                )
-            })
+            .map(|(resource, list)| (resource, Arc::new(ResourceFlowRules::new(list))))
             .collect();
         Self {
+            patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
             controllers,
@@ -207,6 +192,32 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
+    /// One resource's compiled rules, put in check order.
+    fn new(mut list: Vec<CompiledFlowRule>) -> Self {
+        list.sort_by_key(|c| order(&c.rule));
+        let mut specific_origins: Vec<Box<str>> = list
+            .iter()
+            .map(|c| c.rule.limit_app.as_str())
+            .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
+            .map(Box::from)
+            .collect();
+        specific_origins.sort();
+        specific_origins.dedup();
+        let has_default = list.iter().any(|c| c.app == LimitApp::Default);
+        Self {
+            rules: list,
+            specific_origins,
+            has_default,
+        }
+    }
+
+    /// A resource's exact rules and the regex rules that match it, together.
+    pub(crate) fn merged(exact: Option<&ResourceFlowRules>, matched: &ResourceFlowRules) -> Self {
+        let mut list = exact.map(|e| e.rules.clone()).unwrap_or_default();
+        list.extend(matched.rules.iter().cloned());
+        Self::new(list)
+    }
+
     /// Checks every rule; `Err` names the first rule that blocks (and gives back what the
     /// call reserved), `Ok` says how the call passes.
     #[inline(always)]
@@ -335,8 +346,9 @@ impl ResourceFlowRules {
                         && origin != LIMIT_APP_OTHER
                 }
                 _ => {
-                    !self.specific_origins.iter().any(|o| &**o == origin)
-                        && !(origin == LIMIT_APP_DEFAULT && self.has_default)
+                    let named = self.specific_origins.iter().any(|o| &**o == origin)
+                        || (origin == LIMIT_APP_DEFAULT && self.has_default);
+                    !named
                 }
             };
             if !selected {

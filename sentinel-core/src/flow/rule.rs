@@ -125,6 +125,10 @@ pub struct FlowRule {
     /// Cluster settings, kept for round-trips.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_config: Option<ClusterFlowConfig>,
+    /// `resource` is a regular expression (Sentinel's `regex`): the rule applies to every
+    /// resource whose whole name it matches, each with a limit and state of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
 }
 
 impl Eq for FlowRule {}
@@ -141,6 +145,7 @@ impl Hash for FlowRule {
         self.warm_up_period_sec.hash(state);
         self.max_queueing_time_ms.hash(state);
         self.cluster_mode.hash(state);
+        self.regex.hash(state);
     }
 }
 
@@ -159,6 +164,7 @@ impl FlowRule {
             max_queueing_time_ms: 500,
             cluster_mode: false,
             cluster_config: None,
+            regex: false,
         }
     }
 
@@ -208,6 +214,12 @@ impl FlowRule {
         self
     }
 
+    /// Sets `regex`: `resource` is a regular expression matched against whole names.
+    pub fn regex(mut self, on: bool) -> Self {
+        self.regex = on;
+        self
+    }
+
     /// Sets `clusterMode`.
     pub fn cluster_mode(mut self, on: bool) -> Self {
         self.cluster_mode = on;
@@ -228,8 +240,24 @@ impl FlowRule {
     }
 
     /// Checks the rule as Sentinel's `FlowRuleUtil.isValidRule` does, returning every problem.
+    /// A `regex` rule's resource must be a pattern the `regex` crate reads (Java-only syntax
+    /// such as look-around is refused), and, as in Sentinel, not a cluster rule and with
+    /// `controlBehavior` 0; unlike Sentinel, not a relate rule either (the related resource
+    /// would have to be resolved for each matched name).
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Flow, index, Some(&self.resource));
+        if self.regex {
+            crate::engine::check_pattern(&mut issues, &self.resource);
+            if self.cluster_mode {
+                issues.add("clusterMode", "a regex rule cannot be a cluster rule");
+            }
+            if self.control_behavior != ControlBehavior::Reject {
+                issues.add("controlBehavior", "a regex rule must use 0 (reject)");
+            }
+            if self.strategy == FlowStrategy::Relate {
+                issues.add("strategy", "a regex rule cannot be a relate rule");
+            }
+        }
         let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.resource.trim().is_empty() {
             issue("resource", "must not be blank".into());
@@ -375,7 +403,7 @@ impl FlowRuleWire {
     pub(crate) fn decode(self, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
-        issues.no_regex(wire::boolean(self.regex));
+        let regex = wire::boolean(self.regex).unwrap_or(false);
         let grade = issues.code("grade", wire::int(self.grade), FlowGrade::Qps);
         let strategy = issues.code("strategy", wire::int(self.strategy), FlowStrategy::Direct);
         let behavior = issues.code(
@@ -423,6 +451,7 @@ impl FlowRuleWire {
                 max_queueing_time_ms,
                 cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
                 cluster_config,
+                regex,
             }),
             _ => None,
         };

@@ -13,7 +13,31 @@
 //!   rules' concurrency limit is: a call reserves its place before it passes.
 //! - `paramFlowItemList` gives specific values their own count.
 //! - A call without the selected argument is not checked by the rule.
-//! - A `clusterMode` rule is checked locally (there is no token server here).
+//! - A `clusterMode` QPS rule passes unless `fallbackToLocalWhenFail` is set (then it is
+//!   checked locally), as Sentinel does without a token service; a thread-grade one is
+//!   checked locally. See [`ParamFlowRule::checked_locally`].
+//!
+//! # Per-value state
+//!
+//! Each rule keeps its values' state in a table fixed when the rule loads: 1.5 slots per
+//! value of its capacity (Sentinel's `4000 x durationInSec`, at most 200 000, or
+//! `paramsMaxCapacity`), in buckets of eight where a value may take either of two, and a
+//! count-min sketch of how often each value was seen: about 40 bytes per value, nothing
+//! allocated per call.
+//! - Values up to the capacity all find a slot and stay limited.
+//! - Two callers racing on the first call of a new value find one slot: exactly one takes
+//!   its first token (or its one place, at thread grade). Inserting a value is serialized per
+//!   bucket by a flag held for a few dozen instructions; a lookup never waits.
+//! - A slot whose state is that of a fresh value (a refilled bucket, a spacing past, no call
+//!   in flight) is reused first. When more values are live than the table holds, the live
+//!   value seen least often is replaced (the TinyLFU idea; Sentinel replaces the least
+//!   recently used). A flood of one-time values so replaces its own kind: measured, a value
+//!   calling 10 times a second at a limit of 5 among 100 000 one-time values a second gets
+//!   exactly 5 a second. The bound that remains: a value new to such a flood may be replaced
+//!   between its first calls, each then a fresh first call, until it has been seen more often
+//!   than the flood's values (up to 7 of 10 in its first second, measured).
+//! - Thread grade: a slot with calls in flight is never replaced. When every slot a new value
+//!   may take has calls in flight, the new value is blocked: no value passes unchecked.
 //!
 //! Rules run after the system rules and before the flow rules, Sentinel's slot order.
 //!

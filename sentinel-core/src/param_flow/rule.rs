@@ -73,7 +73,29 @@ pub struct ParamFlowItem {
 }
 
 impl ParamFlowItem {
-    /// `value` (parsed as `class_type`) gets `count`.
+    /// A `long` item: the integer `value` has its own `count`.
+    pub fn long(value: i64, count: i64) -> Self {
+        Self::new(value.to_string(), "long", count)
+    }
+
+    /// A `String` item: `value` has its own `count`. An HTTP value (a header, a query
+    /// parameter) is a string: it matches a string item, never a `long` one, unless it is
+    /// read as a number (`sentinel_tower::ParamSource::as_int`).
+    pub fn string(value: impl Into<String>, count: i64) -> Self {
+        Self::new(value, "String", count)
+    }
+
+    /// A `double` item: the number `value` has its own `count`.
+    pub fn double(value: f64, count: i64) -> Self {
+        Self::new(value.to_string(), "double", count)
+    }
+
+    /// A `boolean` item: `value` has its own `count`.
+    pub fn boolean(value: bool, count: i64) -> Self {
+        Self::new(value.to_string(), "boolean", count)
+    }
+
+    /// An item from Java's names: `object` parsed as `class_type` (see the type's docs).
     pub fn new(object: impl Into<String>, class_type: &str, count: i64) -> Self {
         Self {
             object: object.into(),
@@ -178,6 +200,12 @@ pub struct ParamFlowRule {
     /// QPS or concurrency, per value.
     pub grade: ParamFlowGrade,
     /// The argument's position; negative counts from the end. Required unless `paramKey`.
+    ///
+    /// A negative index is resolved for each call (-1 is the last argument of that call).
+    /// Sentinel differs, by accident: `ParamFlowSlot.applyRealParamIdx` rewrites the shared
+    /// rule in place on its first checked call (to `length + paramIdx`, or to `-paramIdx` when
+    /// that call has too few arguments), so in Java -1 then means "the last argument of the
+    /// first call's arity" for every later call.
     pub param_idx: Option<i32>,
     /// The name of the attachment to limit by (sentinel-golang's `paramKey`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,6 +235,10 @@ pub struct ParamFlowRule {
     /// Cluster settings, kept for round-trips.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_config: Option<ParamFlowClusterConfig>,
+    /// `resource` is a regular expression (Sentinel's `regex`): the rule applies to every
+    /// resource whose whole name it matches, each with a limit and state of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
 }
 
 impl Eq for ParamFlowRule {}
@@ -227,6 +259,7 @@ impl Hash for ParamFlowRule {
         self.params_max_capacity.hash(state);
         self.cluster_mode.hash(state);
         self.cluster_config.hash(state);
+        self.regex.hash(state);
     }
 }
 
@@ -248,6 +281,7 @@ impl ParamFlowRule {
             params_max_capacity: None,
             cluster_mode: false,
             cluster_config: None,
+            regex: false,
         }
     }
 
@@ -291,6 +325,12 @@ impl ParamFlowRule {
         self
     }
 
+    /// Sets `regex`: `resource` is a regular expression matched against whole names.
+    pub fn regex(mut self, on: bool) -> Self {
+        self.regex = on;
+        self
+    }
+
     /// Sets `paramsMaxCapacity`.
     pub fn params_max_capacity(mut self, capacity: u32) -> Self {
         self.params_max_capacity = Some(capacity);
@@ -327,6 +367,9 @@ impl ParamFlowRule {
     /// the rule.
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&self.resource));
+        if self.regex {
+            crate::engine::check_pattern(&mut issues, &self.resource);
+        }
         if self.resource.trim().is_empty() {
             issues.add("resource", "must not be blank");
         }
@@ -445,7 +488,7 @@ impl ParamFlowRuleWire {
     pub(crate) fn decode(self, index: usize) -> Result<ParamFlowRule, Vec<RuleIssue>> {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
-        issues.no_regex(wire::boolean(self.regex));
+        let regex = wire::boolean(self.regex).unwrap_or(false);
         let grade = issues.code("grade", wire::int(self.grade), ParamFlowGrade::Qps);
         let behavior = issues.code(
             "controlBehavior",
@@ -535,6 +578,7 @@ impl ParamFlowRuleWire {
                 params_max_capacity,
                 cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
                 cluster_config,
+                regex,
             }),
             _ => None,
         };

@@ -9,6 +9,7 @@ use super::values::{
     release, reserve, space_out, take_tokens, Place, Reuse, ValueTable, MAX_TOKENS,
 };
 use crate::clock::Clock;
+use crate::engine::Patterns;
 use crate::hash::FastMap;
 
 /// The arguments of one call.
@@ -81,7 +82,7 @@ impl Holds {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Select {
     Index(i32),
     Key(Box<str>),
@@ -164,7 +165,7 @@ fn value_table(rule: &ParamFlowRule) -> ValueTable {
 }
 
 /// One compiled rule.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CompiledParamRule {
     pub(crate) rule: Arc<ParamFlowRule>,
     select: Select,
@@ -303,6 +304,15 @@ pub(crate) struct ResourceParamRules {
 }
 
 impl ResourceParamRules {
+    /// A resource's exact rules and the regex rules that match it, together.
+    pub(crate) fn merged(exact: Option<&ResourceParamRules>, matched: &ResourceParamRules) -> Self {
+        let mut rules = exact.map(|e| e.rules.clone()).unwrap_or_default();
+        rules.extend(matched.rules.iter().cloned());
+        Self { rules }
+    }
+}
+
+impl ResourceParamRules {
     /// Checks every rule whose argument the call has. `Ok` gives the longest wait (ns) of a
     /// rate-limiter rule; places thread-grade rules took go into `holds`.
     #[inline]
@@ -378,6 +388,8 @@ pub(crate) struct ParamFlowTable {
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceParamRules>>,
     /// Each rule's per-value state, kept for an equal rule of the next table.
     values: FastMap<Arc<ParamFlowRule>, Arc<ValueTable>>,
+    /// The regex rules, matched per resource (see `engine::regex`).
+    pub(crate) patterns: Patterns<ParamFlowRule>,
 }
 
 impl ParamFlowTable {
@@ -386,7 +398,7 @@ impl ParamFlowTable {
     pub(crate) fn compile(rules: Vec<Arc<ParamFlowRule>>, previous: &ParamFlowTable) -> Self {
         let mut values = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledParamRule>> = FastMap::default();
-        for rule in rules.iter().filter(|r| r.checked_locally()) {
+        for rule in rules.iter().filter(|r| r.checked_locally() && !r.regex) {
             let table = previous
                 .values
                 .get(rule)
@@ -403,6 +415,7 @@ impl ParamFlowTable {
             .map(|(resource, rules)| (resource, Arc::new(ResourceParamRules { rules })))
             .collect();
         Self {
+            patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
             values,

@@ -129,12 +129,22 @@ impl ValueTable {
         &self.states[slot]
     }
 
-    /// A fingerprint's two buckets.
+    /// A fingerprint's first bucket.
     #[inline]
-    fn buckets_of(&self, fingerprint: u64) -> (usize, usize) {
-        let pick = |hash: u64| ((u128::from(hash) * u128::from(self.buckets)) >> 64) as usize;
-        // A fingerprint's top bit is clear: shifted out, so that both halves are used.
-        (pick(fingerprint << 1), pick(fingerprint.rotate_left(32)))
+    fn first_bucket(&self, fingerprint: u64) -> usize {
+        // A fingerprint's top bit is clear: shifted out, so that every bucket is used.
+        self.pick(fingerprint << 1)
+    }
+
+    /// A fingerprint's second bucket.
+    #[inline]
+    fn second_bucket(&self, fingerprint: u64) -> usize {
+        self.pick(fingerprint.rotate_left(32))
+    }
+
+    #[inline]
+    fn pick(&self, hash: u64) -> usize {
+        ((u128::from(hash) * u128::from(self.buckets)) >> 64) as usize
     }
 
     /// The way of `bucket` holding `fingerprint`.
@@ -150,17 +160,17 @@ impl ValueTable {
     /// The slot of `fingerprint`, taken (replacing another value) if the value is new.
     #[inline]
     pub(crate) fn slot(&self, fingerprint: u64, now_ms: u64) -> Place {
-        let (first, second) = self.buckets_of(fingerprint);
-        let found = self
-            .find_in(first, fingerprint)
-            .or_else(|| self.find_in(second, fingerprint));
-        match found {
-            Some(slot) => {
-                self.touch(slot, fingerprint, now_ms);
-                Place::Slot(slot)
-            }
-            None => self.insert(fingerprint, first, second, now_ms),
+        let first = self.first_bucket(fingerprint);
+        if let Some(slot) = self.find_in(first, fingerprint) {
+            self.touch(slot, fingerprint, now_ms);
+            return Place::Slot(slot);
         }
+        let second = self.second_bucket(fingerprint);
+        if let Some(slot) = self.find_in(second, fingerprint) {
+            self.touch(slot, fingerprint, now_ms);
+            return Place::Slot(slot);
+        }
+        self.insert(fingerprint, first, second, now_ms)
     }
 
     /// Records a use of `slot`: at most one write (and one count in the sketch) per slot and

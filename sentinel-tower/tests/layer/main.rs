@@ -7,5 +7,6 @@ mod cancel;
 mod future;
 mod key;
 mod limit;
+mod param;
 mod queue;
 mod support;

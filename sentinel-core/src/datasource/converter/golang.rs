@@ -320,6 +320,7 @@ fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec
             defaults.max_queueing_time_ms
         },
         cluster_mode: false,
+        regex: false,
         cluster_config: None,
     };
     issues.finish(Some(rule))
