@@ -22,7 +22,7 @@
 #                themselves, so they never disturb the instances other tests share.
 #
 #   redis          every Redis instance below: redis-main, redis-auth, redis-keyspace,
-#                  redis-fault, redis-tls, redis-ha and redis-cluster. All listen on 127.0.0.1
+#                  redis-fault, redis-flow, redis-tls, redis-ha and redis-cluster. All listen on 127.0.0.1
 #                  only.
 #   redis-main     plain Redis on 16379, no persistence, keyspace notifications off.
 #   redis-auth     Redis on 16380 with `requirepass rootpw` (the default user) and the ACL
@@ -31,6 +31,9 @@
 #   redis-fault    Redis on 16382 that fault tests stop and restart themselves. Its data lives
 #                  in an append-only file (appendfsync always, .services/redis-fault/data/
 #                  appendonlydir) and always survives stop and start: it is never wiped.
+#   redis-flow     Redis on 16384, no persistence, that the cluster flow control tests
+#                  (cluster-redis) SIGSTOP, SIGKILL and restart themselves: a restart loses
+#                  its data, as a crash of an unpersisted Redis does.
 #   redis-tls      Redis serving TLS only on 16383 (no plain port; clients are not asked for
 #                  certificates), with its own throwaway CA made by openssl on start, like
 #                  etcd-tls: .services/redis-tls/certs/ca.pem (the server certificate is for
@@ -149,6 +152,7 @@ REDIS_AUTH_PORT=16380
 REDIS_KEYSPACE_PORT=16381
 REDIS_FAULT_PORT=16382
 REDIS_TLS_PORT=16383
+REDIS_FLOW_PORT=16384
 REDIS_HA_A_PORT=16390
 REDIS_HA_B_PORT=16391
 REDIS_SENTINEL_PORT=26390
@@ -190,7 +194,7 @@ NATS_AUTH_PASSWORD="apppw"
 
 # Every instance this script knows, for `status`.
 INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault
-  redis-main redis-auth redis-keyspace redis-fault redis-tls redis-ha-a redis-ha-b redis-sentinel
+  redis-main redis-auth redis-keyspace redis-fault redis-flow redis-tls redis-ha-a redis-ha-b redis-sentinel
   "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault nats-main nats-auth nats-fault nats-tls)
 
 APT_UPDATED=0
@@ -561,6 +565,7 @@ redis_port() {
   redis-auth) printf '%s' "$REDIS_AUTH_PORT" ;;
   redis-keyspace) printf '%s' "$REDIS_KEYSPACE_PORT" ;;
   redis-fault) printf '%s' "$REDIS_FAULT_PORT" ;;
+  redis-flow) printf '%s' "$REDIS_FLOW_PORT" ;;
   redis-tls) printf '%s' "$REDIS_TLS_PORT" ;;
   redis-ha-a) printf '%s' "$REDIS_HA_A_PORT" ;;
   redis-ha-b) printf '%s' "$REDIS_HA_B_PORT" ;;
@@ -651,6 +656,10 @@ start_redis_fault() {
   start_redis_instance redis-fault 1 --save '' --appendonly yes --appendfsync always
 }
 stop_redis_fault() { stop_redis_instance redis-fault 1; }
+
+# redis-flow: no persistence, so a SIGKILL and restart loses the window counters.
+start_redis_flow() { start_redis_instance redis-flow "$1" --save '' --appendonly no; }
+stop_redis_flow() { stop_redis_instance redis-flow "$1"; }
 
 # TLS only: start_redis_instance listens on --tls-port (and --port 0) for redis-tls, and
 # redis_cli speaks TLS to it, trusting its CA.
@@ -1018,6 +1027,7 @@ cmd_env() {
   printf 'export SENTINEL_REDIS_KEYSPACE_ADDR=127.0.0.1:%s\n' "$REDIS_KEYSPACE_PORT"
   printf 'export SENTINEL_REDIS_FAULT_ADDR=127.0.0.1:%s\n' "$REDIS_FAULT_PORT"
   printf 'export SENTINEL_REDIS_FAULT_DIR=%s\n' "$(data_dir redis-fault)"
+  printf 'export SENTINEL_REDIS_FLOW_ADDR=127.0.0.1:%s\n' "$REDIS_FLOW_PORT"
   printf 'export SENTINEL_REDIS_TLS_ADDR=127.0.0.1:%s\n' "$REDIS_TLS_PORT"
   printf 'export SENTINEL_REDIS_TLS_CA=%s\n' "$(certs_dir redis-tls)/ca.pem"
   printf 'export SENTINEL_REDIS_SENTINEL_ADDRS=127.0.0.1:%s\n' "$REDIS_SENTINEL_PORT"
@@ -1089,6 +1099,7 @@ main() {
       "${cmd}_redis_auth" "$keep_data"
       "${cmd}_redis_keyspace" "$keep_data"
       "${cmd}_redis_fault" "$keep_data"
+      "${cmd}_redis_flow" "$keep_data"
       "${cmd}_redis_tls" "$keep_data"
       "${cmd}_redis_ha" "$keep_data"
       "${cmd}_redis_cluster" "$keep_data"
@@ -1097,6 +1108,7 @@ main() {
     redis-auth) "${cmd}_redis_auth" "$keep_data" ;;
     redis-keyspace) "${cmd}_redis_keyspace" "$keep_data" ;;
     redis-fault) "${cmd}_redis_fault" "$keep_data" ;;
+    redis-flow) "${cmd}_redis_flow" "$keep_data" ;;
     redis-tls) "${cmd}_redis_tls" "$keep_data" ;;
     redis-ha) "${cmd}_redis_ha" "$keep_data" ;;
     redis-cluster) "${cmd}_redis_cluster" "$keep_data" ;;
@@ -1120,7 +1132,7 @@ main() {
     nats-tls) "${cmd}_nats_tls" "$keep_data" ;;
     *)
       die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
-        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-tls, redis-ha," \
+        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-flow, redis-tls, redis-ha," \
         "redis-cluster, nacos, nacos-main, nacos-auth, nacos-fault, nats, nats-main, nats-auth," \
         "nats-fault, nats-tls)"
       ;;

@@ -27,7 +27,7 @@ trap cleanup EXIT
 
 step "starting test servers (installs etcd, protoc, Redis and nats-server, and builds rnacos, on a fresh machine)"
 scripts/services.sh start etcd
-scripts/services.sh start redis
+scripts/services.sh start redis  # redis-flow (16384) included: the cluster-redis outage tests stop and kill it
 scripts/services.sh start nacos
 scripts/services.sh start nats
 eval "$(scripts/services.sh env)"
@@ -55,9 +55,12 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
+# the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis
+# multi-process tests themselves run in `cargo test --workspace`)
+cargo test -p examples --features cluster --test cluster --no-fail-fast
 # sentinel-tower's axum feature: the matched route names the resource (tests and doctests)
 cargo test -p sentinel-tower --features axum --no-fail-fast
 cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast

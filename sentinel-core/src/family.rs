@@ -19,10 +19,13 @@ use crate::rules::{RuleFamily, RuleIssue};
 use crate::stat::OwnsStat;
 use crate::system::{SystemRule, SystemRuleWire, SystemTable};
 
-/// What compiling a table may look up: the statistics of another resource (a relate rule).
+/// What compiling a table may look up: the statistics of another resource (a relate rule),
+/// and the cluster backend, if one is installed.
 pub(crate) struct CompileEnv<'a> {
     /// The node of a resource, created if needed; `None` past the resource cap.
     pub(crate) node: &'a dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
+    /// The cluster backend that decides `clusterMode` flow rules.
+    pub(crate) cluster: Option<&'a Arc<dyn crate::cluster::ClusterBackend>>,
 }
 
 /// A rule family: its rule type, how Sentinel (Java) JSON spells it, its validity checks and
@@ -78,7 +81,7 @@ impl Family for FlowRule {
     }
 
     fn compile(rules: Vec<Arc<Self>>, previous: &FlowTable, env: &CompileEnv<'_>) -> FlowTable {
-        FlowTable::compile(rules, previous, env.node)
+        FlowTable::compile(rules, previous, env.node, env.cluster)
     }
 
     fn active(table: &FlowTable) -> &[Arc<Self>] {

@@ -49,6 +49,7 @@ pub mod authority;
 mod block;
 pub mod circuit_breaker;
 mod clock;
+pub mod cluster;
 mod codes;
 pub mod datasource;
 mod engine;

@@ -215,3 +215,67 @@ fn param_flow_does_not_allocate() {
     let allocations = allocations_during(|| run(2_100, 202_100));
     assert_eq!(allocations, 0, "a param-flow check allocated");
 }
+
+/// A cluster backend that hands out slots and lets the test fill and degrade them.
+#[derive(Debug, Default)]
+struct LeaseBackend {
+    slots: std::sync::Mutex<Vec<std::sync::Arc<sentinel_core::cluster::ClusterSlot>>>,
+}
+
+impl sentinel_core::cluster::ClusterBackend for LeaseBackend {
+    fn register(
+        &self,
+        specs: &[sentinel_core::cluster::ClusterRuleSpec],
+    ) -> Vec<std::sync::Arc<sentinel_core::cluster::ClusterSlot>> {
+        let slots: Vec<_> = specs
+            .iter()
+            .map(|s| std::sync::Arc::new(sentinel_core::cluster::ClusterSlot::new(s.clone())))
+            .collect();
+        *self.slots.lock().unwrap_or_else(|e| e.into_inner()) = slots.clone();
+        slots
+    }
+}
+
+/// Cluster rules with a backend: admitted from the lease, blocked on an empty one, and the
+/// degraded fallback passing and blocking.
+#[test]
+fn cluster_rules_do_not_allocate() {
+    use sentinel_core::flow::ClusterFlowConfig;
+    let clock = FakeClock::at_ms(10_000);
+    let backend = std::sync::Arc::new(LeaseBackend::default());
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .cluster_backend(backend.clone())
+        .build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("leased", 1e9).cluster(ClusterFlowConfig::new(1).global(true)),
+            FlowRule::qps("empty", 1e9).cluster(ClusterFlowConfig::new(2).global(true)),
+            FlowRule::qps("fallback", 5.0).cluster(ClusterFlowConfig::new(3).global(true)),
+        ])
+        .expect("valid rules");
+    let slots = backend
+        .slots
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    slots[0].add_tokens(1 << 40);
+    slots[2].set_degraded(true);
+    let paths = |sentinel: &Sentinel| {
+        assert!(sentinel.entry("leased").enter().is_ok());
+        assert!(sentinel.entry("empty").enter().is_err());
+        let _ = sentinel.entry("fallback").enter();
+    };
+    for _ in 0..2_100 {
+        paths(&sentinel);
+        clock.advance_ms(1);
+    }
+    let allocations = allocations_during(|| {
+        for _ in 0..2_000 {
+            paths(&sentinel);
+            clock.advance_ms(1);
+        }
+    });
+    assert_eq!(allocations, 0, "a cluster check allocated");
+}

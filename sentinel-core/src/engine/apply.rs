@@ -132,6 +132,16 @@ impl Sentinel {
                 set
             }
         };
+        // With a cluster backend, what it cannot decide is refused, whatever the mode.
+        if let (Some(backend), Some(flow)) = (&self.inner.cluster, &set.flow) {
+            let issues = crate::cluster::check_rules(backend.as_ref(), flow);
+            if !issues.is_empty() {
+                return Err(RuleError::Invalid {
+                    payload: payload.to_owned(),
+                    issues,
+                });
+            }
+        }
 
         let writer = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.inner.shared.rules.load_full();
@@ -149,7 +159,10 @@ impl Sentinel {
             &changed,
             &sources,
             &current.tables,
-            &CompileEnv { node: &node },
+            &CompileEnv {
+                node: &node,
+                cluster: self.inner.cluster.as_ref(),
+            },
         );
         let mut next = RuleSnapshot {
             version: current.version + 1,

@@ -169,8 +169,9 @@ impl RuleSnapshot {
             let mut state = lock(&node.shared.regex_state);
             let previous = state.get(name).cloned().unwrap_or_default();
             let matched = Arc::new(MatchedTables {
-                // Validation refuses relate regex rules: no related node to find.
-                flow: FlowTable::compile(flow, &previous.flow, &|_| None),
+                // Validation refuses relate regex rules: no related node to find; and
+                // cluster regex rules: no cluster backend.
+                flow: FlowTable::compile(flow, &previous.flow, &|_| None, None),
                 degrade: DegradeTable::compile(degrade, &previous.degrade),
                 param_flow: ParamFlowTable::compile(param_flow, &previous.param_flow),
             });

@@ -11,6 +11,7 @@ use super::shared::Shared;
 use super::snapshot::RuleSnapshot;
 use crate::circuit_breaker::{BreakerState, DegradeRule};
 use crate::clock::{Clock, EngineClock, SystemClock};
+use crate::cluster::ClusterBackend;
 use crate::events::{EventBus, EventListener};
 use crate::rules::Validation;
 use crate::stat::{NodeStats, StatNode};
@@ -24,6 +25,8 @@ pub(crate) struct Inner {
     pub(crate) writer: Mutex<()>,
     /// Names of the running data sources: each names one part of the rule union.
     pub(crate) source_names: Mutex<BTreeSet<String>>,
+    /// The backend that decides `clusterMode` flow rules, if any.
+    pub(crate) cluster: Option<Arc<dyn ClusterBackend>>,
 }
 
 impl Drop for Inner {
@@ -78,9 +81,19 @@ pub struct SentinelBuilder {
     limits: Limits,
     validation: Validation,
     param_values_in_errors: bool,
+    cluster: Option<Arc<dyn ClusterBackend>>,
 }
 
 impl SentinelBuilder {
+    /// Decides `clusterMode` flow rules with `backend` (see [`cluster`](crate::cluster)):
+    /// one limit shared by every replica. Without a backend such rules are checked locally
+    /// or pass, as [`FlowRule::checked_locally`](crate::flow::FlowRule::checked_locally)
+    /// says.
+    pub fn cluster_backend(mut self, backend: Arc<dyn ClusterBackend>) -> Self {
+        self.cluster = Some(backend);
+        self
+    }
+
     /// Puts the hot value into param-flow [`BlockError`](crate::BlockError)s (off by
     /// default: a value may be personal data, such as a user id).
     pub fn param_values_in_errors(mut self, on: bool) -> Self {
@@ -137,6 +150,7 @@ impl SentinelBuilder {
                 validation: self.validation,
                 writer: Mutex::new(()),
                 source_names: Mutex::new(BTreeSet::new()),
+                cluster: self.cluster,
             }),
         }
     }

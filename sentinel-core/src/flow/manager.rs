@@ -8,6 +8,7 @@ use super::rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 use crate::clock::Clock;
+use crate::cluster::{self, ClusterBackend, ClusterCheck, ClusterDecision};
 use crate::engine::Patterns;
 use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
@@ -54,6 +55,8 @@ pub(crate) struct CompiledFlowRule {
     /// `Some(count)` for the most common rule: QPS, reject, `default` limitApp, direct. Its
     /// check is inlined into the loop; every other rule is checked out of line.
     plain_qps: Option<f64>,
+    /// A `clusterMode` rule with a cluster backend installed: the backend decides.
+    cluster: Option<ClusterCheck>,
 }
 
 /// The reject controller's pass test for a plain QPS rule (`plain_qps`, see
@@ -128,19 +131,27 @@ fn order(rule: &FlowRule) -> u8 {
 
 impl FlowTable {
     /// Compiles deduplicated, validated rules. A rule equal to one in `previous` keeps its
-    /// controller and so its warm-up and queueing state.
+    /// controller and so its warm-up and queueing state. With a cluster `backend`, the
+    /// `clusterMode` rules get their slots from it (an unchanged rule keeps its slot).
     pub(crate) fn compile(
         rules: Vec<Arc<FlowRule>>,
         previous: &FlowTable,
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
+        backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
+        let mut cluster_checks = match backend {
+            Some(backend) => cluster::register_rules(backend, &rules),
+            None => Vec::new(),
+        }
+        .into_iter();
         // The limitApps of rules this engine does not check still name their origins (for
         // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
         let mut unchecked_apps: FastMap<Arc<str>, Vec<Arc<FlowRule>>> = FastMap::default();
         for rule in &rules {
-            if !rule.checked_locally() || rule.regex {
+            let cluster = cluster_checks.next().flatten();
+            if rule.regex || (cluster.is_none() && !rule.checked_locally()) {
                 if !rule.regex {
                     unchecked_apps
                         .entry(Arc::from(rule.resource.as_str()))
@@ -173,6 +184,7 @@ impl FlowTable {
                 rule: rule.clone(),
                 controller,
                 ref_node,
+                cluster,
             });
         }
         let by_resource = grouped
@@ -286,6 +298,9 @@ impl ResourceFlowRules {
         cx: &CheckContext<'_>,
         reserved: &mut u8,
     ) -> Decision {
+        if let Some(cluster) = &compiled.cluster {
+            return self.check_cluster(compiled, cluster, cx);
+        }
         let Some((node, bit)) = self.select_node(compiled, cx) else {
             return Decision::Pass;
         };
@@ -295,6 +310,34 @@ impl ResourceFlowRules {
         compiled
             .controller
             .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
+    }
+
+    /// A cluster rule: the calls its `limitApp` selects take tokens from the backend. When
+    /// the backend is degraded, a rule with `fallbackToLocalWhenFail` checks the selected
+    /// node against the slot's local share; one without it passes, as in Sentinel.
+    #[inline]
+    fn check_cluster(
+        &self,
+        compiled: &CompiledFlowRule,
+        cluster: &ClusterCheck,
+        cx: &CheckContext<'_>,
+    ) -> Decision {
+        let Some((node, _)) = self.select_node(compiled, cx) else {
+            return Decision::Pass;
+        };
+        match cluster.backend.try_acquire(&cluster.slot, cx.batch) {
+            ClusterDecision::Block => Decision::Block,
+            ClusterDecision::Degraded if cluster.slot.spec().fallback_to_local_when_fail => {
+                if node.pass_qps(cx.now_ms) + f64::from(cx.batch)
+                    <= cluster.slot.local_fallback_count()
+                {
+                    Decision::Pass
+                } else {
+                    Decision::Block
+                }
+            }
+            _ => Decision::Pass,
+        }
     }
 
     /// The count of the resource's only rule, when that rule is a plain QPS reject rule

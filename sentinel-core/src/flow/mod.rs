@@ -13,10 +13,11 @@
 //! limits this resource by another resource's concurrency; nothing is reserved there, and
 //! that check stays Sentinel's check-then-count. Rules of other grades pay nothing for this.
 //!
-//! A rule with `clusterMode: true` is accepted and validated as Sentinel validates it. There is
-//! no cluster token server in this crate, so, as Sentinel does without a reachable token
-//! service, such a rule is checked locally when `fallbackToLocalWhenFail` is set (the default)
-//! and lets every call pass when it is not ([`FlowRule::checked_locally`]).
+//! A rule with `clusterMode: true` is accepted and validated as Sentinel validates it. With a
+//! cluster backend installed its limit is shared by every replica ([`cluster`](crate::cluster)).
+//! Without one, as Sentinel does without a reachable token service, such a rule is checked
+//! locally when `fallbackToLocalWhenFail` is set (the default) and lets every call pass when it
+//! is not ([`FlowRule::checked_locally`]).
 //!
 //! Where several shaping rules make one call queue, it waits for the longest of their waits
 //! (Sentinel sleeps in each in turn, each measured from the end of the one before).

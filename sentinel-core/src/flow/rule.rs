@@ -51,8 +51,9 @@ int_code_enum! {
     }
 }
 
-/// Sentinel's cluster flow settings. Kept so that payloads round-trip; this engine checks
-/// cluster rules locally (see [`FlowRule::cluster_mode`]).
+/// Sentinel's cluster flow settings. With a cluster backend installed they are enforced
+/// across replicas (see [`cluster`](crate::cluster)); without one, cluster rules are checked
+/// locally or pass (see [`FlowRule::checked_locally`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -124,8 +125,9 @@ pub struct FlowRule {
     pub warm_up_period_sec: u32,
     /// Longest a call may queue in the rate limiter, in ms (default 500).
     pub max_queueing_time_ms: u32,
-    /// Sentinel's cluster mode. There is no token server here: a cluster rule is checked
-    /// locally, as Sentinel does when `fallbackToLocalWhenFail` is set.
+    /// Sentinel's cluster mode: the limit is shared by every replica when a cluster backend
+    /// is installed ([`cluster`](crate::cluster)); without one the rule is checked locally,
+    /// as Sentinel does when `fallbackToLocalWhenFail` is set.
     pub cluster_mode: bool,
     /// Cluster settings, kept for round-trips.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -231,8 +233,9 @@ impl FlowRule {
         self
     }
 
-    /// Whether this engine checks the rule. A `clusterMode` rule needs a token server, which
-    /// this crate does not have: as Sentinel does when no token service is reachable, it is
+    /// Whether this engine checks the rule without a cluster backend. A `clusterMode` rule
+    /// needs one ([`cluster`](crate::cluster)); without it, as Sentinel does when no token
+    /// service is reachable, it is
     /// checked locally when `fallbackToLocalWhenFail` is set (the default) and lets every
     /// call pass otherwise. It still loads and is listed among the active rules.
     pub fn checked_locally(&self) -> bool {
@@ -337,6 +340,15 @@ impl FlowRule {
                     if c.flow_id.is_none_or(|id| id <= 0) {
                         issue("clusterConfig.flowId", "must be > 0 in cluster mode".into());
                     }
+                    if !(0..=1).contains(&c.threshold_type) {
+                        issue(
+                            "clusterConfig.thresholdType",
+                            format!(
+                                "must be 0 (average per instance) or 1 (global), got {}",
+                                c.threshold_type
+                            ),
+                        );
+                    }
                     if c.sample_count <= 0 {
                         issue("clusterConfig.sampleCount", "must be > 0".into());
                     }
@@ -421,7 +433,10 @@ impl FlowRuleWire {
             let d = ClusterFlowConfig::default();
             ClusterFlowConfig {
                 flow_id: wire::int(c.flow_id),
-                threshold_type: wire::int(c.threshold_type).map_or(d.threshold_type, |v| v as i32),
+                threshold_type: wire::int(c.threshold_type).map_or(d.threshold_type, |v| {
+                    // Out of range is an unknown type (validation names it), never truncated.
+                    i32::try_from(v).unwrap_or(i32::MAX)
+                }),
                 fallback_to_local_when_fail: wire::boolean(c.fallback_to_local_when_fail)
                     .unwrap_or(d.fallback_to_local_when_fail),
                 strategy: wire::int(c.strategy).map_or(d.strategy, |v| v as i32),

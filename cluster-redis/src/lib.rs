@@ -1,0 +1,148 @@
+//! Cluster flow control for Sentinel on Redis: one limit shared by every replica of a
+//! service, never over it, cheap on the hot path, safe when Redis is down.
+//!
+//! [`RedisClusterBackend`] implements [`sentinel_core::cluster::ClusterBackend`]. Install it
+//! with [`SentinelBuilder::cluster_backend`](sentinel_core::SentinelBuilder::cluster_backend)
+//! and every flow rule with `clusterMode: true` shares its limit, named by
+//! `clusterConfig.flowId`, with every replica that uses the same Redis:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use sentinel_cluster_redis::{RedisClusterBackend, RedisClusterConfig, RedisTarget};
+//! use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+//! use sentinel_core::Sentinel;
+//!
+//! let backend = RedisClusterBackend::start(RedisClusterConfig::new(RedisTarget::Server(
+//!     "127.0.0.1:6379".into(),
+//! )))?;
+//! let sentinel = Sentinel::builder().cluster_backend(Arc::new(backend)).build();
+//! // 1 000 calls per second across all replicas (thresholdType 1: global).
+//! let rule = FlowRule::qps("GET:/order", 1000.0).cluster(ClusterFlowConfig::new(7).global(true));
+//! sentinel.flow_rules().load_rules(vec![rule])?;
+//! let _entry = sentinel.entry("GET:/order").enter();
+//! # Ok(()) }
+//! ```
+//!
+//! # Leased mode (the default)
+//!
+//! A replica reserves before it admits. One script call (`EVALSHA`) grants it a lease of L
+//! tokens out of `limit - granted` for the current window, the window being defined by
+//! Redis's own clock (`TIME` in the script: window `floor(now / windowIntervalMs)`). The
+//! replica then admits from the lease with one compare-and-swap on an atomic counter: no
+//! network call, no await, no lock, no allocation on the hot path. A background task tops
+//! the lease up when it falls to half of L, so callers do not wait for it; L follows the
+//! replica's own rate (about `lease_horizon`, 100 ms, of its traffic), is capped at
+//! `max_lease_fraction` (5 %) of the window's limit per live replica, times the replica's
+//! share of the admissions over its fair share (so a replica taking half the traffic may
+//! hold a larger lease; all leases together stay within 2 x `max_lease_fraction` of the
+//! limit), and near exhaustion a grant is at most half of what is left per live replica. An unused remainder is given back
+//! after `idle_return` (250 ms) without calls, and a lease is dropped when its window ends.
+//!
+//! **Accuracy.** Redis never grants more than the window's limit, and a replica never spends
+//! a token outside the window it was granted for (its lease is dropped at a deadline computed
+//! from the time Redis reported left, measured from before the call was sent), so a window
+//! never admits more than its limit. The only error left is under-admission: tokens granted
+//! and not spent before the window ended (stranded), at most the leases outstanding, that is
+//! at most 2 x `max_lease_fraction` (10 %) of the limit per window, and in practice far less since
+//! leases shrink as the window runs out; plus the calls blocked while a replica waits for its
+//! first lease of a window (one `tick`, 5 ms). [`ClusterStats::stranded`] counts them.
+//!
+//! # Exact mode
+//!
+//! For low limits, [`RedisClusterConfig::exact_flow`] decides a flow one script call per
+//! admission (pipelined over the one multiplexed connection): await
+//! [`RedisClusterBackend::acquire_exact`] and then call `enter()`, which spends the token it
+//! put in the slot. This mode cannot fit inside the synchronous `enter()` (it is a network
+//! round trip); `enter()` alone on an exact flow admits only what `acquire_exact` granted.
+//!
+//! # Membership
+//!
+//! Every script call refreshes this replica in a sorted set per flow (score: its expiry in
+//! Redis time, `heartbeat_ttl`, 2 s by default), and the background task heartbeats every
+//! third of the TTL. `thresholdType` 0 multiplies `count` by the live replicas, and the
+//! fallback below divides by them; a replica that dies stops counting within the TTL.
+//!
+//! # Failure
+//!
+//! Every Redis call has a hard budget (`call_timeout`, 5 ms), and the hot path never waits on
+//! Redis. After `failures_to_open` (3) consecutive failed calls spanning at least `open_after`
+//! (500 ms) a breaker opens (slow calls on a starved machine do not: meanwhile an empty lease
+//! blocks, which under-admits but never over-admits): the backend stops calling
+//! Redis except for a probe every `probe_interval` (200 ms), and marks every slot degraded.
+//! Tokens already leased are still spent; then rules with `fallbackToLocalWhenFail` enforce
+//! `count / live replicas (last known)` locally (`count` for `thresholdType` 0), so the
+//! cluster as a whole stays near the limit; rules without it pass, as in Sentinel.
+//! [`RedisClusterBackend::status`] and [`RedisClusterBackend::subscribe`] say when checks are
+//! degraded and when they resume, a `tracing` warning and info mark both, and the gauge
+//! `sentinel_cluster_degraded` (0/1) and the counter `sentinel_cluster_redis_calls_total`
+//! go through the `metrics` facade.
+//!
+//! A failover (Redis Sentinel or Cluster) or a restart without persistence may lose the
+//! window's counter: the new master then grants that window's limit again, so **a failover
+//! can over-admit by at most one window's limit**, once. The next window is exact again.
+//!
+//! Param-flow cluster rules, concurrency (thread-grade) cluster rules and a token-server mode
+//! are out of scope; such rules are refused when loaded while a backend is installed.
+
+mod backend;
+mod config;
+mod connect;
+mod scripts;
+
+pub use backend::RedisClusterBackend;
+pub use config::{RedisClusterConfig, RedisTarget};
+
+/// Whether cluster checks are decided on Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClusterStatus {
+    /// Not connected yet.
+    Connecting,
+    /// Cluster checks are decided on Redis.
+    Live,
+    /// Redis is unreachable: cluster rules fall back to local checks (or pass).
+    Degraded {
+        /// The last error.
+        error: String,
+    },
+    /// [`RedisClusterBackend::shutdown`] was called.
+    Stopped,
+}
+
+/// What a backend did since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ClusterStats {
+    /// Redis script calls sent.
+    pub redis_calls: u64,
+    /// Calls that failed or ran over their budget.
+    pub failed_calls: u64,
+    /// Tokens granted to this replica.
+    pub granted: u64,
+    /// Tokens granted and not spent before their window ended (under-admission).
+    pub stranded: u64,
+    /// Tokens given back unused.
+    pub given_back: u64,
+    /// Times checks were degraded to local.
+    pub degraded: u64,
+    /// Times checks resumed on Redis.
+    pub resumed: u64,
+}
+
+/// Why the backend cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// `start` was called outside a tokio runtime.
+    #[error("the Redis cluster backend must be started inside a tokio runtime")]
+    NoRuntime,
+    /// A setting is out of range.
+    #[error("invalid cluster backend setting {field}: {message}")]
+    Config {
+        /// The setting.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,127 @@
+//! The server-side scripts. Every key of one `flowId` carries the hash tag `{flowId}`, so a
+//! Redis Cluster keeps them in one slot and a script sees them all. The window is defined by
+//! Redis's own clock (`TIME`), never by a replica's.
+
+use redis::Script;
+
+/// Grants a lease, gives back a remainder, and heartbeats the replica, in one call.
+///
+/// KEYS: 1 the window hash (`win`, `granted`), 2 the members sorted set (score: expiry in
+/// Redis ms).
+/// ARGV: 1 replica id, 2 tokens wanted (0: heartbeat only), 3 tokens per window (per
+/// instance when ARGV 4 is 0, for the cluster when 1), 4 global, 5 window ms, 6 heartbeat
+/// TTL ms, 7 tokens given back, 8 the window they were granted in, 9 all-or-nothing (1 in
+/// exact mode: grant `want` whole or nothing, no share).
+///
+/// Returns `{granted, window, ms left in the window, live replicas, tokens left}`. Near
+/// exhaustion a lease is at most half of what is left per live replica (at least 1), so the
+/// last tokens spread over the replicas that still ask.
+const LEASE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window_ms = tonumber(ARGV[5])
+local win = math.floor(now / window_ms)
+local ttl = tonumber(ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if ARGV[1] ~= '' then
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[2], ttl * 2)
+local live = redis.call('ZCARD', KEYS[2])
+if live < 1 then live = 1 end
+local limit = tonumber(ARGV[3])
+if ARGV[4] == '0' then limit = limit * live end
+limit = math.floor(limit)
+local cur = redis.call('HMGET', KEYS[1], 'win', 'granted')
+local granted = 0
+if tonumber(cur[1]) == win then granted = tonumber(cur[2]) or 0 end
+local back = tonumber(ARGV[7])
+if back > 0 and tonumber(ARGV[8]) == win then
+  granted = granted - back
+  if granted < 0 then granted = 0 end
+end
+local left = limit - granted
+local want = tonumber(ARGV[2])
+local grant = 0
+if want > 0 and left > 0 then
+  if ARGV[9] == '1' then
+    if left >= want then grant = want end
+  else
+    local share = math.floor(left / (2 * live))
+    if share < 1 then share = 1 end
+    grant = math.min(want, share, left)
+  end
+end
+granted = granted + grant
+redis.call('HSET', KEYS[1], 'win', win, 'granted', granted)
+redis.call('PEXPIRE', KEYS[1], window_ms * 2 + 1000)
+return {grant, win, (win + 1) * window_ms - now, live, limit - granted}
+";
+
+/// Removes a replica from the members of a flow (a clean shutdown), giving back its
+/// remainder. KEYS as [`LEASE`]; ARGV: 1 replica id, 2 tokens given back, 3 their window,
+/// 4 window ms.
+const LEAVE: &str = r"
+redis.call('ZREM', KEYS[2], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local win = math.floor(now / tonumber(ARGV[4]))
+local back = tonumber(ARGV[2])
+if back > 0 and tonumber(ARGV[3]) == win then
+  local granted = tonumber(redis.call('HGET', KEYS[1], 'granted') or '0') - back
+  if granted < 0 then granted = 0 end
+  redis.call('HSET', KEYS[1], 'granted', granted)
+end
+return {back}
+";
+
+/// The scripts, hashed once (`EVALSHA`, with `EVAL` when the server does not know them yet,
+/// after a restart or a failover).
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub(crate) lease: Script,
+    pub(crate) leave: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Self {
+            lease: Script::new(LEASE),
+            leave: Script::new(LEAVE),
+        }
+    }
+}
+
+/// The keys of one flow: `{prefix}:{<flowId>}:w` (window) and `{prefix}:{<flowId>}:m`
+/// (members).
+pub(crate) fn keys(prefix: &str, flow_id: i64) -> (String, String) {
+    (
+        format!("{prefix}:{{{flow_id}}}:w"),
+        format!("{prefix}:{{{flow_id}}}:m"),
+    )
+}
+
+/// The reply of [`LEASE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseReply {
+    pub(crate) granted: i64,
+    pub(crate) window: i64,
+    pub(crate) ms_left: i64,
+    pub(crate) live: i64,
+    pub(crate) left: i64,
+}
+
+impl LeaseReply {
+    pub(crate) fn from_values(v: &[i64]) -> Option<Self> {
+        match *v {
+            [granted, window, ms_left, live, left] => Some(Self {
+                granted,
+                window,
+                ms_left,
+                live,
+                left,
+            }),
+            _ => None,
+        }
+    }
+}

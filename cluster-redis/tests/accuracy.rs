@@ -1,0 +1,173 @@
+//! Accuracy of the shared limit with replicas as separate OS processes (the crate's
+//! `sentinel-cluster-load` binary), against the real Redis servers of `scripts/services.sh`:
+//! leased mode with 4 and 16 replicas, even and skewed load at 3x the limit; exact mode with
+//! 16; a Redis Cluster; and membership (a killed replica stops counting). Runs are 4 s (the
+//! issue says 10 s) to keep CI short; the bounds are the issue's. One scenario at a time:
+//! they share two cores.
+
+mod support;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use support::*;
+
+/// One scenario at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SECS: u64 = 4;
+const LIMIT: f64 = 1000.0;
+const WITHIN: Duration = Duration::from_secs(60);
+
+fn leased(name: &str, flow: i64, replicas: usize, skewed: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = prefix(name);
+    let offered = 3.0 * LIMIT;
+    let rates: Vec<f64> = if skewed {
+        let rest = offered / 2.0 / (replicas - 1) as f64;
+        std::iter::once(offered / 2.0)
+            .chain(std::iter::repeat_n(rest, replicas - 1))
+            .collect()
+    } else {
+        vec![offered / replicas as f64; replicas]
+    };
+    let list: Vec<Replica> = rates
+        .iter()
+        .map(|rate| Replica::new(&redis_addr(), &prefix, flow, LIMIT, *rate, SECS as f64))
+        .collect();
+    let start = start_second(3);
+    let reports = run_all(&list, start, WITHIN);
+    let calls: u64 = reports.iter().map(|r| r.stats[0]).sum();
+    let stranded: u64 = reports.iter().map(|r| r.stats[2]).sum();
+    println!(
+        "{name}: Redis calls {calls} ({:.1}/s per replica), stranded tokens {stranded}",
+        calls as f64 / SECS as f64 / replicas as f64
+    );
+    assert_leased_accuracy(name, &series(&reports, start, SECS), LIMIT);
+}
+
+#[test]
+fn leased_mode_4_replicas_even_load_stays_within_the_limit() {
+    leased("leased-4-even", 4001, 4, false);
+}
+
+#[test]
+fn leased_mode_4_replicas_skewed_load_stays_within_the_limit() {
+    leased("leased-4-skewed", 4002, 4, true);
+}
+
+#[test]
+fn leased_mode_16_replicas_even_load_stays_within_the_limit() {
+    leased("leased-16-even", 16001, 16, false);
+}
+
+#[test]
+fn leased_mode_16_replicas_skewed_load_stays_within_the_limit() {
+    leased("leased-16-skewed", 16002, 16, true);
+}
+
+#[test]
+fn exact_mode_16_replicas_admit_the_limit_within_1_percent() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let limit = 400.0;
+    let prefix = prefix("exact-16");
+    let list: Vec<Replica> = (0..16)
+        .map(|_| {
+            let mut r = Replica::new(
+                &redis_addr(),
+                &prefix,
+                16100,
+                limit,
+                3.0 * limit / 16.0,
+                SECS as f64,
+            );
+            r.set("exact", "1");
+            r
+        })
+        .collect();
+    let start = start_second(3);
+    let reports = run_all(&list, start, WITHIN);
+    let series = series(&reports, start, SECS);
+    let total: u64 = series.iter().sum();
+    let expected = limit * SECS as f64;
+    println!("exact-16: per-second admitted {series:?}, total {total} of {expected}");
+    assert!(
+        (total as f64 - expected).abs() <= 0.01 * expected,
+        "exact mode: {total} not within 1% of {expected}: {series:?}"
+    );
+    assert!(series.iter().all(|s| *s as f64 <= limit), "{series:?}");
+}
+
+#[test]
+fn a_redis_cluster_shares_the_limit_across_its_masters() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = prefix("cluster");
+    // Four flows, so that their hash tags land on more than one master.
+    let flows = [7001_i64, 7002, 7003, 7004];
+    let list: Vec<Replica> = flows
+        .iter()
+        .flat_map(|flow| {
+            let prefix = &prefix;
+            (0..2).map(move |_| {
+                let mut r =
+                    Replica::new(&cluster_addrs(), prefix, *flow, 500.0, 750.0, SECS as f64);
+                r.set("cluster", "1");
+                r
+            })
+        })
+        .collect();
+    let start = start_second(3);
+    let children: Vec<_> = list.iter().map(|r| r.spawn(start)).collect();
+    let reports: Vec<Report> = children.into_iter().map(|c| finish(c, WITHIN)).collect();
+    for (i, flow) in flows.iter().enumerate() {
+        let pair = &reports[i * 2..i * 2 + 2];
+        assert_leased_accuracy(
+            &format!("cluster flow {flow}"),
+            &series(pair, start, SECS),
+            500.0,
+        );
+    }
+}
+
+#[test]
+fn a_killed_replica_stops_counting_for_a_per_instance_threshold() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = prefix("membership");
+    let ttl_ms = 1000;
+    let per_instance = 100.0;
+    let secs = 7;
+    let list: Vec<Replica> = (0..4)
+        .map(|_| {
+            let mut r = Replica::new(
+                &redis_addr(),
+                &prefix,
+                4100,
+                per_instance,
+                250.0,
+                secs as f64,
+            );
+            r.set("global", "0").set("ttl-ms", &ttl_ms.to_string());
+            r
+        })
+        .collect();
+    let start = start_second(3);
+    let mut children: Vec<_> = list.iter().map(|r| r.spawn(start)).collect();
+    let mut victim = children.pop().expect("four replicas");
+    // The scenario's timeline: the fourth replica dies 2 s into the run.
+    let kill_at = start * 1000 + 2000;
+    std::thread::sleep(Duration::from_millis(kill_at.saturating_sub(unix_ms())));
+    victim.kill().expect("kill the replica");
+    let _ = victim.wait();
+    let reports: Vec<Report> = children.into_iter().map(|c| finish(c, WITHIN)).collect();
+    let series = series(&reports, start, secs);
+    println!("membership: survivors' per-second admitted {series:?}");
+    // From TTL + 1 s after the kill (whole seconds), the limit is 3 x 100.
+    let from = ((kill_at + ttl_ms + 1000).div_ceil(1000) - start) as usize;
+    for (i, s) in series.iter().enumerate().skip(from) {
+        assert!(
+            (*s as f64) <= 1.01 * 3.0 * per_instance && (*s as f64) >= 0.9 * 3.0 * per_instance,
+            "second {i}: {s} admitted by the 3 survivors, the limit is 3 x {per_instance}: {series:?}"
+        );
+    }
+    assert!(from < series.len(), "the run is too short to see the drop");
+}

@@ -1,0 +1,151 @@
+//! The backend inside one process, against the shared Redis (`scripts/services.sh start
+//! redis-main`): a reload keeps an unchanged rule's lease, a changed `flowId` starts fresh,
+//! bad cluster settings are refused with index and field, and the backend reports its status.
+
+mod support;
+
+use std::sync::Arc;
+
+use sentinel_cluster_redis::{
+    ClusterError, ClusterStatus, RedisClusterBackend, RedisClusterConfig, RedisTarget,
+};
+use sentinel_core::datasource::testkit::wait_until;
+use sentinel_core::flow::{ClusterFlowConfig, ControlBehavior, FlowRule};
+use sentinel_core::{RuleError, Sentinel};
+use support::{prefix, redis_addr, START_HINT};
+
+fn backend(test: &str) -> RedisClusterBackend {
+    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr())).prefix(prefix(test));
+    RedisClusterBackend::start(config).expect("a runtime")
+}
+
+async fn live(backend: &RedisClusterBackend) {
+    wait_until(&format!("the backend is live ({START_HINT})"), || {
+        backend.status() == ClusterStatus::Live
+    })
+    .await;
+}
+
+fn rule(flow: i64, count: f64) -> FlowRule {
+    FlowRule::qps("r", count).cluster(ClusterFlowConfig::new(flow).global(true))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_an_unchanged_rules_lease_and_a_new_flow_id_starts_fresh() {
+    let backend = backend("reload");
+    let sentinel = Sentinel::builder()
+        .cluster_backend(Arc::new(backend.clone()))
+        .build();
+    live(&backend).await;
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule(11, 1e6)])
+        .expect("loads");
+    let slot = backend.slot(11).expect("a slot");
+    // Demand makes the backend lease.
+    wait_until("a lease", || {
+        let _ = sentinel.entry("r").enter();
+        slot.tokens() > 0
+    })
+    .await;
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule(11, 1e6), FlowRule::qps("other", 5.0)])
+        .expect("loads");
+    assert!(
+        Arc::ptr_eq(&slot, &backend.slot(11).expect("still registered")),
+        "an unchanged rule keeps its slot and its lease"
+    );
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule(12, 1e6)])
+        .expect("loads");
+    assert!(backend.slot(11).is_none(), "the old flow is released");
+    let fresh = backend.slot(12).expect("a new slot");
+    assert!(!Arc::ptr_eq(&slot, &fresh));
+    // The old flow's remainder is given back by the background task.
+    wait_until("the remainder is given back", || {
+        backend.stats().given_back > 0
+    })
+    .await;
+    backend.shutdown().await;
+    assert_eq!(backend.status(), ClusterStatus::Stopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_cluster_settings_are_refused_with_index_and_field() {
+    let backend = backend("validation");
+    let sentinel = Sentinel::builder()
+        .cluster_backend(Arc::new(backend.clone()))
+        .build();
+    let short = FlowRule::qps("a", 10.0).cluster(
+        ClusterFlowConfig::new(1)
+            .global(true)
+            .window_interval_ms(50),
+    );
+    let shaped = rule(2, 10.0).control_behavior(ControlBehavior::WarmUp);
+    let mut unknown = rule(3, 10.0);
+    if let Some(c) = unknown.cluster_config.as_mut() {
+        c.threshold_type = 5;
+    }
+    let error = sentinel
+        .flow_rules()
+        .load_rules(vec![rule(4, 1.0), short, shaped])
+        .expect_err("refused");
+    let RuleError::Invalid { issues, .. } = error else {
+        panic!("not an invalid-rules error: {error:?}");
+    };
+    let found: Vec<(usize, &str)> = issues.iter().map(|i| (i.index, i.field.as_str())).collect();
+    assert_eq!(
+        found,
+        vec![
+            (1, "clusterConfig.windowIntervalMs"),
+            (2, "controlBehavior")
+        ],
+        "{issues:?}"
+    );
+    let error = sentinel
+        .flow_rules()
+        .load_rules(vec![unknown])
+        .expect_err("refused");
+    assert!(
+        error.to_string().contains("clusterConfig.thresholdType"),
+        "{error}"
+    );
+    let mut no_flow_id = rule(5, 10.0);
+    if let Some(c) = no_flow_id.cluster_config.as_mut() {
+        c.flow_id = None;
+    }
+    let error = sentinel
+        .flow_rules()
+        .load_rules(vec![no_flow_id])
+        .expect_err("refused");
+    assert!(
+        error.to_string().contains("clusterConfig.flowId"),
+        "{error}"
+    );
+    backend.shutdown().await;
+}
+
+#[test]
+fn the_backend_needs_a_runtime_and_sane_settings() {
+    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr()));
+    assert!(matches!(
+        RedisClusterBackend::start(config),
+        Err(ClusterError::NoRuntime)
+    ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let _guard = runtime.enter();
+    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr()))
+        .call_timeout(std::time::Duration::ZERO);
+    assert!(matches!(
+        RedisClusterBackend::start(config),
+        Err(ClusterError::Config {
+            field: "call_timeout",
+            ..
+        })
+    ));
+}

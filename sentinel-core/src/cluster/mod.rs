@@ -1,0 +1,360 @@
+//! Cluster flow control: one limit shared by every replica of a service.
+//!
+//! A flow rule with `clusterMode: true` is decided by a [`ClusterBackend`] once one is
+//! installed with [`SentinelBuilder::cluster_backend`](crate::SentinelBuilder::cluster_backend).
+//! Without a backend nothing changes: such a rule is checked locally when
+//! `fallbackToLocalWhenFail` is set and passes otherwise
+//! ([`FlowRule::checked_locally`](crate::flow::FlowRule::checked_locally)).
+//!
+//! The engine hands the backend the cluster rules when it compiles them (off the hot path,
+//! [`ClusterBackend::register`]) and gets back one [`ClusterSlot`] per rule: the compiled,
+//! per-rule state the hot path reads. An admission is then [`ClusterBackend::try_acquire`] on
+//! that slot, with no lock, no allocation, no await and no network call; the default
+//! implementation takes `n` tokens from the slot's lease with one compare-and-swap.
+//!
+//! When the backend answers [`ClusterDecision::Degraded`] (its store is unreachable and the
+//! lease is spent), a rule with `fallbackToLocalWhenFail` is checked locally against
+//! [`ClusterSlot::local_fallback_count`]: `count / live replicas (last known)` for a global
+//! threshold (`thresholdType` 1), `count` for a per-instance one (`thresholdType` 0), so that
+//! the cluster as a whole stays near the limit. A rule without it passes, as in Sentinel.
+//!
+//! Only QPS rules with the reject behaviour and the direct strategy can be cluster rules
+//! while a backend is installed: anything else is refused when the rules are applied, with
+//! the rule's index and field (never a silent N x). Param-flow and thread-grade cluster rules
+//! are out of scope.
+
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
+use crate::rules::{Issues, RuleFamily, RuleIssue};
+
+/// What a cluster rule asks of the backend, taken from the rule and its `clusterConfig`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClusterRuleSpec {
+    /// `clusterConfig.flowId`: the global identity of the limit.
+    pub flow_id: i64,
+    /// The rule's resource (for reports only).
+    pub resource: String,
+    /// The rule's `count`, per second.
+    pub count: f64,
+    /// `thresholdType` 1: `count` is the limit of the whole cluster. Otherwise (0) it is per
+    /// instance, and the cluster's limit is `count x live replicas`.
+    pub global: bool,
+    /// `clusterConfig.windowIntervalMs`: the window the limit is counted over.
+    pub window_ms: u32,
+    /// `clusterConfig.fallbackToLocalWhenFail`.
+    pub fallback_to_local_when_fail: bool,
+}
+
+impl ClusterRuleSpec {
+    /// The spec of a `clusterMode` rule; `None` for a local rule or one without a
+    /// `clusterConfig` (validation refuses those).
+    pub fn of(rule: &FlowRule) -> Option<Self> {
+        if !rule.cluster_mode {
+            return None;
+        }
+        let config = rule.cluster_config.as_ref()?;
+        Some(Self {
+            flow_id: config.flow_id?,
+            resource: rule.resource.clone(),
+            count: rule.count,
+            global: config.threshold_type == 1,
+            window_ms: u32::try_from(config.window_interval_ms).unwrap_or(0),
+            fallback_to_local_when_fail: config.fallback_to_local_when_fail,
+        })
+    }
+
+    /// The number of tokens one window holds for the whole cluster, given the live replicas
+    /// (`thresholdType` 0 multiplies by them).
+    pub fn window_limit(&self, live_replicas: u32) -> u64 {
+        let per_window = self.count * f64::from(self.window_ms) / 1000.0;
+        let total = if self.global {
+            per_window
+        } else {
+            per_window * f64::from(live_replicas.max(1))
+        };
+        // Saturating float-to-int: a huge count is as good as no limit.
+        total.floor().max(0.0) as u64
+    }
+}
+
+/// What the backend decided for one admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClusterDecision {
+    /// The tokens were granted.
+    Pass,
+    /// The cluster's limit is reached.
+    Block,
+    /// The backend cannot decide (its store is unreachable): the engine falls back.
+    Degraded,
+}
+
+/// The compiled state of one cluster rule, shared by the engine (hot path) and the backend
+/// (background work). Every field is an atomic: the hot path only reads and swaps them.
+#[derive(Debug)]
+pub struct ClusterSlot {
+    spec: ClusterRuleSpec,
+    /// Tokens of the current lease left to this replica.
+    tokens: AtomicI64,
+    /// Tokens asked for and refused (the lease was empty): the demand the backend cannot
+    /// see in the lease.
+    misses: AtomicU64,
+    /// The backend cannot reach its store.
+    degraded: AtomicBool,
+    /// Live replicas, last known (at least 1).
+    live: AtomicU32,
+}
+
+impl ClusterSlot {
+    /// A slot for `spec` with an empty lease, not degraded, one live replica.
+    pub fn new(spec: ClusterRuleSpec) -> Self {
+        Self {
+            spec,
+            tokens: AtomicI64::new(0),
+            misses: AtomicU64::new(0),
+            degraded: AtomicBool::new(false),
+            live: AtomicU32::new(1),
+        }
+    }
+
+    /// The rule this slot serves.
+    pub fn spec(&self) -> &ClusterRuleSpec {
+        &self.spec
+    }
+
+    /// Takes `n` tokens from the lease if it holds that many: one compare-and-swap, retried
+    /// only when another thread took tokens in between. The lease never goes negative.
+    #[inline]
+    pub fn take(&self, n: u32) -> bool {
+        let n = i64::from(n);
+        let mut left = self.tokens.load(Ordering::Relaxed);
+        while left >= n {
+            match self.tokens.compare_exchange_weak(
+                left,
+                left - n,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => left = now,
+            }
+        }
+        false
+    }
+
+    /// The leased decision: [`Pass`](ClusterDecision::Pass) if the lease holds `n` tokens,
+    /// else [`Degraded`](ClusterDecision::Degraded) while degraded, else
+    /// [`Block`](ClusterDecision::Block). Tokens granted before an outage are still spent.
+    #[inline]
+    pub fn try_lease(&self, n: u32) -> ClusterDecision {
+        if self.take(n) {
+            ClusterDecision::Pass
+        } else if self.degraded.load(Ordering::Relaxed) {
+            ClusterDecision::Degraded
+        } else {
+            self.misses.fetch_add(u64::from(n), Ordering::Relaxed);
+            ClusterDecision::Block
+        }
+    }
+
+    /// The tokens refused since the last call (an empty lease), and resets the count.
+    pub fn take_misses(&self) -> u64 {
+        self.misses.swap(0, Ordering::Relaxed)
+    }
+
+    /// Adds `n` granted tokens to the lease.
+    pub fn add_tokens(&self, n: i64) {
+        self.tokens.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Empties the lease and returns what it held (to give back, or because its window
+    /// ended).
+    pub fn drain(&self) -> i64 {
+        self.tokens.swap(0, Ordering::Relaxed).max(0)
+    }
+
+    /// Tokens left in the lease.
+    pub fn tokens(&self) -> i64 {
+        self.tokens.load(Ordering::Relaxed)
+    }
+
+    /// Marks the slot degraded (the store is unreachable) or live again.
+    pub fn set_degraded(&self, degraded: bool) {
+        self.degraded.store(degraded, Ordering::Relaxed);
+    }
+
+    /// Whether the slot is degraded.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded.load(Ordering::Relaxed)
+    }
+
+    /// Records the live replica count (0 counts as 1).
+    pub fn set_live_replicas(&self, live: u32) {
+        self.live.store(live.max(1), Ordering::Relaxed);
+    }
+
+    /// The live replica count, last known.
+    pub fn live_replicas(&self) -> u32 {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// What a degraded rule with `fallbackToLocalWhenFail` enforces locally, per second:
+    /// `count / live replicas` for a global threshold, `count` for a per-instance one.
+    #[inline]
+    pub fn local_fallback_count(&self) -> f64 {
+        if self.spec.global {
+            self.spec.count / f64::from(self.live_replicas())
+        } else {
+            self.spec.count
+        }
+    }
+}
+
+/// A store that admits tokens for a limit shared by several replicas.
+///
+/// [`try_acquire`](Self::try_acquire) runs on the hot path: it must not block, lock,
+/// allocate or await. Everything else (leases, membership, reconnects) happens in the
+/// backend's own background work.
+pub trait ClusterBackend: Send + Sync + Debug + 'static {
+    /// The slots for the cluster rules of a new rule table, one per spec, in order. Called
+    /// on every apply that changes the flow rules, off the hot path. A spec equal to one
+    /// registered before keeps its slot (its lease); a changed spec (another `flowId`,
+    /// count or window) starts fresh. Slots of specs no longer registered may be released
+    /// (their remainders given back).
+    fn register(&self, specs: &[ClusterRuleSpec]) -> Vec<Arc<ClusterSlot>>;
+
+    /// Admits `n` tokens of `slot`'s limit, or not. The default takes them from the slot's
+    /// lease ([`ClusterSlot::try_lease`]).
+    #[inline]
+    fn try_acquire(&self, slot: &ClusterSlot, n: u32) -> ClusterDecision {
+        slot.try_lease(n)
+    }
+
+    /// Whether this backend can serve `spec`; `Err((field, message))` names the field it
+    /// cannot serve, in the payload's spelling (`clusterConfig.windowIntervalMs` for a window
+    /// out of its range, for example).
+    fn check_spec(&self, spec: &ClusterRuleSpec) -> Result<(), (&'static str, String)> {
+        let _ = spec;
+        Ok(())
+    }
+}
+
+impl ClusterFlowConfig {
+    /// A cluster config for `flow_id` with Sentinel's defaults: per-instance threshold
+    /// (`thresholdType` 0), local fallback on, a 1 s window of 10 samples.
+    pub fn new(flow_id: i64) -> Self {
+        Self {
+            flow_id: Some(flow_id),
+            ..Self::default()
+        }
+    }
+
+    /// `thresholdType`: 1 (`true`) for a global limit, 0 for a per-instance one.
+    pub fn global(mut self, global: bool) -> Self {
+        self.threshold_type = i32::from(global);
+        self
+    }
+
+    /// Sets `fallbackToLocalWhenFail`.
+    pub fn fallback_to_local_when_fail(mut self, on: bool) -> Self {
+        self.fallback_to_local_when_fail = on;
+        self
+    }
+
+    /// Sets `windowIntervalMs`.
+    pub fn window_interval_ms(mut self, ms: i32) -> Self {
+        self.window_interval_ms = ms;
+        self
+    }
+}
+
+impl FlowRule {
+    /// Makes this a cluster rule (`clusterMode: true`) with `config`.
+    ///
+    /// ```
+    /// use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+    ///
+    /// let rule = FlowRule::qps("GET:/order", 1000.0).cluster(ClusterFlowConfig::new(7).global(true));
+    /// assert!(rule.cluster_mode);
+    /// assert_eq!(rule.cluster_config.unwrap().threshold_type, 1);
+    /// ```
+    pub fn cluster(mut self, config: ClusterFlowConfig) -> Self {
+        self.cluster_mode = true;
+        self.cluster_config = Some(config);
+        self
+    }
+}
+
+/// The cluster checks of one compiled flow rule: the backend and the rule's slot.
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterCheck {
+    pub(crate) backend: Arc<dyn ClusterBackend>,
+    pub(crate) slot: Arc<ClusterSlot>,
+}
+
+/// Registers the cluster rules of `rules` with `backend`: the slot of each rule, by position
+/// (`None` for a local rule).
+pub(crate) fn register_rules(
+    backend: &Arc<dyn ClusterBackend>,
+    rules: &[Arc<FlowRule>],
+) -> Vec<Option<ClusterCheck>> {
+    let specs: Vec<(usize, ClusterRuleSpec)> = rules
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| ClusterRuleSpec::of(r).map(|s| (i, s)))
+        .collect();
+    let only: Vec<ClusterRuleSpec> = specs.iter().map(|(_, s)| s.clone()).collect();
+    let slots = backend.register(&only);
+    let mut out: Vec<Option<ClusterCheck>> = vec![None; rules.len()];
+    for ((i, _), slot) in specs.into_iter().zip(slots) {
+        out[i] = Some(ClusterCheck {
+            backend: backend.clone(),
+            slot,
+        });
+    }
+    out
+}
+
+/// The checks a cluster rule must pass while a backend is installed, beyond the rule's own
+/// validation: what the backend can decide (QPS, reject, direct) and what it can serve.
+pub(crate) fn check_rules(backend: &dyn ClusterBackend, rules: &[FlowRule]) -> Vec<RuleIssue> {
+    let mut found = Vec::new();
+    for (index, rule) in rules.iter().enumerate().filter(|(_, r)| r.cluster_mode) {
+        let mut issues = Issues::new(RuleFamily::Flow, index, Some(&rule.resource));
+        if rule.grade != FlowGrade::Qps {
+            issues.add(
+                "grade",
+                "a cluster rule must be a QPS rule (grade 1); concurrency cluster rules are not supported",
+            );
+        }
+        if rule.control_behavior != ControlBehavior::Reject {
+            issues.add(
+                "controlBehavior",
+                format!(
+                    "a cluster rule must reject (0); behaviour {} is not supported in cluster mode",
+                    rule.control_behavior.code()
+                ),
+            );
+        }
+        if rule.strategy != FlowStrategy::Direct {
+            issues.add(
+                "strategy",
+                "a cluster rule must use the direct strategy (0)",
+            );
+        }
+        if let Some(spec) = ClusterRuleSpec::of(rule) {
+            if let Err((field, message)) = backend.check_spec(&spec) {
+                issues.add(field, message);
+            }
+        }
+        found.extend(issues.into_vec());
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests;

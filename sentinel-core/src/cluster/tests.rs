@@ -1,0 +1,239 @@
+//! The engine's side of cluster flow control, on an in-memory backend that hands out
+//! leases by hand.
+
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::flow::FlowRule;
+use crate::rules::RuleError;
+use crate::{FakeClock, Sentinel};
+
+/// A backend whose slots the test fills and degrades; it keeps a slot for an equal spec.
+#[derive(Debug, Default)]
+struct HandBackend {
+    slots: Mutex<Vec<Arc<ClusterSlot>>>,
+    registrations: Mutex<usize>,
+}
+
+impl HandBackend {
+    fn slot(&self, flow_id: i64) -> Arc<ClusterSlot> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .iter()
+            .find(|s| s.spec().flow_id == flow_id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no slot for flow {flow_id}"))
+    }
+}
+
+impl ClusterBackend for HandBackend {
+    fn register(&self, specs: &[ClusterRuleSpec]) -> Vec<Arc<ClusterSlot>> {
+        *self.registrations.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let out: Vec<Arc<ClusterSlot>> = specs
+            .iter()
+            .map(|spec| {
+                slots
+                    .iter()
+                    .find(|s| s.spec() == spec)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(ClusterSlot::new(spec.clone())))
+            })
+            .collect();
+        *slots = out.clone();
+        out
+    }
+
+    fn check_spec(&self, spec: &ClusterRuleSpec) -> Result<(), (&'static str, String)> {
+        if spec.window_ms > 60_000 {
+            return Err(("clusterConfig.windowIntervalMs", "at most 60000".into()));
+        }
+        Ok(())
+    }
+}
+
+fn engine(backend: &Arc<HandBackend>) -> (Sentinel, FakeClock) {
+    let clock = FakeClock::new();
+    let sentinel = Sentinel::builder()
+        .clock(clock.clone())
+        .cluster_backend(backend.clone())
+        .build();
+    (sentinel, clock)
+}
+
+fn passes(sentinel: &Sentinel, n: usize) -> usize {
+    (0..n)
+        .filter(|_| sentinel.entry("r").enter().is_ok())
+        .count()
+}
+
+#[test]
+fn a_cluster_rule_admits_exactly_what_the_lease_holds() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, _) = engine(&backend);
+    let rule = FlowRule::qps("r", 100.0).cluster(ClusterFlowConfig::new(1).global(true));
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    assert_eq!(passes(&sentinel, 5), 0, "an empty lease blocks");
+    backend.slot(1).add_tokens(3);
+    assert_eq!(passes(&sentinel, 10), 3);
+    assert_eq!(backend.slot(1).tokens(), 0);
+}
+
+#[test]
+fn a_degraded_global_rule_falls_back_to_its_share_of_the_count() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, clock) = engine(&backend);
+    let rule = FlowRule::qps("r", 40.0).cluster(ClusterFlowConfig::new(2).global(true));
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    let slot = backend.slot(2);
+    slot.set_live_replicas(4);
+    slot.set_degraded(true);
+    // 40 / 4 replicas = 10 per second on this one.
+    assert_eq!(passes(&sentinel, 50), 10);
+    clock.advance_ms(1_000);
+    assert_eq!(passes(&sentinel, 50), 10);
+    // A per-instance threshold keeps its whole count.
+    let rule = FlowRule::qps("r", 7.0).cluster(ClusterFlowConfig::new(3));
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    backend.slot(3).set_live_replicas(4);
+    backend.slot(3).set_degraded(true);
+    clock.advance_ms(1_000);
+    assert_eq!(passes(&sentinel, 50), 7);
+}
+
+#[test]
+fn a_degraded_rule_without_fallback_lets_calls_pass() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, _) = engine(&backend);
+    let config = ClusterFlowConfig::new(4)
+        .global(true)
+        .fallback_to_local_when_fail(false);
+    let rule = FlowRule::qps("r", 1.0).cluster(config);
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    assert_eq!(passes(&sentinel, 5), 0, "live: the empty lease blocks");
+    backend.slot(4).set_degraded(true);
+    assert_eq!(passes(&sentinel, 5), 5);
+}
+
+#[test]
+fn leased_tokens_are_spent_first_while_degraded() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, _) = engine(&backend);
+    let rule = FlowRule::qps("r", 2.0).cluster(ClusterFlowConfig::new(5).global(true));
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    let slot = backend.slot(5);
+    slot.add_tokens(4);
+    slot.set_degraded(true);
+    // 4 from the lease, then the local share (2 / 1 replica) counted on the same window.
+    assert_eq!(passes(&sentinel, 10), 4);
+}
+
+#[test]
+fn a_reload_keeps_the_slot_of_an_unchanged_rule_and_a_new_flow_id_starts_fresh() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, _) = engine(&backend);
+    let rule = FlowRule::qps("r", 100.0).cluster(ClusterFlowConfig::new(6).global(true));
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule.clone()])
+        .unwrap();
+    let before = backend.slot(6);
+    before.add_tokens(5);
+    let other = FlowRule::qps("other", 1.0);
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule.clone(), other])
+        .unwrap();
+    assert!(
+        Arc::ptr_eq(&before, &backend.slot(6)),
+        "unchanged rule, same slot"
+    );
+    assert_eq!(passes(&sentinel, 10), 5, "its lease carried over");
+    let moved = FlowRule::qps("r", 100.0).cluster(ClusterFlowConfig::new(8).global(true));
+    sentinel.flow_rules().load_rules(vec![moved]).unwrap();
+    assert_eq!(backend.slot(8).tokens(), 0);
+    assert_eq!(
+        passes(&sentinel, 3),
+        0,
+        "a new flowId starts with an empty lease"
+    );
+}
+
+#[test]
+fn without_a_backend_a_cluster_rule_is_checked_locally_as_before() {
+    let clock = FakeClock::new();
+    let sentinel = Sentinel::builder().clock(clock).build();
+    let rule = FlowRule::qps("r", 3.0).cluster(ClusterFlowConfig::new(9).global(true));
+    sentinel.flow_rules().load_rules(vec![rule]).unwrap();
+    assert_eq!(passes(&sentinel, 10), 3);
+}
+
+fn issues_of(error: RuleError) -> Vec<(usize, String)> {
+    match error {
+        RuleError::Invalid { issues, .. } => {
+            issues.into_iter().map(|i| (i.index, i.field)).collect()
+        }
+        other => panic!("expected invalid rules, got {other:?}"),
+    }
+}
+
+#[test]
+fn validation_names_the_index_and_field_of_bad_cluster_configs() {
+    let backend = Arc::new(HandBackend::default());
+    let (sentinel, _) = engine(&backend);
+    let mut no_flow_id = FlowRule::qps("a", 1.0).cluster(ClusterFlowConfig::new(1));
+    if let Some(c) = no_flow_id.cluster_config.as_mut() {
+        c.flow_id = None;
+    }
+    let mut bad_type = FlowRule::qps("b", 1.0).cluster(ClusterFlowConfig::new(2));
+    if let Some(c) = bad_type.cluster_config.as_mut() {
+        c.threshold_type = 2;
+    }
+    let error = sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("ok", 1.0), no_flow_id, bad_type])
+        .unwrap_err();
+    let found = issues_of(error);
+    assert!(
+        found.contains(&(1, "clusterConfig.flowId".into())),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(2, "clusterConfig.thresholdType".into())),
+        "{found:?}"
+    );
+
+    let window =
+        FlowRule::qps("c", 1.0).cluster(ClusterFlowConfig::new(3).window_interval_ms(120_000));
+    let shaped = FlowRule::qps("d", 1.0)
+        .control_behavior(crate::flow::ControlBehavior::RateLimiter)
+        .cluster(ClusterFlowConfig::new(4));
+    let thread = FlowRule::thread("e", 1.0).cluster(ClusterFlowConfig::new(5));
+    let error = sentinel
+        .flow_rules()
+        .load_rules(vec![window, shaped, thread])
+        .unwrap_err();
+    let found = issues_of(error);
+    assert_eq!(
+        found,
+        vec![
+            (0, "clusterConfig.windowIntervalMs".into()),
+            (1, "controlBehavior".into()),
+            (2, "grade".into()),
+        ]
+    );
+}
+
+#[test]
+fn a_window_limit_counts_live_replicas_for_a_per_instance_threshold() {
+    let global = ClusterRuleSpec::of(
+        &FlowRule::qps("r", 1000.0).cluster(ClusterFlowConfig::new(1).global(true)),
+    )
+    .unwrap();
+    assert_eq!(global.window_limit(4), 1000);
+    let local = ClusterRuleSpec::of(
+        &FlowRule::qps("r", 50.0).cluster(ClusterFlowConfig::new(1).window_interval_ms(500)),
+    )
+    .unwrap();
+    assert_eq!(local.window_limit(3), 75);
+}
