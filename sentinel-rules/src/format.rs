@@ -365,7 +365,10 @@ mod tests {
     fn a_diff_names_changed_fields_and_every_family_the_store_holds() {
         use sentinel_core::circuit_breaker::DegradeRule;
         let stored = RuleSet::new()
-            .with_flow(vec![FlowRule::qps("a", 1.0), FlowRule::qps("GET:/order", 20.0)])
+            .with_flow(vec![
+                FlowRule::qps("a", 1.0),
+                FlowRule::qps("GET:/order", 20.0),
+            ])
             .with_degrade(vec![DegradeRule::error_count("GET:/order", 5.0, 10)]);
         let wanted = RuleSet::new().with_flow(vec![
             FlowRule::qps("a", 1.0),

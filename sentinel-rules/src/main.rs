@@ -139,6 +139,10 @@ enum Command {
         /// exit 5 if someone else wrote in between.
         #[arg(long)]
         cas: bool,
+        /// Write only if the stored revision is still this one (the `revision` an earlier
+        /// `push --json` printed): fails with exit 5 if someone wrote since. Implies `--cas`.
+        #[arg(long, value_name = "REVISION")]
+        if_revision: Option<u64>,
         #[command(flatten)]
         shape: Shape,
     },
@@ -266,13 +270,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Completions { shell } => {
-            let mut command = Cli::command();
-            clap_complete::generate(
-                shell,
-                &mut command,
-                "sentinel-rules",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sentinel-rules", &mut script);
+            let mut script = String::from_utf8_lossy(&script).into_owned();
+            if shell == clap_complete::Shell::Bash {
+                // clap_complete's bash script names a subcommand's case arm differently from
+                // the value it matches when the binary's name has a `-`
+                // (`sentinel__subcmd__rules__subcmd__push` against
+                // `sentinel__rules__subcmd__push`): every subcommand's options would go
+                // uncompleted.
+                script = script.replace("sentinel__subcmd__rules__", "sentinel__rules__");
+            }
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(script.as_bytes());
             Ok(())
         }
         Command::Get { from } => {
@@ -305,8 +315,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             file,
             to,
             cas,
+            if_revision,
             shape,
         } => {
+            let cas = match (cas, if_revision) {
+                (_, Some(revision)) => Cas::At(revision),
+                (true, None) => Cas::Read,
+                (false, None) => Cas::Off,
+            };
             let rules = read_file(&file, &shape, json)?;
             let store = Store::parse(&to)?;
             let access = ask.access(&store)?;
@@ -388,13 +404,24 @@ async fn read(store: &Store, access: &Access) -> Result<RawPayload, Failure> {
     payload
 }
 
+/// Which revision a push compares with.
+#[derive(Debug, Clone, Copy)]
+enum Cas {
+    /// None: the push overwrites whatever is stored.
+    Off,
+    /// The one read just before the write.
+    Read,
+    /// This one.
+    At(u64),
+}
+
 /// Writes the rules; returns what was written and the store's revision after it.
 async fn push(
     store: &Store,
     access: &Access,
     rules: &Rules,
     shape: &Shape,
-    cas: bool,
+    cas: Cas,
 ) -> Result<(String, Option<u64>), Failure> {
     if let Store::Nacos {
         target: Nacos::App(_),
@@ -406,14 +433,19 @@ async fn push(
                 "an app's dataIds take the combined document (no --family)".into(),
             ));
         }
+        if !matches!(cas, Cas::Off) {
+            return Err(Failure::Usage(
+                "Nacos keeps no revisions: no --cas or --if-revision".into(),
+            ));
+        }
         let written = store.push_app(access, &rules.set).await?;
         return Ok((format!("{store} ({})", written.join(", ")), None));
     }
     let writer = store.writer(access).await?;
-    let expected = if cas {
-        Expected::Revision(writer.revision().await.map_err(|e| store.failed(e))?)
-    } else {
-        Expected::Anything
+    let expected = match cas {
+        Cas::Off => Expected::Anything,
+        Cas::Read => Expected::Revision(writer.revision().await.map_err(|e| store.failed(e))?),
+        Cas::At(revision) => Expected::Revision(Some(revision)),
     };
     // Stored as it was written: a combined document stays one, for CombinedJson.
     let encoding = if shape.is_combined() {

@@ -179,6 +179,7 @@ pub(crate) struct Access {
     pub(crate) timeout: Duration,
     /// The CA certificate (PEM file) a TLS store's certificate is checked against; the
     /// system roots without it.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     pub(crate) ca_file: Option<PathBuf>,
 }
 
