@@ -1,12 +1,14 @@
-//! `sentinel-rules`: validate rule files, and read, push, diff and watch the rules kept in a
-//! file, etcd, Redis, Nacos or NATS, as the services guarded by sentinel-core read them.
+//! `sentinel-rules`: validate rule files, and read, push, diff, delete and watch the rules kept
+//! in a file, etcd, Redis (a server, a Sentinel master or a cluster), Nacos or NATS, with or
+//! without TLS, as the services guarded by sentinel-core read them.
 //!
 //! ```text
 //! sentinel-rules validate rules.json --format combined
-//! sentinel-rules get  --from etcd://127.0.0.1:2379/sentinel/rules
+//! sentinel-rules get  --from etcds://etcd.internal/sentinel/rules --ca-file ca.pem
 //! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
+//! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
 //! ```
 //!
 //! Credentials come from `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`, never from the
@@ -124,7 +126,7 @@ enum Command {
     },
     /// Print the rules stored at a URL.
     Get {
-        /// The store (see "Store URLs" below).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
     },
@@ -132,7 +134,7 @@ enum Command {
     Push {
         /// The rules file.
         file: PathBuf,
-        /// The store (see "Store URLs" below).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         to: String,
         /// Write only if the stored revision is still the one just read (etcd, Redis, NATS);
@@ -151,7 +153,7 @@ enum Command {
     Diff {
         /// The rules file.
         file: PathBuf,
-        /// The store (see "Store URLs" below).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
         #[command(flatten)]
@@ -160,14 +162,14 @@ enum Command {
     /// Delete the rules stored at a URL (every key of a prefix or wildcard, every dataId of
     /// an app). Deleting what is not there succeeds.
     Delete {
-        /// The store (see "Store URLs" below).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
     },
     /// Follow a store: print every applied or rejected update with its time, what changed
     /// and the source's status, and the store going away and coming back.
     Watch {
-        /// The store (see "Store URLs" below).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
         /// Stop after this many updates (applied or rejected); default: until Ctrl-C.
