@@ -33,6 +33,14 @@ pub(crate) enum Family {
 type Boxed = Box<dyn Converter<[u8], RuleSet>>;
 
 impl Shape {
+    /// The combined document.
+    pub(crate) fn combined() -> Self {
+        Self {
+            format: None,
+            family: None,
+        }
+    }
+
     /// Whether this shape is the combined document.
     pub(crate) fn is_combined(&self) -> bool {
         self.format == Some(Format::Combined) || (self.format.is_none() && self.family.is_none())

@@ -298,10 +298,32 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .iter()
                 .map(|e| json!({ "key": e.key, "value": as_json(&e.value) }))
                 .collect();
+            // An app's dataIds, read as one combined document.
+            let document = match &store {
+                Store::Nacos {
+                    target: Nacos::App(_),
+                    ..
+                } if !payload.entries.is_empty() => {
+                    let set = convert_payload(&store, &Shape::combined(), &payload)?;
+                    let bytes = set.to_combined_json().map_err(|e| {
+                        Failure::Store(format!("the rules in {store} do not encode: {e}"))
+                    })?;
+                    Some(as_json(&bytes))
+                }
+                _ => None,
+            };
             if json {
+                let mut doc =
+                    json!({ "ok": true, "revision": payload.revision, "entries": entries });
+                if let Some(document) = &document {
+                    doc["document"] = document.clone();
+                }
+                say!("{doc}");
+            } else if let Some(document) = &document {
+                say!("# {store}, as one document");
                 say!(
                     "{}",
-                    json!({ "ok": true, "revision": payload.revision, "entries": entries })
+                    serde_json::to_string_pretty(document).unwrap_or_default()
                 );
             } else if payload.entries.is_empty() {
                 say!("(nothing stored at {store})");

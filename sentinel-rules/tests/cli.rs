@@ -759,3 +759,75 @@ fn messages_name_the_store_and_say_what_to_do() {
     );
     drop(silent);
 }
+
+/// An etcd prefix is every key under it, merged: `get` lists them, `diff` and `watch` see the
+/// union, `push` to it is refused (exit 2), and `delete` removes every key.
+#[test]
+fn an_etcd_prefix_reads_diffs_watches_and_deletes_every_key_under_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let flow = write(
+        dir.path(),
+        "flow.json",
+        r#"{"flow": [{"resource": "GET:/order", "count": 20}]}"#,
+    );
+    let degrade = write(
+        dir.path(),
+        "degrade.json",
+        r#"{"degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
+    );
+    let both = write(
+        dir.path(),
+        "both.json",
+        r#"{"flow": [{"resource": "GET:/order", "count": 20}],
+            "degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
+    );
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let etcd =
+        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    let prefix = format!(
+        "{etcd}{}/",
+        unique_key(
+            "/sentinel-test",
+            &format!("cli-prefix-{}", std::process::id())
+        )
+    );
+    let url = format!("{prefix}?prefix");
+    push(&flow, &Store::new(format!("{prefix}a"), "etcd-main", true));
+    push(
+        &degrade,
+        &Store::new(format!("{prefix}b"), "etcd-main", true),
+    );
+
+    let out = run(&["--json", "get", "--from", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["entries"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert_eq!(run(&["diff", &both, "--from", &url]).status.code(), Some(0));
+    assert_eq!(run(&["diff", &flow, "--from", &url]).status.code(), Some(3));
+    let out = run(&["push", &both, "--to", &url]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    let store = Store::new(url.clone(), "etcd-main", false);
+    let mut watch = Watch::start(&store, "2");
+    assert_eq!(watch.next_line(&url)["event"], "applied");
+    push(
+        &changed,
+        &Store::new(format!("{prefix}a"), "etcd-main", true),
+    );
+    let update = watch.next_line(&url);
+    assert!(
+        update["changed"]
+            .as_str()
+            .is_some_and(|c| c.contains("count: 20.0 -> 7.0")),
+        "{update}"
+    );
+    watch.finish(&url);
+
+    let out = run(&["--json", "delete", "--from", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["deleted"].as_array().map(Vec::len), Some(2), "{doc}");
+    let out = run(&["--json", "get", "--from", &url]);
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["entries"], serde_json::json!([]), "{doc}");
+}
