@@ -208,18 +208,24 @@ impl Failure {
     }
 }
 
-/// An error and its causes, each said once: a cause whose text the message already holds
-/// (many errors repeat their source in their own message) is not repeated.
+/// An error and its root cause, each said once: the message, then the innermost cause when
+/// the message does not already hold its text. The causes in between are wrappers that
+/// repeat the root (a gRPC status around a transport error around an I/O error) and, for
+/// some clients, print it in `Debug` form.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
+    let mut root = None;
     let mut cause = error.source();
     while let Some(e) = cause {
-        let next = e.to_string();
-        if !next.is_empty() && !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
+        root = Some(e);
         cause = e.source();
+    }
+    if let Some(root) = root {
+        let root = root.to_string();
+        if !root.is_empty() && !text.contains(&root) {
+            text.push_str(": ");
+            text.push_str(&root);
+        }
     }
     text
 }

@@ -526,6 +526,12 @@ impl Store {
                 ));
             }
         }
+        if text.contains("invalid peer certificate") {
+            text.push_str(
+                " (give the CA that signed the server's certificate with --ca-file or \
+                 SENTINEL_RULES_CA_FILE)",
+            );
+        }
         let what = self.to_string();
         if text.contains(&what) {
             Failure::Store(text)

@@ -645,6 +645,7 @@ fn keys_with_special_characters_are_stored_as_written() {
 #[test]
 fn messages_name_the_store_and_say_what_to_do() {
     for url in [
+        "etcd://127.0.0.1:1/rules",
         "redis://127.0.0.1:1/rules",
         "nats://127.0.0.1:1/bucket/rules",
         "nacos://127.0.0.1:1/rules",
@@ -660,6 +661,15 @@ fn messages_name_the_store_and_say_what_to_do() {
         );
         assert_eq!(text.lines().count(), 1, "{url}: {text}");
     }
+
+    // A TLS store without its CA says which option gives it.
+    let tls = format!(
+        "rediss://{}/rules",
+        env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383")
+    );
+    let out = run(&["get", "--from", &tls]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(stderr(&out).contains("--ca-file"), "{out:?}");
 
     let out = run(&["get", "--from", "redis://ops:hunter2@127.0.0.1:6379/rules"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
