@@ -488,6 +488,11 @@ async fn push(
         .await
         .map_err(|e| match e {
             WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
+            // Asking a file or Nacos for a compare-and-set is a usage error.
+            WriteError::NoRevisions { .. } => Failure::Usage(format!(
+                "{}: --cas and --if-revision need etcd, Redis or NATS",
+                chain(&e)
+            )),
             other => store.failed(other),
         })?;
     Ok((writer.describe(), revision))

@@ -566,8 +566,38 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
         );
         assert_eq!(stored(&store), theirs, "{url}: the losing push wrote");
         // Plain --cas reads the revision itself, and wins when nobody races it.
+        // (Stores without revisions refuse it: see `cas_on_a_store_without_revisions_is_a_usage_error`.)
         let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
         assert!(out.status.success(), "{url}: {out:?}");
+    }
+}
+
+/// A file and a Nacos dataId keep no revisions: `--cas` on them is a usage error (exit 2),
+/// and nothing is written.
+#[test]
+fn cas_on_a_store_without_revisions_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    for store in stores(dir.path(), "nocas")
+        .into_iter()
+        .filter(|s| !s.cas && !s.per_family)
+    {
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
+        assert_eq!(out.status.code(), Some(2), "{}: {out:?}", store.url);
+        assert!(
+            stderr(&out).contains("keeps no revisions"),
+            "{}: {out:?}",
+            store.url
+        );
+        let out = store.run(&["--json", "get", "--from"], &[]);
+        assert!(out.status.success(), "{}: {out:?}", store.url);
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(
+            doc["entries"],
+            serde_json::json!([]),
+            "{}: {doc}",
+            store.url
+        );
     }
 }
 
