@@ -4,7 +4,7 @@ use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
     GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
-use sentinel_core::RuleSet;
+use sentinel_core::{RuleFamily, RuleSet};
 use serde_json::{json, Value};
 
 use crate::{Failure, Shape};
@@ -33,6 +33,14 @@ pub(crate) enum Family {
 type Boxed = Box<dyn Converter<[u8], RuleSet>>;
 
 impl Shape {
+    /// The combined document.
+    pub(crate) fn combined() -> Self {
+        Self {
+            format: None,
+            family: None,
+        }
+    }
+
     /// Whether this shape is the combined document.
     pub(crate) fn is_combined(&self) -> bool {
         self.format == Some(Format::Combined) || (self.format.is_none() && self.family.is_none())
@@ -75,6 +83,17 @@ impl Shape {
             },
         };
         Ok(converter)
+    }
+}
+
+/// The Sentinel (Java) converter of one family's list.
+pub(crate) fn java(family: RuleFamily) -> Boxed {
+    match family {
+        RuleFamily::Degrade => Box::new(DegradeJson::new()),
+        RuleFamily::System => Box::new(SystemJson::new()),
+        RuleFamily::Authority => Box::new(AuthorityJson::new()),
+        RuleFamily::ParamFlow => Box::new(ParamFlowJson::new()),
+        _ => Box::new(FlowJson::new()),
     }
 }
 
@@ -132,25 +151,217 @@ fn families(set: &RuleSet) -> Vec<(String, Vec<Value>)> {
         .collect()
 }
 
-/// What writing `wanted` over `stored` changes: rules removed and added, per family (only
-/// the families `wanted` carries).
+/// The rules of one family of `rules` (nothing when the set does not carry it).
+pub(crate) fn only(rules: &RuleSet, family: RuleFamily) -> RuleSet {
+    let mut one = RuleSet::new();
+    match family {
+        RuleFamily::Flow => one.flow.clone_from(&rules.flow),
+        RuleFamily::Degrade => one.degrade.clone_from(&rules.degrade),
+        RuleFamily::System => one.system.clone_from(&rules.system),
+        RuleFamily::Authority => one.authority.clone_from(&rules.authority),
+        RuleFamily::ParamFlow => one.param_flow.clone_from(&rules.param_flow),
+        _ => {}
+    }
+    one
+}
+
+/// The rules the engine holds now, every family carried.
+pub(crate) fn active(sentinel: &sentinel_core::Sentinel) -> RuleSet {
+    let rules = sentinel.active_rules();
+    RuleSet::new()
+        .with_flow(rules.flow)
+        .with_degrade(rules.degrade)
+        .with_system(rules.system)
+        .with_authority(rules.authority)
+        .with_param_flow(rules.param_flow)
+}
+
+/// What writing `wanted` over `stored` changes, in every family either carries: a family
+/// the store holds and `wanted` does not is removed (`push` replaces the document). Rules
+/// are paired by resource (the n-th rule of a resource with the n-th), so a changed rule is
+/// one `~` change listing its fields; unpaired rules are `-` (removed) and `+` (added).
 pub(crate) fn diff(stored: &RuleSet, wanted: &RuleSet) -> Vec<Value> {
     let before = families(stored);
+    let after = families(wanted);
     let mut changes = Vec::new();
-    for (family, rules) in families(wanted) {
-        let old: Vec<Value> = before
-            .iter()
-            .find(|(f, _)| *f == family)
-            .map(|(_, r)| r.clone())
-            .unwrap_or_default();
-        for rule in old.iter().filter(|r| !rules.contains(r)) {
-            changes.push(json!({ "op": "-", "family": family, "rule": rule }));
-        }
-        for rule in rules.iter().filter(|r| !old.contains(r)) {
-            changes.push(json!({ "op": "+", "family": family, "rule": rule }));
-        }
+    for family in sentinel_core::RuleFamily::ALL {
+        let name = family.as_str();
+        let find = |list: &[(String, Vec<Value>)]| {
+            list.iter()
+                .find(|(f, _)| f == name)
+                .map(|(_, rules)| rules.clone())
+        };
+        let (old, new) = match (find(&before), find(&after)) {
+            (None, None) => continue,
+            (old, new) => (old.unwrap_or_default(), new.unwrap_or_default()),
+        };
+        diff_family(name, &old, &new, &mut changes);
     }
     changes
+}
+
+fn resource(rule: &Value) -> String {
+    rule.get("resource")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn diff_family(family: &str, old: &[Value], new: &[Value], changes: &mut Vec<Value>) {
+    let mut unpaired: Vec<Option<&Value>> = new.iter().map(Some).collect();
+    let mut removed = Vec::new();
+    let mut changed = Vec::new();
+    for rule in old {
+        let name = resource(rule);
+        // The first wanted rule of this resource not yet paired: an identical one first.
+        let slot = unpaired
+            .iter()
+            .position(|r| r.is_some_and(|r| r == rule))
+            .or_else(|| {
+                unpaired
+                    .iter()
+                    .position(|r| r.is_some_and(|r| resource(r) == name))
+            });
+        match slot {
+            Some(i) => {
+                let Some(other) = unpaired[i].take() else {
+                    continue;
+                };
+                let fields = field_changes(rule, other);
+                if !fields.is_empty() {
+                    changed.push(json!({
+                        "op": "~", "family": family, "resource": name,
+                        "fields": fields, "rule": other,
+                    }));
+                }
+            }
+            None => removed.push(json!({
+                "op": "-", "family": family, "resource": name, "rule": rule,
+            })),
+        }
+    }
+    changes.extend(removed);
+    changes.extend(changed);
+    for rule in unpaired.into_iter().flatten() {
+        changes.push(json!({
+            "op": "+", "family": family, "resource": resource(rule), "rule": rule,
+        }));
+    }
+}
+
+/// The fields whose values differ: `[{"field": "count", "from": 20, "to": 30}]`.
+fn field_changes(old: &Value, new: &Value) -> Vec<Value> {
+    let (Value::Object(old), Value::Object(new)) = (old, new) else {
+        return vec![json!({ "field": "", "from": old, "to": new })];
+    };
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (from, to) = (old.get(name), new.get(name));
+            (from != to).then(|| {
+                json!({
+                    "field": name,
+                    "from": from.cloned().unwrap_or(Value::Null),
+                    "to": to.cloned().unwrap_or(Value::Null),
+                })
+            })
+        })
+        .collect()
+}
+
+/// One line per change: `~ flow GET:/order: count: 20 -> 30`, `- degrade GET:/order: {...}`.
+pub(crate) fn change_line(change: &Value) -> String {
+    let op = change["op"].as_str().unwrap_or("?");
+    let family = change["family"].as_str().unwrap_or("?");
+    let resource = change["resource"].as_str().unwrap_or("");
+    let what = if op == "~" {
+        fields_text(change)
+    } else {
+        change["rule"].to_string()
+    };
+    if resource.is_empty() {
+        format!("{op} {family}: {what}")
+    } else {
+        format!("{op} {family} {resource}: {what}")
+    }
+}
+
+fn fields_text(change: &Value) -> String {
+    change["fields"]
+        .as_array()
+        .map(|fields| {
+            fields
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}: {} -> {}",
+                        f["field"].as_str().unwrap_or("?"),
+                        f["from"],
+                        f["to"]
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// Per family: `degrade: 1 rule removed`, `flow: 1 rule changed, 2 added`.
+pub(crate) fn summary_lines(changes: &[Value]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for family in sentinel_core::RuleFamily::ALL {
+        let count = |op: &str| {
+            changes
+                .iter()
+                .filter(|c| c["family"] == family.as_str() && c["op"] == op)
+                .count()
+        };
+        let parts: Vec<String> = [("~", "changed"), ("-", "removed"), ("+", "added")]
+            .iter()
+            .filter_map(|(op, word)| {
+                let n = count(op);
+                (n > 0).then(|| format!("{n} {word}"))
+            })
+            .collect();
+        if let Some((first, rest)) = parts.split_first() {
+            let (n, word) = first.split_once(' ').unwrap_or((first, ""));
+            let s = if n == "1" { "" } else { "s" };
+            let mut line = format!("{}: {n} rule{s} {word}", family.as_str());
+            for part in rest {
+                line.push_str(", ");
+                line.push_str(part);
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// One line for `watch`: the per-family summary, and the field changes of up to three rules.
+pub(crate) fn watch_text(changes: &[Value]) -> String {
+    if changes.is_empty() {
+        return "no rule changed".to_owned();
+    }
+    let mut text = summary_lines(changes).join("; ");
+    let details: Vec<String> = changes
+        .iter()
+        .filter(|c| c["op"] == "~")
+        .take(3)
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["resource"].as_str().unwrap_or(""),
+                fields_text(c)
+            )
+        })
+        .collect();
+    if !details.is_empty() {
+        text.push_str(&format!(" ({})", details.join("; ")));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -159,22 +370,32 @@ mod tests {
     use sentinel_core::flow::FlowRule;
 
     #[test]
-    fn a_diff_lists_removed_then_added_rules() {
-        let stored =
-            RuleSet::new().with_flow(vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", 2.0)]);
-        let wanted =
-            RuleSet::new().with_flow(vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", 3.0)]);
+    fn a_diff_names_changed_fields_and_every_family_the_store_holds() {
+        use sentinel_core::circuit_breaker::DegradeRule;
+        let stored = RuleSet::new()
+            .with_flow(vec![
+                FlowRule::qps("a", 1.0),
+                FlowRule::qps("GET:/order", 20.0),
+            ])
+            .with_degrade(vec![DegradeRule::error_count("GET:/order", 5.0, 10)]);
+        let wanted = RuleSet::new().with_flow(vec![
+            FlowRule::qps("a", 1.0),
+            FlowRule::qps("GET:/order", 30.0),
+            FlowRule::qps("GET:/pay", 5.0),
+        ]);
         let changes = diff(&stored, &wanted);
-        let ops: Vec<(&str, f64)> = changes
-            .iter()
-            .map(|c| {
-                (
-                    c["op"].as_str().unwrap_or(""),
-                    c["rule"]["count"].as_f64().unwrap_or(0.0),
-                )
-            })
-            .collect();
-        assert_eq!(ops, vec![("-", 2.0), ("+", 3.0)]);
+        let lines: Vec<String> = changes.iter().map(change_line).collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0], "~ flow GET:/order: count: 20.0 -> 30.0");
+        assert!(lines[1].starts_with("+ flow GET:/pay: {"), "{lines:?}");
+        assert!(lines[2].starts_with("- degrade GET:/order: {"), "{lines:?}");
+        assert_eq!(
+            summary_lines(&changes),
+            vec!["flow: 1 rule changed, 1 added", "degrade: 1 rule removed"]
+        );
+        assert!(watch_text(&changes).contains("GET:/order count: 20.0 -> 30.0"));
         assert!(diff(&stored, &stored).is_empty());
+        // Nothing stored: every wanted rule is added.
+        assert_eq!(diff(&RuleSet::new(), &wanted).len(), 3);
     }
 }

@@ -1,19 +1,23 @@
-//! `sentinel-rules`: validate rule files, and read, push, diff and watch the rules kept in a
-//! file, etcd, Redis, Nacos or NATS, as the services guarded by sentinel-core read them.
+//! `sentinel-rules`: validate rule files, and read, push, diff, delete and watch the rules kept
+//! in a file, etcd, Redis (a server, a Sentinel master or a cluster), Nacos or NATS, with or
+//! without TLS, as the services guarded by sentinel-core read them.
 //!
 //! ```text
 //! sentinel-rules validate rules.json --format combined
-//! sentinel-rules get  --from etcd://127.0.0.1:2379/sentinel/rules
+//! sentinel-rules get  --from etcds://etcd.internal/sentinel/rules --ca-file ca.pem
 //! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
+//! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
 //! ```
 //!
 //! Credentials come from `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`, never from the
 //! command line; `--ask-password` asks for the password on the terminal, and
 //! `--password-stdin` reads it from standard input (only once a command opens a store that
-//! takes one). Every command prints for a person, or JSON with `--json`. The exit code is 0
-//! on success, 1 when rules are invalid (or differ, for `diff`), 2 on a usage or store error.
+//! takes one). Every command prints for a person, or JSON with `--json`. Exit codes: 0
+//! success (for `diff`: no change), 1 invalid rules, 2 a usage error (bad arguments or URL),
+//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 `push
+//! --cas` lost a race (someone else wrote between the read and the write).
 
 /// Prints a line to stdout; a closed pipe (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -28,18 +32,53 @@ mod store;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use sentinel_core::datasource::{DataSource, Encoding, Expected, ReadableDataSource};
+use clap::{CommandFactory, Parser, Subcommand};
+use sentinel_core::datasource::{
+    DataSource, Encoding, Expected, RawPayload, ReadableDataSource, WriteError,
+};
 use sentinel_core::{RuleError, RuleSet, Sentinel, SentinelEvent};
 use serde_json::{json, Value};
 
 use format::{Family, Format, Rules};
-use store::{Login, Store};
+use store::{Access, Login, Nacos, Store};
 
-/// Validate Sentinel rules, and read, push, diff and watch them in a config store.
+const AFTER_HELP: &str = "\
+Store URLs:
+  rules.json, file:///etc/sentinel/rules.json    a file
+  etcd://host:2379/key                           one etcd key (etcds:// for TLS)
+  etcd://host:2379/sentinel/?prefix              every key under a prefix (get, diff, watch, delete)
+  redis://host:6379/key?channel=...&db=0         a Redis key (rediss:// for TLS)
+  redis://sentinel:26379/key?master=mymaster&sentinels=h2:26379   a Sentinel master
+  redis://node:6379/key?cluster&nodes=h2:6379,h3:6379              a Redis Cluster
+  nacos://host:8848/dataId?group=...&namespace=...                 one Nacos dataId
+  nacos://host:8848/?app=orders                  the dashboard dataIds of an app, as one document
+  nats://host:4222/bucket/key                    a NATS KV key (natss:// for TLS; * and > watch many)
+  Ports default to 2379, 6379 (26379 for sentinels), 8848 and 4222. Keys are percent-decoded:
+  rules:%7Borders%7D:flow is rules:{orders}:flow.
+
+Examples:
+  sentinel-rules validate rules.json
+  sentinel-rules diff rules.json --from etcd://127.0.0.1:2379/sentinel/rules || [ $? = 3 ]
+  sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
+  SENTINEL_RULES_PASSWORD=... sentinel-rules get --from rediss://redis.internal/rules:orders --ca-file ca.pem
+  sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
+  sentinel-rules completions bash > /etc/bash_completion.d/sentinel-rules
+
+Environment:
+  SENTINEL_RULES_USER       the user to log in as (etcd, Redis ACL, Nacos, NATS)
+  SENTINEL_RULES_PASSWORD   its password (or --ask-password, --password-stdin); never in the URL
+  SENTINEL_RULES_CA_FILE    the CA certificate of TLS stores (--ca-file)
+
+Exit codes:
+  0 success (diff: no change)    1 invalid rules    2 usage error (arguments, URL)
+  3 diff: the store differs      4 the store failed (unreachable, refused, timed out)
+  5 push --cas lost a race (someone else wrote first)";
+
+/// Validate Sentinel rules, and read, push, diff, delete and watch them in a config store.
 #[derive(Debug, Parser)]
-#[command(name = "sentinel-rules", version)]
+#[command(name = "sentinel-rules", version, after_help = AFTER_HELP)]
 struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
@@ -51,6 +90,14 @@ struct Cli {
     /// Read the store's password from the first line of standard input (for scripts).
     #[arg(long, global = true)]
     password_stdin: bool,
+    /// How long to wait for the store: each connect and request, and the whole command
+    /// (`500ms`, `5s`, `1m`); `watch` waits for updates as long as it runs.
+    #[arg(long, global = true, default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// The CA certificate (PEM) that a TLS store's certificate is checked against; the
+    /// system's roots without it.
+    #[arg(long, global = true, env = "SENTINEL_RULES_CA_FILE")]
+    ca_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -79,8 +126,7 @@ enum Command {
     },
     /// Print the rules stored at a URL.
     Get {
-        /// The store: file:///path, etcd://host:port/key, redis://host:port/key?channel=...,
-        /// nacos://host:port/dataId?group=...&namespace=..., nats://host:port/bucket/key.
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
     },
@@ -88,29 +134,42 @@ enum Command {
     Push {
         /// The rules file.
         file: PathBuf,
-        /// The store URL (see `get`).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         to: String,
-        /// Write only if the stored revision is still the one just read (etcd, Redis, NATS).
+        /// Write only if the stored revision is still the one just read (etcd, Redis, NATS);
+        /// exit 5 if someone else wrote in between.
         #[arg(long)]
         cas: bool,
+        /// Write only if the stored revision is still this one (the `revision` an earlier
+        /// `push --json` printed): fails with exit 5 if someone wrote since. Implies `--cas`.
+        #[arg(long, value_name = "REVISION")]
+        if_revision: Option<u64>,
         #[command(flatten)]
         shape: Shape,
     },
-    /// Show what pushing a rules file would change in a store.
+    /// Show what pushing a rules file would change in a store, field by field, in every
+    /// family the store or the file holds. Exit 0: no change; 3: changes.
     Diff {
         /// The rules file.
         file: PathBuf,
-        /// The store URL (see `get`).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
         #[command(flatten)]
         shape: Shape,
     },
-    /// Follow a store: print every applied or rejected update, with the source's status, and
-    /// the store going away and coming back.
+    /// Delete the rules stored at a URL (every key of a prefix or wildcard, every dataId of
+    /// an app). Deleting what is not there succeeds.
+    Delete {
+        /// The store URL (`sentinel-rules --help` lists them).
+        #[arg(long)]
+        from: String,
+    },
+    /// Follow a store: print every applied or rejected update with its time, what changed
+    /// and the source's status, and the store going away and coming back.
     Watch {
-        /// The store URL (see `get`).
+        /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
         /// Stop after this many updates (applied or rejected); default: until Ctrl-C.
@@ -119,6 +178,12 @@ enum Command {
         #[command(flatten)]
         shape: Shape,
     },
+    /// Print a shell completion script: `sentinel-rules completions bash`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Why a command failed.
@@ -126,50 +191,84 @@ enum Command {
 pub(crate) enum Failure {
     /// Bad arguments or URL: exit 2.
     Usage(String),
-    /// The store failed: exit 2.
+    /// The store failed: exit 4.
     Store(String),
-    /// Invalid rules (or a difference, for `diff`): exit 1, already printed.
+    /// `push --cas` lost a race: exit 5.
+    Conflict(String),
+    /// Invalid rules: exit 1, already printed.
     Rules,
+    /// `diff` found changes: exit 3, already printed.
+    Differs,
 }
 
 impl Failure {
+    /// A store error without a store to name (the store's own message names it).
     pub(crate) fn store(error: impl std::error::Error) -> Self {
-        let mut text = error.to_string();
-        let mut cause = error.source();
-        while let Some(e) = cause {
-            text.push_str(": ");
-            text.push_str(&e.to_string());
-            cause = e.source();
-        }
-        Failure::Store(text)
+        Failure::Store(chain(&error))
     }
+}
+
+/// An error and its root cause, each said once: the message, then the innermost cause when
+/// the message does not already hold its text. The causes in between are wrappers that
+/// repeat the root (a gRPC status around a transport error around an I/O error) and, for
+/// some clients, print it in `Debug` form.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut root = None;
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        root = Some(e);
+        cause = e.source();
+    }
+    if let Some(root) = root {
+        let root = root.to_string();
+        if !root.is_empty() && !text.contains(&root) {
+            text.push_str(": ");
+            text.push_str(&root);
+        }
+    }
+    text
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
-    match run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Rules) => ExitCode::from(1),
-        Err(Failure::Usage(message) | Failure::Store(message)) => {
-            if json {
-                say!("{}", json!({ "ok": false, "error": message }));
-            } else {
-                use std::io::Write as _;
-                let _ = writeln!(std::io::stderr(), "sentinel-rules: {message}");
-            }
-            ExitCode::from(2)
-        }
+    let (code, message) = match run(cli).await {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::Rules) => return ExitCode::from(1),
+        Err(Failure::Differs) => return ExitCode::from(3),
+        Err(Failure::Usage(message)) => (2, message),
+        Err(Failure::Store(message)) => (4, message),
+        Err(Failure::Conflict(message)) => (5, message),
+    };
+    if json {
+        say!("{}", json!({ "ok": false, "error": message }));
+    } else {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "sentinel-rules: {message}");
     }
+    ExitCode::from(code)
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     let ask = AskPassword {
         terminal: cli.ask_password,
         stdin: cli.password_stdin,
+        timeout: cli.timeout,
+        ca_file: cli.ca_file.clone(),
     };
     let json = cli.json;
+    let timeout = cli.timeout;
+    // Every command but `watch` gives up after the timeout, whatever the store does.
+    let bounded = |what: String| {
+        move |_| {
+            Failure::Store(format!(
+                "{what}: no answer within {}",
+                humantime::format_duration(timeout)
+            ))
+        }
+    };
     match cli.command {
         Command::Validate { file, shape } => {
             let rules = read_file(&file, &shape, json)?;
@@ -178,24 +277,62 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             });
             Ok(())
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sentinel-rules", &mut script);
+            let mut script = String::from_utf8_lossy(&script).into_owned();
+            if shell == clap_complete::Shell::Bash {
+                // clap_complete's bash script names a subcommand's case arm differently from
+                // the value it matches when the binary's name has a `-`
+                // (`sentinel__subcmd__rules__subcmd__push` against
+                // `sentinel__rules__subcmd__push`): every subcommand's options would go
+                // uncompleted.
+                script = script.replace("sentinel__subcmd__rules__", "sentinel__rules__");
+            }
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(script.as_bytes());
+            Ok(())
+        }
         Command::Get { from } => {
             let store = Store::parse(&from)?;
-            let mut source = store.source(&ask.login(&store)?)?;
-            let payload = source.read().await.map_err(Failure::store);
-            source.close().await;
-            let payload = payload?;
+            let access = ask.access(&store)?;
+            let payload = tokio::time::timeout(timeout, read(&store, &access))
+                .await
+                .map_err(bounded(store.to_string()))??;
             let entries: Vec<Value> = payload
                 .entries
                 .iter()
                 .map(|e| json!({ "key": e.key, "value": as_json(&e.value) }))
                 .collect();
+            // An app's dataIds, read as one combined document.
+            let document = match &store {
+                Store::Nacos {
+                    target: Nacos::App(_),
+                    ..
+                } if !payload.entries.is_empty() => {
+                    let set = convert_payload(&store, &Shape::combined(), &payload)?;
+                    let bytes = set.to_combined_json().map_err(|e| {
+                        Failure::Store(format!("the rules in {store} do not encode: {e}"))
+                    })?;
+                    Some(as_json(&bytes))
+                }
+                _ => None,
+            };
             if json {
+                let mut doc =
+                    json!({ "ok": true, "revision": payload.revision, "entries": entries });
+                if let Some(document) = &document {
+                    doc["document"] = document.clone();
+                }
+                say!("{doc}");
+            } else if let Some(document) = &document {
+                say!("# {store}, as one document");
                 say!(
                     "{}",
-                    json!({ "ok": true, "revision": payload.revision, "entries": entries })
+                    serde_json::to_string_pretty(document).unwrap_or_default()
                 );
             } else if payload.entries.is_empty() {
-                say!("(nothing stored at {from})");
+                say!("(nothing stored at {store})");
             } else {
                 for entry in &payload.entries {
                     say!("# {}", entry.key);
@@ -208,34 +345,29 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             file,
             to,
             cas,
+            if_revision,
             shape,
         } => {
+            let cas = match (cas, if_revision) {
+                (_, Some(revision)) => Cas::At(revision),
+                (true, None) => Cas::Read,
+                (false, None) => Cas::Off,
+            };
             let rules = read_file(&file, &shape, json)?;
             let store = Store::parse(&to)?;
-            let writer = store.writer(&ask.login(&store)?).await?;
-            let expected = if cas {
-                Expected::Revision(writer.revision().await.map_err(Failure::store)?)
-            } else {
-                Expected::Anything
-            };
-            // Stored as it was written: a combined document stays one, for CombinedJson.
-            let encoding = if shape.is_combined() {
-                Encoding::Combined
-            } else {
-                Encoding::Auto
-            };
-            let revision = writer
-                .write_as(&rules.set, encoding, expected)
-                .await
-                .map_err(Failure::store)?;
+            let access = ask.access(&store)?;
+            let (target, revision) =
+                tokio::time::timeout(timeout, push(&store, &access, &rules, &shape, cas))
+                    .await
+                    .map_err(bounded(store.to_string()))??;
             report(
                 json,
-                json!({ "ok": true, "to": writer.describe(), "revision": revision, "rules": rules.counts() }),
+                json!({ "ok": true, "to": target, "revision": revision, "rules": rules.counts() }),
                 || {
                     let at = revision
                         .map(|r| format!(" (revision {r})"))
                         .unwrap_or_default();
-                    format!("pushed {} to {}{at}", rules.summary(), writer.describe())
+                    format!("pushed {} to {target}{at}", rules.summary())
                 },
             );
             Ok(())
@@ -243,40 +375,48 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diff { file, from, shape } => {
             let wanted = read_file(&file, &shape, json)?;
             let store = Store::parse(&from)?;
-            let mut source = store.source(&ask.login(&store)?)?;
-            let payload = source.read().await.map_err(Failure::store);
-            source.close().await;
-            let payload = payload?;
-            let stored = match payload.entries.first() {
-                Some(entry) => shape
-                    .converter()?
-                    .convert(&entry.value)
-                    .map_err(|e| Failure::Store(format!("the stored rules: {e}")))?,
-                None => RuleSet::cleared(&wanted.set.families()),
-            };
+            let access = ask.access(&store)?;
+            let payload = tokio::time::timeout(timeout, read(&store, &access))
+                .await
+                .map_err(bounded(store.to_string()))??;
+            let stored = convert_payload(&store, &shape, &payload)?;
             let changes = format::diff(&stored, &wanted.set);
+            let summary = format::summary_lines(&changes);
             if json {
                 say!(
                     "{}",
-                    json!({ "ok": true, "changed": !changes.is_empty(), "changes": changes })
+                    json!({ "ok": true, "changed": !changes.is_empty(), "changes": changes, "summary": summary })
                 );
             } else if changes.is_empty() {
-                say!("no change: {from} already holds these rules");
+                say!("no change: {store} already holds these rules");
             } else {
                 for change in &changes {
-                    say!(
-                        "{} {} {}",
-                        change["op"].as_str().unwrap_or("?"),
-                        change["family"].as_str().unwrap_or("?"),
-                        change["rule"]
-                    );
+                    say!("{}", format::change_line(change));
+                }
+                for line in &summary {
+                    say!("{line}");
                 }
             }
             if changes.is_empty() {
                 Ok(())
             } else {
-                Err(Failure::Rules)
+                Err(Failure::Differs)
             }
+        }
+        Command::Delete { from } => {
+            let store = Store::parse(&from)?;
+            let access = ask.access(&store)?;
+            let keys = tokio::time::timeout(timeout, store.delete(&access))
+                .await
+                .map_err(bounded(store.to_string()))??;
+            report(json, json!({ "ok": true, "deleted": keys }), || {
+                if keys.is_empty() {
+                    format!("nothing to delete at {store}")
+                } else {
+                    format!("deleted {} from {store}", keys.join(", "))
+                }
+            });
+            Ok(())
         }
         Command::Watch {
             from,
@@ -286,18 +426,124 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// Reads what the store holds now.
+async fn read(store: &Store, access: &Access) -> Result<RawPayload, Failure> {
+    let mut source = store.source(access)?;
+    let payload = source.read().await.map_err(|e| store.failed(e));
+    source.close().await;
+    payload
+}
+
+/// Which revision a push compares with.
+#[derive(Debug, Clone, Copy)]
+enum Cas {
+    /// None: the push overwrites whatever is stored.
+    Off,
+    /// The one read just before the write.
+    Read,
+    /// This one.
+    At(u64),
+}
+
+/// Writes the rules; returns what was written and the store's revision after it.
+async fn push(
+    store: &Store,
+    access: &Access,
+    rules: &Rules,
+    shape: &Shape,
+    cas: Cas,
+) -> Result<(String, Option<u64>), Failure> {
+    if let Store::Nacos {
+        target: Nacos::App(_),
+        ..
+    } = store
+    {
+        if !shape.is_combined() {
+            return Err(Failure::Usage(
+                "an app's dataIds take the combined document (no --family)".into(),
+            ));
+        }
+        if !matches!(cas, Cas::Off) {
+            return Err(Failure::Usage(
+                "Nacos keeps no revisions: no --cas or --if-revision".into(),
+            ));
+        }
+        let written = store.push_app(access, &rules.set).await?;
+        return Ok((format!("{store} ({})", written.join(", ")), None));
+    }
+    let writer = store.writer(access).await?;
+    let expected = match cas {
+        Cas::Off => Expected::Anything,
+        Cas::Read => Expected::Revision(writer.revision().await.map_err(|e| store.failed(e))?),
+        Cas::At(revision) => Expected::Revision(Some(revision)),
+    };
+    // Stored as it was written: a combined document stays one, for CombinedJson.
+    let encoding = if shape.is_combined() {
+        Encoding::Combined
+    } else {
+        Encoding::Auto
+    };
+    let revision = writer
+        .write_as(&rules.set, encoding, expected)
+        .await
+        .map_err(|e| match e {
+            WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
+            // Asking a file or Nacos for a compare-and-set is a usage error.
+            WriteError::NoRevisions { .. } => Failure::Usage(format!(
+                "{}: --cas and --if-revision need etcd, Redis or NATS",
+                chain(&e)
+            )),
+            other => store.failed(other),
+        })?;
+    Ok((writer.describe(), revision))
+}
+
+/// The rules a payload holds: each entry converted (an app's dataIds each with its family's
+/// converter) and merged.
+fn convert_payload(store: &Store, shape: &Shape, payload: &RawPayload) -> Result<RuleSet, Failure> {
+    let mut set = RuleSet::new();
+    for entry in &payload.entries {
+        let converter = match store {
+            Store::Nacos {
+                target: Nacos::App(app),
+                ..
+            } => match store::dashboard_family(app, &entry.key) {
+                Some(family) => format::java(family),
+                None => continue,
+            },
+            _ => shape.converter()?,
+        };
+        let rules = converter
+            .convert(&entry.value)
+            .map_err(|e| Failure::Store(format!("the rules stored at {}: {e}", entry.key)))?;
+        set.merge(rules);
+    }
+    Ok(set)
+}
+
 /// Where the password comes from, besides `SENTINEL_RULES_PASSWORD`: asked only once a
 /// command opens a store that takes one (not for `validate` or a file).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct AskPassword {
     terminal: bool,
     stdin: bool,
+    timeout: Duration,
+    ca_file: Option<PathBuf>,
 }
 
 impl AskPassword {
-    fn login(&self, store: &Store) -> Result<Login, Failure> {
+    /// The login, timeout and CA for `store`.
+    fn access(&self, store: &Store) -> Result<Access, Failure> {
+        let mut access = Access {
+            login: Login::default(),
+            timeout: self.timeout,
+            ca_file: self.ca_file.clone(),
+        };
         if matches!(store, Store::File(_)) {
-            return Ok(Login::default());
+            return Ok(access);
+        }
+        if self.timeout.is_zero() {
+            return Err(Failure::Usage("--timeout must be more than 0".into()));
         }
         let mut login = Login::from_env();
         if self.terminal {
@@ -305,7 +551,8 @@ impl AskPassword {
         } else if self.stdin {
             login.password = Some(Login::password_from(std::io::stdin().lock())?);
         }
-        Ok(login)
+        access.login = login;
+        Ok(access)
     }
 }
 
@@ -318,18 +565,30 @@ async fn watch(
     json: bool,
 ) -> Result<(), Failure> {
     let store = Store::parse(from)?;
-    let source = store.source(&ask.login(&store)?)?;
+    let source = store.source(&ask.access(&store)?)?;
     let sentinel = Sentinel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let engine = sentinel.downgrade();
+    // What the engine held before each update, to say what the update changed.
+    let before = std::sync::Mutex::new(RuleSet::new());
     sentinel.add_listener(move |event: &SentinelEvent| {
         let line = match event {
             SentinelEvent::RulesApplied {
                 families, version, ..
-            } => json!({
-                "event": "applied",
-                "version": version,
-                "rules": families.iter().map(|(f, n)| (f.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            }),
+            } => {
+                // Read here, as the update lands: the rules of exactly this version.
+                let after = engine.upgrade().map(|s| format::active(&s)).unwrap_or_default();
+                let mut before = before.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let changes = format::diff(&before, &after);
+                *before = after;
+                json!({
+                    "event": "applied",
+                    "version": version,
+                    "rules": families.iter().map(|(f, n)| (f.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                    "changed": format::watch_text(&changes),
+                    "changes": changes,
+                })
+            }
             SentinelEvent::RulesRejected { error, .. } => {
                 json!({ "event": "rejected", "error": error.to_string() })
             }
@@ -337,12 +596,23 @@ async fn watch(
         };
         let _ = tx.send(line);
     });
-    let converter = shape.converter()?;
-    let ds = DataSource::builder(source, converter)
-        .name("sentinel-rules watch")
+    let mut builder = DataSource::builder(source, shape.converter()?).name("sentinel-rules watch");
+    if let Store::Nacos {
+        target: Nacos::App(app),
+        ..
+    } = &store
+    {
+        for (family, key) in store::DASHBOARD_FAMILIES
+            .iter()
+            .zip(sentinel_datasource_nacos::dashboard_keys(app))
+        {
+            builder = builder.converter_for(key.entry_key(), format::java(*family));
+        }
+    }
+    let ds = builder
         .start(&sentinel)
         .await
-        .map_err(Failure::store)?;
+        .map_err(|e| store.failed(e))?;
     let mut statuses = ds.status_watch();
     let mut connected = ds.status().connected;
     let mut seen = 0u64;
@@ -371,6 +641,8 @@ async fn watch(
             _ = tokio::signal::ctrl_c() => break,
         };
         let status = ds.status();
+        let time = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        line["time"] = json!(time);
         line["status"] = json!({
             "connected": status.connected,
             "applied": status.applied_count,
@@ -382,12 +654,16 @@ async fn watch(
             say!("{line}");
         } else {
             let detail = match line["event"].as_str() {
-                Some("applied") => line["rules"].to_string(),
+                Some("applied") => format!(
+                    "{}: {}",
+                    line["rules"],
+                    line["changed"].as_str().unwrap_or("")
+                ),
                 Some("connected") => String::new(),
                 _ => line["error"].to_string(),
             };
             say!(
-                "{} {detail} (connected {}, {} applied, {} rejected, {} disconnects)",
+                "{time} {} {detail} (connected {}, {} applied, {} rejected, {} disconnects)",
                 line["event"].as_str().unwrap_or("?"),
                 status.connected,
                 status.applied_count,

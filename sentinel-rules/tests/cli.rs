@@ -1,7 +1,10 @@
 //! The built `sentinel-rules` binary against the real servers of `scripts/services.sh`: exit
-//! codes of `validate`, `push` then `get` round trips on every store, `diff`, `watch` seeing
-//! each change on every store, and a password read from standard input. A missing server
-//! fails the test naming the command that starts it.
+//! codes of `validate`; `push`, `get`, `diff`, `delete` and `watch` on every store (a file,
+//! etcd with and without TLS, Redis with and without TLS, through a Sentinel and a Cluster,
+//! one Nacos dataId and an app's dashboard dataIds, NATS with and without TLS); keys with
+//! special characters; a `push --cas` that loses a race; the messages a user reads; and a
+//! password read from standard input. A missing server fails the test naming the command
+//! that starts it.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -40,13 +43,9 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 /// `get --json` of `url`: the one stored entry's value, converted as a combined document.
-fn stored(url: &str) -> RuleSet {
-    let out = run(&["--json", "get", "--from", url]);
-    assert!(
-        out.status.success(),
-        "get {url}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn stored(store: &Store) -> RuleSet {
+    let out = store.run(&["--json", "get", "--from"], &[]);
+    assert!(out.status.success(), "get {}: {}", store.url, stderr(&out));
     let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
     let value = &doc["entries"][0]["value"];
     let bytes = serde_json::to_vec(value).expect("re-encode");
@@ -55,29 +54,129 @@ fn stored(url: &str) -> RuleSet {
         .expect("the stored rules convert")
 }
 
-/// A fresh place in every store, with the `scripts/services.sh` instance that serves it and
-/// whether the store has revisions for `--cas`.
-fn stores(dir: &Path, test: &str) -> Vec<(String, &'static str, bool)> {
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A place in a store, the `scripts/services.sh` instance that serves it, and what it takes.
+#[derive(Debug, Clone)]
+struct Store {
+    url: String,
+    service: &'static str,
+    /// Whether the store keeps revisions, for `--cas`.
+    cas: bool,
+    /// Options every command on it takes (`--ca-file` of a TLS store).
+    options: Vec<String>,
+    /// Whether `get` shows one document per family (a Nacos app).
+    per_family: bool,
+}
+
+impl Store {
+    fn new(url: String, service: &'static str, cas: bool) -> Self {
+        Self {
+            url,
+            service,
+            cas,
+            options: Vec::new(),
+            per_family: false,
+        }
+    }
+
+    fn ca(mut self, variable: &str) -> Self {
+        let ca = std::env::var(variable).unwrap_or_else(|_| {
+            panic!("{variable} is not set: run `eval \"$(scripts/services.sh env)\"`")
+        });
+        self.options = vec!["--ca-file".into(), ca];
+        self
+    }
+
+    /// Runs `args`, then this store's URL, then `more` and the store's options.
+    fn run(&self, args: &[&str], more: &[&str]) -> Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(&self.url);
+        all.extend_from_slice(more);
+        all.extend(self.options.iter().map(String::as_str));
+        run(&all)
+    }
+}
+
+/// A fresh place in every store.
+fn stores(dir: &Path, test: &str) -> Vec<Store> {
     let id = format!("cli-{test}-{}", std::process::id());
-    let etcd =
-        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    let etcd = |var: &str, default: &str, scheme: &str| {
+        let endpoint = env_or(var, default);
+        let host = endpoint.split("://").nth(1).unwrap_or(&endpoint).to_owned();
+        format!("{scheme}://{host}{}", unique_key("/sentinel-test", &id))
+    };
+    let redis_key = unique_key("rules:", &id).replace('/', ":");
+    let first = |var: &str, default: &str| {
+        env_or(var, default)
+            .split(',')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut app = Store::new(
+        format!(
+            "nacos://{}/?app={id}",
+            env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848")
+        ),
+        "nacos-main",
+        false,
+    );
+    app.per_family = true;
     vec![
-        (format!("file://{}/{test}.json", dir.display()), "", false),
-        (
-            format!("{etcd}{}", unique_key("/sentinel-test", &id)),
+        Store::new(format!("file://{}/{test}.json", dir.display()), "", false),
+        Store::new(
+            etcd("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790", "etcd"),
             "etcd-main",
             true,
         ),
-        (
+        Store::new(
+            etcd(
+                "SENTINEL_ETCD_TLS_ENDPOINTS",
+                "https://127.0.0.1:23793",
+                "etcds",
+            ),
+            "etcd-tls",
+            true,
+        )
+        .ca("SENTINEL_ETCD_TLS_CA"),
+        Store::new(
             format!(
-                "redis://{}/{}",
-                env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
-                unique_key("rules:", &id).replace('/', ":")
+                "redis://{}/{redis_key}",
+                env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379")
             ),
             "redis-main",
             true,
         ),
-        (
+        Store::new(
+            format!(
+                "rediss://{}/{redis_key}",
+                env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383")
+            ),
+            "redis-tls",
+            true,
+        )
+        .ca("SENTINEL_REDIS_TLS_CA"),
+        Store::new(
+            format!(
+                "redis://{}/{redis_key}?master={}",
+                first("SENTINEL_REDIS_SENTINEL_ADDRS", "127.0.0.1:26390"),
+                env_or("SENTINEL_REDIS_MASTER_NAME", "sentinel-test")
+            ),
+            "redis-ha",
+            true,
+        ),
+        Store::new(
+            format!(
+                "redis://{}/{redis_key}?cluster",
+                first("SENTINEL_REDIS_CLUSTER_ADDRS", "127.0.0.1:16401")
+            ),
+            "redis-cluster",
+            true,
+        ),
+        Store::new(
             format!(
                 "nacos://{}/{id}",
                 env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848")
@@ -85,7 +184,8 @@ fn stores(dir: &Path, test: &str) -> Vec<(String, &'static str, bool)> {
             "nacos-main",
             false,
         ),
-        (
+        app,
+        Store::new(
             format!(
                 "nats://{}/{id}/rules",
                 env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222")
@@ -93,21 +193,33 @@ fn stores(dir: &Path, test: &str) -> Vec<(String, &'static str, bool)> {
             "nats-main",
             true,
         ),
+        Store::new(
+            format!(
+                "natss://{}/{id}/rules",
+                env_or("SENTINEL_NATS_TLS_ADDR", "127.0.0.1:14225")
+            ),
+            "nats-tls",
+            true,
+        )
+        .ca("SENTINEL_NATS_TLS_CA"),
     ]
 }
 
-/// `push` of `file` to `url` (with `--cas` if `cas`), which must succeed.
-fn push(file: &str, url: &str, service: &str, cas: bool) {
-    let mut args = vec!["push", file, "--to", url];
-    if cas {
-        args.push("--cas");
+/// `push` of `file` to the store (with `--cas` where it keeps revisions), which must
+/// succeed.
+fn push(file: &str, store: &Store) {
+    let mut more = Vec::new();
+    if store.cas {
+        more.push("--cas");
     }
-    let out = run(&args);
+    let out = store.run(&["push", file, "--to"], &more);
     assert!(
         out.status.success(),
-        "push to {url} failed ({}); is the server up? start it with \
-         `scripts/services.sh start {service}`",
-        String::from_utf8_lossy(&out.stderr)
+        "push to {} failed ({}); is the server up? start it with \
+         `scripts/services.sh start {}`",
+        store.url,
+        stderr(&out),
+        store.service
     );
 }
 
@@ -163,51 +275,115 @@ fn validate_exit_codes_name_index_resource_and_field() {
     );
 }
 
-/// Every store: push, get it back exactly, diff (nothing, then a change).
+/// Every store: push, get it back exactly, diff (nothing: exit 0; then field-level changes
+/// in every family the store holds: exit 3), delete, and get and diff after the delete.
 #[test]
-fn push_then_get_round_trips_on_every_store() {
+fn push_get_diff_delete_on_every_store() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let rules = write(dir.path(), "rules.json", RULES);
     let changed = write(dir.path(), "changed.json", CHANGED);
     let expected = CombinedJson::new()
         .convert(RULES.as_bytes())
         .expect("valid");
-    for (url, service, cas) in stores(dir.path(), "push") {
-        let url = url.as_str();
-        push(&rules, url, service, cas);
-        assert_eq!(stored(url), expected, "{url}");
-        let same = run(&["diff", rules.as_str(), "--from", url]);
+    for store in stores(dir.path(), "push") {
+        let url = store.url.as_str();
+        push(&rules, &store);
+        let out = store.run(&["--json", "get", "--from"], &[]);
+        assert!(out.status.success(), "{url}: {}", stderr(&out));
+        if store.per_family {
+            let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+            assert_eq!(
+                doc["entries"].as_array().map(Vec::len),
+                Some(3),
+                "{url}: {doc}"
+            );
+        } else {
+            assert_eq!(stored(&store), expected, "{url}");
+        }
+        let same = store.run(&["diff", rules.as_str(), "--from"], &[]);
         assert_eq!(same.status.code(), Some(0), "{url}: {same:?}");
-        let other = run(&["--json", "diff", changed.as_str(), "--from", url]);
-        assert_eq!(other.status.code(), Some(1), "{url}: {other:?}");
+        assert!(stdout(&same).starts_with("no change"), "{url}: {same:?}");
+
+        let other = store.run(&["diff", changed.as_str(), "--from"], &[]);
+        assert_eq!(other.status.code(), Some(3), "{url}: {other:?}");
+        let text = stdout(&other);
+        assert!(
+            text.contains("~ flow GET:/order: count: 20.0 -> 7.0"),
+            "{url}: {text}"
+        );
+        assert!(text.contains("degrade: 1 rule removed"), "{url}: {text}");
+        assert!(text.contains("paramFlow: 1 rule removed"), "{url}: {text}");
+        let other = store.run(&["--json", "diff", changed.as_str(), "--from"], &[]);
+        assert_eq!(other.status.code(), Some(3), "{url}: {other:?}");
         let doc: Value = serde_json::from_str(&stdout(&other)).expect("JSON");
-        let ops: Vec<&str> = doc["changes"]
+        let ops: Vec<(&str, &str)> = doc["changes"]
             .as_array()
-            .map(|c| c.iter().filter_map(|c| c["op"].as_str()).collect())
+            .map(|c| {
+                c.iter()
+                    .filter_map(|c| Some((c["op"].as_str()?, c["family"].as_str()?)))
+                    .collect()
+            })
             .unwrap_or_default();
-        assert_eq!(ops, vec!["-", "+"], "{url}: {doc}");
+        assert_eq!(
+            ops,
+            vec![("~", "flow"), ("-", "degrade"), ("-", "paramFlow")],
+            "{url}: {doc}"
+        );
+        assert_eq!(
+            doc["changes"][0]["fields"][0]["field"], "count",
+            "{url}: {doc}"
+        );
+
+        let out = store.run(&["delete", "--from"], &[]);
+        assert!(out.status.success(), "delete {url}: {}", stderr(&out));
+        let out = store.run(&["--json", "get", "--from"], &[]);
+        assert!(out.status.success(), "{url}: {}", stderr(&out));
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(
+            doc["entries"],
+            serde_json::json!([]),
+            "{url}: after delete: {doc}"
+        );
+        // Nothing stored: every rule of the file is an addition.
+        let out = store.run(&["--json", "diff", changed.as_str(), "--from"], &[]);
+        assert_eq!(out.status.code(), Some(3), "{url}: {out:?}");
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(doc["changes"][0]["op"], "+", "{url}: {doc}");
+        // Deleting what is not there succeeds.
+        let out = store.run(&["delete", "--from"], &[]);
+        assert!(out.status.success(), "delete {url} again: {}", stderr(&out));
     }
 }
 
 /// `watch --json` on every store: the initial load, then a pushed change, each printed as
-/// an applied update with the source's status; on a file, a bad write is printed as
-/// rejected.
+/// an applied update with its time, what changed and the source's status; on a file, a bad
+/// write is printed as rejected.
 #[test]
 fn watch_prints_every_update_on_every_store() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let rules = write(dir.path(), "rules.json", RULES);
     let changed = write(dir.path(), "changed.json", CHANGED);
-    for (url, service, cas) in stores(dir.path(), "watch") {
-        push(&rules, &url, service, cas);
+    for store in stores(dir.path(), "watch") {
+        let url = store.url.clone();
+        push(&rules, &store);
         let is_file = url.starts_with("file://");
         let updates = if is_file { "3" } else { "2" };
-        let mut watch = Watch::start(&url, updates);
+        let mut watch = Watch::start(&store, updates);
         let first = watch.next_line(&url);
         assert_eq!(first["event"], "applied", "{url}: {first}");
-        push(&changed, &url, service, cas);
+        assert!(
+            first["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{first}"
+        );
+        push(&changed, &store);
         let second = watch.next_line(&url);
         assert_eq!(second["event"], "applied", "{url}: {second}");
         assert_eq!(second["status"]["applied"], 2, "{url}: {second}");
+        let what = second["changed"].as_str().unwrap_or_default();
+        assert!(
+            what.contains("GET:/order count: 20.0 -> 7.0"),
+            "{url}: {second}"
+        );
         if let Some(path) = url.strip_prefix("file://") {
             std::fs::write(
                 path,
@@ -245,9 +421,10 @@ fn watch_prints_the_store_going_away_and_coming_back() {
         env_or("SENTINEL_REDIS_FAULT_ADDR", "127.0.0.1:16382"),
         unique_key("rules:", "cli-fault").replace('/', ":")
     );
+    let store = Store::new(url.clone(), "redis-fault", false);
     run_services(&["start", "redis-fault"]);
-    push(&rules, &url, "redis-fault", false);
-    let mut watch = Watch::start(&url, "2");
+    push(&rules, &store);
+    let mut watch = Watch::start(&store, "2");
     assert_eq!(watch.next_line(&url)["event"], "applied");
 
     run_services(&["stop", "redis-fault"]);
@@ -260,7 +437,7 @@ fn watch_prints_the_store_going_away_and_coming_back() {
     let up = watch.next_line(&url);
     assert_eq!(up["event"], "connected", "{up}");
     assert_eq!(up["status"]["disconnects"], 1, "{up}");
-    push(&changed, &url, "redis-fault", false);
+    push(&changed, &store);
     let update = watch.next_line(&url);
     assert_eq!(update["event"], "applied", "{update}");
     assert_eq!(update["status"]["applied"], 2, "{update}");
@@ -274,9 +451,17 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(url: &str, updates: &str) -> Self {
+    fn start(store: &Store, updates: &str) -> Self {
         let mut child = Command::new(BIN)
-            .args(["--json", "watch", "--from", url, "--updates", updates])
+            .args([
+                "--json",
+                "watch",
+                "--from",
+                &store.url,
+                "--updates",
+                updates,
+            ])
+            .args(&store.options)
             .stdout(Stdio::piped())
             .spawn()
             .expect("watch starts");
@@ -342,7 +527,347 @@ fn a_password_from_stdin_reaches_the_store_and_is_never_printed() {
     }
     let out = child.wait_with_output().expect("the command ends");
     let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(2), "{text}");
+    // A store error: exit 4, naming the server.
+    assert_eq!(out.status.code(), Some(4), "{text}");
     assert!(text.to_lowercase().contains("auth"), "{text}");
+    assert!(
+        text.contains(&env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379")),
+        "{text}"
+    );
     assert!(!text.contains(secret), "the password was printed: {text}");
+}
+
+/// `push --if-revision` with the revision our `push --json` printed, after someone else wrote:
+/// exit 5 naming the conflict, and the other writer's rules stay (etcd, Redis, NATS).
+#[test]
+fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let theirs = CombinedJson::new()
+        .convert(CHANGED.as_bytes())
+        .expect("valid");
+    for store in stores(dir.path(), "cas").into_iter().filter(|s| s.cas) {
+        let url = store.url.as_str();
+        let out = store.run(&["--json", "push", rules.as_str(), "--to"], &["--cas"]);
+        assert!(out.status.success(), "{url}: {out:?}");
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        let seen = doc["revision"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{url}: no revision in {doc}"))
+            .to_string();
+        // Someone else writes between our read and our write.
+        push(&changed, &store);
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--if-revision", &seen]);
+        assert_eq!(out.status.code(), Some(5), "{url}: {out:?}");
+        assert!(
+            stderr(&out).contains("someone else wrote"),
+            "{url}: {out:?}"
+        );
+        assert_eq!(stored(&store), theirs, "{url}: the losing push wrote");
+        // Plain --cas reads the revision itself, and wins when nobody races it.
+        // (Stores without revisions refuse it: see `cas_on_a_store_without_revisions_is_a_usage_error`.)
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
+        assert!(out.status.success(), "{url}: {out:?}");
+    }
+}
+
+/// A file and a Nacos dataId keep no revisions: `--cas` on them is a usage error (exit 2),
+/// and nothing is written.
+#[test]
+fn cas_on_a_store_without_revisions_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    for store in stores(dir.path(), "nocas")
+        .into_iter()
+        .filter(|s| !s.cas && !s.per_family)
+    {
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
+        assert_eq!(out.status.code(), Some(2), "{}: {out:?}", store.url);
+        assert!(
+            stderr(&out).contains("keeps no revisions"),
+            "{}: {out:?}",
+            store.url
+        );
+        let out = store.run(&["--json", "get", "--from"], &[]);
+        assert!(out.status.success(), "{}: {out:?}", store.url);
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(
+            doc["entries"],
+            serde_json::json!([]),
+            "{}: {doc}",
+            store.url
+        );
+    }
+}
+
+/// Keys with `{}`, `*`, `/` and spaces, written percent-encoded or not, reach the store as
+/// written (etcd and Redis), and a NATS `>` wildcard reads every key under it.
+#[test]
+fn keys_with_special_characters_are_stored_as_written() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let id = format!("cli-keys-{}", std::process::id());
+    let etcd =
+        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    let redis = env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379");
+    let key = format!(
+        "{}:{{orders}}:a b*/c",
+        unique_key("rules", &id).replace('/', ":")
+    );
+    let encoded = key
+        .replace('{', "%7B")
+        .replace('}', "%7D")
+        .replace(' ', "%20");
+    for (written, read, shown) in [
+        (
+            format!("{etcd}/{key}"),
+            format!("{etcd}/{encoded}"),
+            format!("/{key}"),
+        ),
+        (
+            format!("redis://{redis}/{encoded}"),
+            format!("redis://{redis}/{key}"),
+            key.clone(),
+        ),
+    ] {
+        let store = Store::new(written.clone(), "", false);
+        push(&rules, &store);
+        let out = run(&["--json", "get", "--from", &read]);
+        assert!(out.status.success(), "{read}: {out:?}");
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(doc["entries"][0]["key"], shown.as_str(), "{read}: {doc}");
+        assert!(run(&["delete", "--from", &written]).status.success());
+    }
+    let nats = env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222");
+    for key in ["rules.flow", "rules.degrade"] {
+        push(
+            &rules,
+            &Store::new(format!("nats://{nats}/{id}/{key}"), "nats-main", false),
+        );
+    }
+    let out = run(&[
+        "--json",
+        "get",
+        "--from",
+        &format!("nats://{nats}/{id}/rules.%3E"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let keys: Vec<&str> = doc["entries"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["key"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(keys.len(), 2, "{doc}");
+    assert!(
+        keys.iter()
+            .all(|k| k.ends_with("rules.flow") || k.ends_with("rules.degrade")),
+        "{doc}"
+    );
+    let out = run(&["delete", "--from", &format!("nats://{nats}/{id}/rules.>")]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// What a user reads: a refused connection names the server and says each cause once; a
+/// password in a URL is refused pointing at the variables; a bare path is a file; a missing
+/// NATS bucket is named plainly; `--help` has examples and the environment; a mistyped
+/// command gets a suggestion; completions print; `--timeout` bounds a silent server.
+#[test]
+fn messages_name_the_store_and_say_what_to_do() {
+    for url in [
+        "etcd://127.0.0.1:1/rules",
+        "redis://127.0.0.1:1/rules",
+        "nats://127.0.0.1:1/bucket/rules",
+        "nacos://127.0.0.1:1/rules",
+    ] {
+        let out = run(&["get", "--from", url]);
+        assert_eq!(out.status.code(), Some(4), "{url}: {out:?}");
+        let text = stderr(&out);
+        assert!(text.contains("127.0.0.1:1"), "{url}: {text}");
+        assert_eq!(
+            text.matches("Connection refused").count(),
+            1,
+            "{url}: {text}"
+        );
+        assert_eq!(text.lines().count(), 1, "{url}: {text}");
+    }
+
+    // A TLS store without its CA says which option gives it.
+    let tls = format!(
+        "rediss://{}/rules",
+        env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383")
+    );
+    let out = run(&["get", "--from", &tls]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(stderr(&out).contains("--ca-file"), "{out:?}");
+
+    let out = run(&["get", "--from", "redis://ops:hunter2@127.0.0.1:6379/rules"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("SENTINEL_RULES_USER") && text.contains("SENTINEL_RULES_PASSWORD"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("hunter2"),
+        "the password was printed: {text}"
+    );
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    let bare = dir.path().join("bare.json").display().to_string();
+    let out = run(&["push", &rules, "--to", &bare]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        run(&["diff", &rules, "--from", &bare]).status.code(),
+        Some(0)
+    );
+
+    let nats = env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222");
+    let bucket = format!("cli-missing-{}", std::process::id());
+    let out = run(&["get", "--from", &format!("nats://{nats}/{bucket}/rules")]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{out:?}; start NATS with `scripts/services.sh start nats-main`"
+    );
+    let text = stderr(&out);
+    assert!(
+        text.contains(&format!("bucket {bucket} does not exist")),
+        "{text}"
+    );
+    assert!(!text.contains("::"), "names a Rust item: {text}");
+
+    let help = stdout(&run(&["--help"]));
+    for needle in [
+        "Examples:",
+        "SENTINEL_RULES_USER",
+        "SENTINEL_RULES_PASSWORD",
+        "Exit codes:",
+        "3 diff",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}: {help}");
+    }
+    let out = run(&["gett", "--from", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("similar subcommand exists: 'get'"),
+        "{out:?}"
+    );
+    let out = run(&["completions", "bash"]);
+    let script = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        script.contains("complete -F"),
+        "not a bash completion script"
+    );
+    // Bash completes a subcommand's options with it.
+    let completed = Command::new("bash")
+        .arg("-c")
+        .arg(
+            "source /dev/stdin; COMP_WORDS=(sentinel-rules push --if); COMP_CWORD=2; \
+             _sentinel__rules sentinel-rules --if push; echo \"${COMPREPLY[@]}\"",
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(script.as_bytes())?;
+            }
+            child.wait_with_output()
+        })
+        .expect("bash runs the completion script");
+    assert_eq!(stdout(&completed).trim(), "--if-revision");
+
+    // A server that accepts the connection and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    let port = silent.local_addr().expect("its address").port();
+    let out = run(&[
+        "--timeout",
+        "300ms",
+        "get",
+        "--from",
+        &format!("redis://127.0.0.1:{port}/rules"),
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let text = stderr(&out).to_lowercase();
+    assert!(
+        text.contains("timed out") || text.contains("no answer within"),
+        "{text}"
+    );
+    drop(silent);
+}
+
+/// An etcd prefix is every key under it, merged: `get` lists them, `diff` and `watch` see the
+/// union, `push` to it is refused (exit 2), and `delete` removes every key.
+#[test]
+fn an_etcd_prefix_reads_diffs_watches_and_deletes_every_key_under_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let flow = write(
+        dir.path(),
+        "flow.json",
+        r#"{"flow": [{"resource": "GET:/order", "count": 20}]}"#,
+    );
+    let degrade = write(
+        dir.path(),
+        "degrade.json",
+        r#"{"degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
+    );
+    let both = write(
+        dir.path(),
+        "both.json",
+        r#"{"flow": [{"resource": "GET:/order", "count": 20}],
+            "degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
+    );
+    let changed = write(dir.path(), "changed.json", CHANGED);
+    let etcd =
+        env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
+    let prefix = format!(
+        "{etcd}{}/",
+        unique_key(
+            "/sentinel-test",
+            &format!("cli-prefix-{}", std::process::id())
+        )
+    );
+    let url = format!("{prefix}?prefix");
+    push(&flow, &Store::new(format!("{prefix}a"), "etcd-main", true));
+    push(
+        &degrade,
+        &Store::new(format!("{prefix}b"), "etcd-main", true),
+    );
+
+    let out = run(&["--json", "get", "--from", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["entries"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert_eq!(run(&["diff", &both, "--from", &url]).status.code(), Some(0));
+    assert_eq!(run(&["diff", &flow, "--from", &url]).status.code(), Some(3));
+    let out = run(&["push", &both, "--to", &url]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    let store = Store::new(url.clone(), "etcd-main", false);
+    let mut watch = Watch::start(&store, "2");
+    assert_eq!(watch.next_line(&url)["event"], "applied");
+    push(
+        &changed,
+        &Store::new(format!("{prefix}a"), "etcd-main", true),
+    );
+    let update = watch.next_line(&url);
+    assert!(
+        update["changed"]
+            .as_str()
+            .is_some_and(|c| c.contains("count: 20.0 -> 7.0")),
+        "{update}"
+    );
+    watch.finish(&url);
+
+    let out = run(&["--json", "delete", "--from", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["deleted"].as_array().map(Vec::len), Some(2), "{doc}");
+    let out = run(&["--json", "get", "--from", &url]);
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["entries"], serde_json::json!([]), "{doc}");
 }
