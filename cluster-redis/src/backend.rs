@@ -3,11 +3,13 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use redis::RedisError;
-use sentinel_core::cluster::{ClusterBackend, ClusterDecision, ClusterRuleSpec, ClusterSlot};
+use sentinel_core::cluster::{
+    ClusterBackend, ClusterDecision, ClusterEvents, ClusterRuleSpec, ClusterSlot,
+};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -109,6 +111,8 @@ pub(crate) struct Inner {
     status: watch::Sender<ClusterStatus>,
     counters: Counters,
     stopped: AtomicBool,
+    /// The engine's listeners, once an engine is built with this backend.
+    events: OnceLock<ClusterEvents>,
 }
 
 /// The Redis cluster backend. Install it with
@@ -158,6 +162,7 @@ impl RedisClusterBackend {
             status,
             counters: Counters::default(),
             stopped: AtomicBool::new(false),
+            events: OnceLock::new(),
         });
         handle.spawn(network_task(Arc::downgrade(&inner)));
         handle.spawn(expiry_task(Arc::downgrade(&inner)));
@@ -317,6 +322,10 @@ fn check_config(config: &RedisClusterConfig) -> Result<(), ClusterError> {
 }
 
 impl ClusterBackend for RedisClusterBackend {
+    fn attach(&self, events: ClusterEvents) {
+        let _ = self.inner.events.set(events);
+    }
+
     fn register(&self, specs: &[ClusterRuleSpec]) -> Vec<Arc<ClusterSlot>> {
         let inner = &self.inner;
         let mut flows = lock(&inner.flows);
@@ -470,6 +479,9 @@ impl Inner {
             self.counters.resumed.fetch_add(1, Ordering::Relaxed);
             metrics::gauge!("sentinel_cluster_degraded").set(0.0);
             tracing::info!(replica = %self.config.replica_id, "cluster flow checks resumed on Redis");
+            if let Some(events) = self.events.get() {
+                events.resumed(&format!("redis replica {}", self.config.replica_id));
+            }
         }
         self.set_status(ClusterStatus::Live);
     }
@@ -502,6 +514,12 @@ impl Inner {
                 error = %error,
                 "Redis unreachable: cluster flow checks degraded to local checks"
             );
+            if let Some(events) = self.events.get() {
+                events.degraded(
+                    &format!("redis replica {}", self.config.replica_id),
+                    &format!("Redis unreachable: {error}"),
+                );
+            }
             self.set_status(ClusterStatus::Degraded {
                 error: error.to_string(),
             });

@@ -149,3 +149,64 @@ fn the_backend_needs_a_runtime_and_sane_settings() {
         })
     ));
 }
+
+/// A partition between the backend and Redis: the engine's listeners hear
+/// `ClusterDegraded`, then `ClusterResumed` once Redis is reachable again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_hear_when_cluster_checks_degrade_and_resume() {
+    use sentinel_core::datasource::testkit::Partition;
+    use sentinel_core::SentinelEvent;
+    use std::sync::Mutex;
+
+    let partition = Partition::start(&redis_addr()).await;
+    let config = RedisClusterConfig::new(RedisTarget::Server(partition.addr().to_owned()))
+        .prefix(prefix("events"))
+        .replica_id("events-test");
+    let backend = RedisClusterBackend::start(config).expect("a runtime");
+    let sentinel = Sentinel::builder()
+        .cluster_backend(Arc::new(backend.clone()))
+        .build();
+    let heard: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = heard.clone();
+    sentinel.add_listener(move |event: &SentinelEvent| {
+        let name = match event {
+            SentinelEvent::ClusterDegraded { backend, .. } => format!("degraded {backend}"),
+            SentinelEvent::ClusterResumed { backend } => format!("resumed {backend}"),
+            _ => return,
+        };
+        if let Ok(mut heard) = record.lock() {
+            heard.push(name);
+        }
+    });
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule(91, 1_000.0)])
+        .expect("valid rules");
+    live(&backend).await;
+    partition.cut();
+    let calls = || {
+        for _ in 0..50 {
+            drop(sentinel.entry("r").enter());
+        }
+    };
+    let said = |what: &str| {
+        heard
+            .lock()
+            .map(|h| h.iter().any(|e| e.starts_with(what)))
+            .unwrap_or(false)
+    };
+    wait_until("a ClusterDegraded event", || {
+        calls();
+        said("degraded")
+    })
+    .await;
+    partition.heal();
+    wait_until(&format!("a ClusterResumed event ({START_HINT})"), || {
+        calls();
+        said("resumed")
+    })
+    .await;
+    let heard = heard.lock().map(|h| h.clone()).unwrap_or_default();
+    assert_eq!(heard[0], "degraded redis replica events-test", "{heard:?}");
+    backend.shutdown().await;
+}

@@ -44,6 +44,19 @@ pub enum SentinelEvent {
         /// threshold did (CLOSED -> OPEN); 1.0 when a failed probe reopened it.
         value: Option<f64>,
     },
+    /// The cluster backend cannot decide: `clusterMode` flow rules fall back to local checks
+    /// (with `fallbackToLocalWhenFail`) or pass, until [`ClusterResumed`](Self::ClusterResumed).
+    ClusterDegraded {
+        /// The backend (its `Debug` name, such as the Redis replica's id).
+        backend: String,
+        /// Why, without secrets.
+        reason: String,
+    },
+    /// The cluster backend decides again.
+    ClusterResumed {
+        /// The backend.
+        backend: String,
+    },
 }
 
 /// Receives [`SentinelEvent`]s. Any `Fn(&SentinelEvent) + Send + Sync` is a listener.
@@ -107,6 +120,12 @@ impl EventBus {
                 ..
             } => {
                 tracing::info!(resource = %resource, from = %from, to = %to, value = ?value, "circuit breaker state changed")
+            }
+            SentinelEvent::ClusterDegraded { backend, reason } => {
+                tracing::warn!(backend = %backend, reason = %reason, "cluster flow checks degraded to local checks")
+            }
+            SentinelEvent::ClusterResumed { backend } => {
+                tracing::info!(backend = %backend, "cluster flow checks resumed")
             }
         }
         for listener in self.listeners.load().iter() {

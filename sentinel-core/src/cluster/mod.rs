@@ -241,6 +241,57 @@ pub trait ClusterBackend: Send + Sync + Debug + 'static {
         let _ = spec;
         Ok(())
     }
+
+    /// Called once when an engine is built with this backend: `events` reports the backend's
+    /// degradation and recovery as [`SentinelEvent`](crate::SentinelEvent)s to the engine's
+    /// listeners. The default ignores it.
+    fn attach(&self, events: ClusterEvents) {
+        let _ = events;
+    }
+}
+
+/// Where a [`ClusterBackend`] reports that it degraded to local checks, and that it resumed:
+/// [`SentinelEvent::ClusterDegraded`](crate::SentinelEvent::ClusterDegraded) and
+/// [`ClusterResumed`](crate::SentinelEvent::ClusterResumed) to the engine's listeners. It
+/// does not keep the engine alive; once the engine is gone, reports go nowhere.
+#[derive(Clone)]
+pub struct ClusterEvents {
+    shared: std::sync::Weak<crate::engine::SharedState>,
+}
+
+impl ClusterEvents {
+    pub(crate) fn new(shared: &Arc<crate::engine::SharedState>) -> Self {
+        Self {
+            shared: Arc::downgrade(shared),
+        }
+    }
+
+    /// Cluster checks are degraded to local checks, because of `reason` (no secret in it).
+    pub fn degraded(&self, backend: &str, reason: &str) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.events.emit(crate::SentinelEvent::ClusterDegraded {
+                backend: backend.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+
+    /// Cluster checks are decided by the backend again.
+    pub fn resumed(&self, backend: &str) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.events.emit(crate::SentinelEvent::ClusterResumed {
+                backend: backend.to_owned(),
+            });
+        }
+    }
+}
+
+impl Debug for ClusterEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterEvents")
+            .field("engine_alive", &(self.shared.strong_count() > 0))
+            .finish()
+    }
 }
 
 impl ClusterFlowConfig {

@@ -27,6 +27,7 @@ pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shared::with_rules;
+pub(crate) use shared::Shared as SharedState;
 pub(crate) use sources::SourceNameClaim;
 
 #[cfg(test)]

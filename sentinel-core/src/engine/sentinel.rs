@@ -135,17 +135,21 @@ impl SentinelBuilder {
         if let Some(status) = self.system_status {
             let _ = system_status.set(status);
         }
+        let shared = Arc::new(Shared {
+            clock,
+            rules: ArcSwap::from_pointee(RuleSnapshot::default()),
+            inbound: StatNode::new(),
+            events: EventBus::default(),
+            system_status,
+            param_values_in_errors: self.param_values_in_errors,
+            regex_state: Default::default(),
+        });
+        if let Some(backend) = &self.cluster {
+            backend.attach(crate::cluster::ClusterEvents::new(&shared));
+        }
         Sentinel {
             inner: Arc::new(Inner {
-                shared: Arc::new(Shared {
-                    clock,
-                    rules: ArcSwap::from_pointee(RuleSnapshot::default()),
-                    inbound: StatNode::new(),
-                    events: EventBus::default(),
-                    system_status,
-                    param_values_in_errors: self.param_values_in_errors,
-                    regex_state: Default::default(),
-                }),
+                shared,
                 registry: Registry::new(self.limits),
                 validation: self.validation,
                 writer: Mutex::new(()),
