@@ -4,7 +4,8 @@
 //!
 //! For each store: a rule set written by the backend's `WritableDataSource` is applied by the
 //! Java service with the same rules as the Rust engine's (Java's `FlowRuleManager.getRules()`
-//! against the engine's active rules); a rule set published as Java and its dashboard publish
+//! against the engine's active rules; degrade, param-flow, authority and system rules too,
+//! through a file); a rule set published as Java and its dashboard publish
 //! is applied by the Rust engine; and the same burst against both services admits what Java's
 //! own decision admits.
 //!
@@ -37,10 +38,16 @@ struct JavaService {
 
 impl JavaService {
     fn start(args: &[String]) -> Self {
+        Self::start_family(args, "flow")
+    }
+
+    /// The service reading `family` (flow, degrade, paramFlow, authority or system).
+    fn start_family(args: &[String], family: &str) -> Self {
         let mut command =
             java::java("sentinel.interop.StoreService").unwrap_or_else(|e| panic!("{e}"));
         let mut child = command
             .args(args)
+            .env("INTEROP_FAMILY", family)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -369,4 +376,134 @@ async fn file_shared_with_sentinel_java() {
     let args = vec!["file".into(), path.display().to_string()];
     let url = format!("file://{}", path.display());
     both_ways("file", args, &url, source, writer).await;
+}
+
+/// The rules of `set` (one family) written to a file by the Rust writer read the same in
+/// Sentinel Java's `FileRefreshableDataSource` and its family manager as in the Rust engine.
+async fn family_in_a_file<C>(
+    family: &str,
+    set: RuleSet,
+    converter: C,
+    active: fn(&Sentinel) -> Vec<Value>,
+) where
+    C: sentinel_core::datasource::Converter<[u8], RuleSet> + 'static,
+{
+    use sentinel_datasource_file::{FileRuleWriter, FileSource};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join(format!("{family}-rules.json"));
+    std::fs::write(&path, "[]").expect("the rules file is created");
+    let sentinel = Sentinel::new();
+    let handle = DataSource::builder(FileSource::new(&path).expect("a file source"), converter)
+        .start(&sentinel)
+        .await
+        .unwrap_or_else(|e| panic!("the Rust source does not start: {e}"));
+    let mut java = JavaService::start_family(&["file".into(), path.display().to_string()], family);
+    let expected = active_count(&set);
+    FileRuleWriter::new(&path)
+        .write(&set)
+        .await
+        .expect("the writer stores the rules");
+    wait_until(
+        &format!("the Rust engine applies the {family} rules"),
+        || active(&sentinel).len() == expected,
+    )
+    .await;
+    if family == "system" {
+        // Java's SystemRuleManager.getRules() answers one rule per threshold it holds; this
+        // engine's rules merge into one: compare the thresholds.
+        let thresholds = |rules: &[Value]| {
+            let mut set = serde_json::Map::new();
+            for rule in rules {
+                for (key, value) in rule.as_object().into_iter().flatten() {
+                    if value.as_f64().is_some_and(|v| v >= 0.0) {
+                        set.insert(key.clone(), json!(value.as_f64()));
+                    }
+                }
+            }
+            set
+        };
+        let rust = thresholds(&active(&sentinel));
+        wait_until("the Java service applies the system rules", || {
+            thresholds(&java.rules()) == rust
+        })
+        .await;
+    } else {
+        wait_until(
+            &format!("the Java service applies the {family} rules"),
+            || java.rules().len() == expected,
+        )
+        .await;
+        assert_same_rules(&java.rules(), &active(&sentinel));
+    }
+    handle.close().await;
+}
+
+fn active_count(set: &RuleSet) -> usize {
+    set.degrade.as_ref().map_or(0, Vec::len)
+        + set.param_flow.as_ref().map_or(0, Vec::len)
+        + set.authority.as_ref().map_or(0, Vec::len)
+        + set.system.as_ref().map_or(0, Vec::len)
+}
+
+/// A serialized rule list as its rules.
+fn list(rules: Result<Value, serde_json::Error>) -> Vec<Value> {
+    match rules.expect("rules serialize") {
+        Value::Array(list) => list,
+        other => vec![other],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_family_in_a_file_reads_the_same_in_sentinel_java() {
+    use sentinel_core::authority::AuthorityRule;
+    use sentinel_core::circuit_breaker::DegradeRule;
+    use sentinel_core::datasource::{AuthorityJson, DegradeJson, ParamFlowJson, SystemJson};
+    use sentinel_core::param_flow::{ParamFlowItem, ParamFlowRule};
+    use sentinel_core::system::SystemRule;
+
+    family_in_a_file(
+        "degrade",
+        RuleSet::new().with_degrade(vec![
+            DegradeRule::error_ratio("file-errors", 0.5, 10)
+                .min_request_amount(7)
+                .stat_interval_ms(2_000),
+            DegradeRule::slow_ratio("file-slow", 200.0, 0.3, 5),
+            DegradeRule::error_count("file-count", 3.0, 2),
+        ]),
+        DegradeJson::new(),
+        |s| list(serde_json::to_value(s.degrade_rules().rules())),
+    )
+    .await;
+    family_in_a_file(
+        "paramFlow",
+        RuleSet::new().with_param_flow(vec![
+            ParamFlowRule::qps("file-param", 0, 5.0)
+                .burst_count(2)
+                .duration_in_sec(2)
+                .item(ParamFlowItem::long(42, 9))
+                .item(ParamFlowItem::string("vip", 20)),
+            ParamFlowRule::thread("file-param-threads", 1, 3.0),
+            ParamFlowRule::qps("file-param-spaced", 0, 10.0).rate_limiter(300),
+        ]),
+        ParamFlowJson::new(),
+        |s| list(serde_json::to_value(s.param_flow_rules().rules())),
+    )
+    .await;
+    family_in_a_file(
+        "authority",
+        RuleSet::new().with_authority(vec![
+            AuthorityRule::white_list("file-auth", "web,app"),
+            AuthorityRule::black_list("file-admin", "crawler"),
+        ]),
+        AuthorityJson::new(),
+        |s| list(serde_json::to_value(s.authority_rules().rules())),
+    )
+    .await;
+    family_in_a_file(
+        "system",
+        RuleSet::new().with_system(vec![SystemRule::new().qps(100.0).max_thread(20)]),
+        SystemJson::new(),
+        |s| list(serde_json::to_value(s.system_rules().rules())),
+    )
+    .await;
 }

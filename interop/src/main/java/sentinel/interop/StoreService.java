@@ -10,8 +10,17 @@ import com.alibaba.csp.sentinel.datasource.nacos.NacosDataSource;
 import com.alibaba.csp.sentinel.datasource.redis.RedisDataSource;
 import com.alibaba.csp.sentinel.datasource.redis.config.RedisConnectionConfig;
 import com.alibaba.csp.sentinel.slots.block.BlockException;
+import com.alibaba.csp.sentinel.slots.block.authority.AuthorityRule;
+import com.alibaba.csp.sentinel.slots.block.authority.AuthorityRuleManager;
+import com.alibaba.csp.sentinel.slots.block.degrade.DegradeRule;
+import com.alibaba.csp.sentinel.slots.block.degrade.DegradeRuleManager;
 import com.alibaba.csp.sentinel.slots.block.flow.FlowRule;
 import com.alibaba.csp.sentinel.slots.block.flow.FlowRuleManager;
+import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowRule;
+import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowRuleManager;
+import com.alibaba.csp.sentinel.slots.system.SystemRule;
+import com.alibaba.csp.sentinel.slots.system.SystemRuleManager;
+import com.alibaba.csp.sentinel.property.SentinelProperty;
 import com.alibaba.fastjson.JSON;
 import com.alibaba.fastjson.TypeReference;
 import com.alibaba.nacos.api.NacosFactory;
@@ -38,7 +47,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>
  * StoreService redis HOST PORT KEY CHANNEL | etcd ENDPOINTS KEY | nacos ADDR DATA_ID | file PATH
- *   rules            the active flow rules (FlowRuleManager.getRules()) as JSON
+ *   rules            the active rules of the family (FlowRuleManager.getRules()...) as JSON
+ *
+ * The family is flow, or the one the environment variable INTEROP_FAMILY names: degrade,
+ * paramFlow, authority or system.
  *   burst RES N      N calls to RES at once; prints how many passed
  *   publish JSON     writes JSON to the store as Sentinel's publishers do
  *   quit
@@ -46,8 +58,47 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StoreService {
     private static final String GROUP = "SENTINEL_GROUP";
-    private static final Converter<String, List<FlowRule>> PARSER =
-        source -> JSON.parseObject(source, new TypeReference<List<FlowRule>>() {});
+    /** The family this service reads, and its parser. */
+    private static final String FAMILY =
+        System.getenv().getOrDefault("INTEROP_FAMILY", "flow");
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final Converter<String, List> PARSER = source -> {
+        switch (FAMILY) {
+            case "degrade":
+                return JSON.parseObject(source, new TypeReference<List<DegradeRule>>() {});
+            case "paramFlow":
+                return JSON.parseObject(source, new TypeReference<List<ParamFlowRule>>() {});
+            case "authority":
+                return JSON.parseObject(source, new TypeReference<List<AuthorityRule>>() {});
+            case "system":
+                return JSON.parseObject(source, new TypeReference<List<SystemRule>>() {});
+            default:
+                return JSON.parseObject(source, new TypeReference<List<FlowRule>>() {});
+        }
+    };
+
+    /** Hands the source's property to the family's rule manager. */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static void register(SentinelProperty property) {
+        switch (FAMILY) {
+            case "degrade": DegradeRuleManager.register2Property(property); break;
+            case "paramFlow": ParamFlowRuleManager.register2Property(property); break;
+            case "authority": AuthorityRuleManager.register2Property(property); break;
+            case "system": SystemRuleManager.register2Property(property); break;
+            default: FlowRuleManager.register2Property(property);
+        }
+    }
+
+    /** The family's active rules. */
+    private static Object activeRules() {
+        switch (FAMILY) {
+            case "degrade": return DegradeRuleManager.getRules();
+            case "paramFlow": return ParamFlowRuleManager.getRules();
+            case "authority": return AuthorityRuleManager.getRules();
+            case "system": return SystemRuleManager.getRules();
+            default: return FlowRuleManager.getRules();
+        }
+    }
 
     private StoreService() {}
 
@@ -59,7 +110,8 @@ public final class StoreService {
     public static void main(String[] argv) throws Exception {
         System.setProperty("csp.sentinel.metric.flush.interval", "0");
         String store = argv[0];
-        ReadableDataSource<String, List<FlowRule>> source;
+        @SuppressWarnings("rawtypes")
+        ReadableDataSource<String, List> source;
         Publisher publisher;
         switch (store) {
             case "redis": {
@@ -123,7 +175,7 @@ public final class StoreService {
                 System.exit(2);
                 return;
         }
-        FlowRuleManager.register2Property(source.getProperty());
+        register(source.getProperty());
         System.out.println("ready");
         System.out.flush();
 
@@ -134,7 +186,7 @@ public final class StoreService {
             try {
                 switch (parts[0]) {
                     case "rules":
-                        System.out.println(JSON.toJSONString(FlowRuleManager.getRules()));
+                        System.out.println(JSON.toJSONString(activeRules()));
                         break;
                     case "burst": {
                         int passed = 0;
