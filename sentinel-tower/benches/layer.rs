@@ -34,22 +34,26 @@ fn request_as<S>(service: &mut S, uri: &Uri, user: &HeaderValue) -> Result<S::Re
 where
     S: Service<Request<()>>,
 {
-    let mut cx = Context::from_waker(Waker::noop());
-    match service.poll_ready(&mut cx) {
-        Poll::Ready(Ok(())) => {}
-        Poll::Ready(Err(error)) => return Err(error),
-        Poll::Pending => unreachable!("a service_fn is always ready"),
-    }
     let mut request = Request::new(());
     *request.uri_mut() = uri.clone();
     request
         .headers_mut()
         .insert(HeaderName::from_static("x-user-id"), user.clone());
-    run(service.call(request))
+    send(service, request)
 }
 
 /// One request: ready, call, and the response future awaited.
 fn request<S>(service: &mut S, uri: &Uri) -> Result<S::Response, S::Error>
+where
+    S: Service<Request<()>>,
+{
+    let mut request = Request::new(());
+    *request.uri_mut() = uri.clone();
+    send(service, request)
+}
+
+/// Ready, call, and the response future awaited.
+fn send<S>(service: &mut S, request: Request<()>) -> Result<S::Response, S::Error>
 where
     S: Service<Request<()>>,
 {
@@ -59,8 +63,6 @@ where
         Poll::Ready(Err(error)) => return Err(error),
         Poll::Pending => unreachable!("a service_fn is always ready"),
     }
-    let mut request = Request::new(());
-    *request.uri_mut() = uri.clone();
     run(service.call(request))
 }
 

@@ -153,7 +153,18 @@ impl<'a> EntryBuilder<'a> {
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         let mut wait = Duration::ZERO;
         // The result is returned as it is, so it is built in place.
-        let mut result = self.check(&mut wait);
+        let result = self.check(&mut wait);
+        self.after_wait(wait, result)
+    }
+
+    /// A checked call's result once its queueing `wait` (if any) is over: the thread sleeps
+    /// through it (a fake clock advances instead), and a passed call starts then.
+    #[inline(always)]
+    fn after_wait<'e>(
+        &self,
+        wait: Duration,
+        mut result: Result<Entry<'e>, BlockError>,
+    ) -> Result<Entry<'e>, BlockError> {
         if !wait.is_zero() {
             if !self.sentinel.clock().wait_virtually(wait) {
                 std::thread::sleep(wait);
@@ -190,16 +201,8 @@ impl<'a> EntryBuilder<'a> {
     /// ```
     pub fn enter_owned(self) -> Result<Entry<'static>, BlockError> {
         let mut wait = Duration::ZERO;
-        let mut result = self.check_owned(&mut wait);
-        if !wait.is_zero() {
-            if !self.sentinel.clock().wait_virtually(wait) {
-                std::thread::sleep(wait);
-            }
-            if let Ok(entry) = &mut result {
-                entry.start();
-            }
-        }
-        result
+        let result = self.check_owned(&mut wait);
+        self.after_wait(wait, result)
     }
 
     /// Checks every rule without waiting: the call passes now, passes once a rate-limiter
