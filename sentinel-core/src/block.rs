@@ -1,5 +1,6 @@
 //! Why a call was blocked.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::authority::AuthorityRule;
@@ -117,6 +118,84 @@ impl BlockError {
             | BlockError::Flow { resource, .. }
             | BlockError::CircuitBreaker { resource, .. }
             | BlockError::ParamFlow { resource, .. } => resource,
+        }
+    }
+}
+
+/// Blocks of one resource by what blocked them, counted since its statistics were made
+/// (read with [`Sentinel::block_reasons`](crate::Sentinel::block_reasons)). A flow rule in
+/// cluster mode counts as `cluster`, whether the shared store or the local fallback decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BlockReasons {
+    /// Blocked by a (local) flow rule.
+    pub flow: u64,
+    /// Blocked by a param-flow (hot parameter) rule.
+    pub param_flow: u64,
+    /// Blocked by an open or probing circuit breaker.
+    pub circuit_breaker: u64,
+    /// Blocked by system protection.
+    pub system: u64,
+    /// Blocked by an authority rule.
+    pub authority: u64,
+    /// Blocked by a flow rule in cluster mode.
+    pub cluster: u64,
+}
+
+impl BlockReasons {
+    /// Every block, whatever blocked it.
+    pub fn total(&self) -> u64 {
+        self.flow
+            + self.param_flow
+            + self.circuit_breaker
+            + self.system
+            + self.authority
+            + self.cluster
+    }
+
+    /// The blocks counted since `earlier` (each count saturating at 0).
+    pub fn since(&self, earlier: &BlockReasons) -> BlockReasons {
+        BlockReasons {
+            flow: self.flow.saturating_sub(earlier.flow),
+            param_flow: self.param_flow.saturating_sub(earlier.param_flow),
+            circuit_breaker: self.circuit_breaker.saturating_sub(earlier.circuit_breaker),
+            system: self.system.saturating_sub(earlier.system),
+            authority: self.authority.saturating_sub(earlier.authority),
+            cluster: self.cluster.saturating_sub(earlier.cluster),
+        }
+    }
+}
+
+/// The running counts behind [`BlockReasons`], one atomic per reason, written only when a
+/// call is blocked.
+#[derive(Debug, Default)]
+pub(crate) struct BlockTally([AtomicU64; 6]);
+
+impl BlockTally {
+    /// Counts `n` calls blocked by `error`.
+    pub(crate) fn add(&self, error: &BlockError, n: u64) {
+        let reason = match error {
+            BlockError::Flow { rule, .. } if rule.cluster_mode => 5,
+            BlockError::Flow { .. } => 0,
+            BlockError::ParamFlow { .. } => 1,
+            BlockError::CircuitBreaker { .. } => 2,
+            BlockError::System { .. } => 3,
+            BlockError::Authority { .. } => 4,
+        };
+        self.0[reason].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The counts now.
+    pub(crate) fn read(&self) -> BlockReasons {
+        let [flow, param_flow, circuit_breaker, system, authority, cluster] =
+            self.0.each_ref().map(|c| c.load(Ordering::Relaxed));
+        BlockReasons {
+            flow,
+            param_flow,
+            circuit_breaker,
+            system,
+            authority,
+            cluster,
         }
     }
 }

@@ -61,13 +61,14 @@ mod hash;
 pub mod param_flow;
 mod rule_set;
 mod rules;
+pub mod series;
 mod stat;
 pub mod system;
 #[cfg(test)]
 mod test_support;
 mod wire;
 
-pub use block::BlockError;
+pub use block::{BlockError, BlockReasons};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{
     ActiveRules, FamilyRule, Limits, RuleManager, Sentinel, SentinelBuilder, WeakSentinel,
@@ -77,4 +78,4 @@ pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandl
 pub use events::{EventListener, SentinelEvent};
 pub use rule_set::RuleSet;
 pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
-pub use stat::NodeStats;
+pub use stat::{NodeStats, SecondStats};

@@ -25,6 +25,7 @@ pub use manager::{FamilyRule, RuleManager, API_SOURCE};
 pub(crate) use regex::{check_pattern, Patterns};
 pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
+pub(crate) use sentinel::seconds_of;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shared::with_rules;
 pub(crate) use shared::Shared as SharedState;

@@ -13,6 +13,7 @@ use arc_swap::ArcSwap;
 
 use super::shared::Shared;
 use super::snapshot::{ResourceRules, RuleSnapshot};
+use crate::block::BlockTally;
 use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -277,6 +278,8 @@ pub(crate) struct ResourceNode {
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
     pub(crate) rule_slot: AtomicU64,
+    /// Blocks by reason, since the node was made.
+    pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
 }
@@ -417,6 +420,7 @@ impl Registry {
                 contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
+                blocks: BlockTally::default(),
             })
     }
 

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
@@ -9,12 +10,13 @@ use arc_swap::ArcSwap;
 use super::resources::{Limits, Registry, ResourceNode};
 use super::shared::Shared;
 use super::snapshot::RuleSnapshot;
+use crate::block::BlockReasons;
 use crate::circuit_breaker::{BreakerState, DegradeRule};
 use crate::clock::{Clock, EngineClock, SystemClock};
 use crate::cluster::ClusterBackend;
 use crate::events::{EventBus, EventListener};
 use crate::rules::Validation;
-use crate::stat::{NodeStats, StatNode};
+use crate::stat::{NodeStats, SecondStats, StatNode};
 use crate::system::SystemStatus;
 
 pub(crate) struct Inner {
@@ -143,6 +145,7 @@ impl SentinelBuilder {
             system_status,
             param_values_in_errors: self.param_values_in_errors,
             regex_state: Default::default(),
+            enabled: AtomicBool::new(true),
         });
         if let Some(backend) = &self.cluster {
             backend.attach(crate::cluster::ClusterEvents::new(&shared));
@@ -277,6 +280,63 @@ impl Sentinel {
             .map(|n| n.stat.snapshot(now))
     }
 
+    /// The seconds of a resource that start in `[from_ms, to_ms)` and have ended, oldest
+    /// first, as Sentinel's metric log writes them; seconds in which nothing happened are
+    /// left out. The engine keeps the last minute of seconds, so a range asked twice gives
+    /// the same seconds as long as it is within that minute (keep longer series with
+    /// [`MetricSeries`](crate::series::MetricSeries)). Reading costs the hot path nothing:
+    /// it sums the windows calls already write.
+    ///
+    /// ```
+    /// use sentinel_core::{Clock, FakeClock, Sentinel};
+    ///
+    /// let clock = FakeClock::new();
+    /// let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    /// let start = clock.now_ms() - clock.now_ms() % 1000;
+    /// for _ in 0..3 {
+    ///     drop(sentinel.entry("GET:/order").enter());
+    /// }
+    /// clock.advance_ms(1000);
+    /// let seconds = sentinel.resource_seconds("GET:/order", start, start + 1000);
+    /// assert_eq!(seconds.len(), 1);
+    /// assert_eq!((seconds[0].pass, seconds[0].success), (3, 3));
+    /// ```
+    pub fn resource_seconds(&self, resource: &str, from_ms: u64, to_ms: u64) -> Vec<SecondStats> {
+        let Some(node) = self.inner.registry.get(resource) else {
+            return Vec::new();
+        };
+        let now = self.inner.shared.clock.now_ms();
+        seconds_of(&node.stat, now, from_ms, to_ms)
+    }
+
+    /// Blocks of a resource by what blocked them, counted since it was first entered.
+    pub fn block_reasons(&self, resource: &str) -> Option<BlockReasons> {
+        self.inner.registry.get(resource).map(|n| n.blocks.read())
+    }
+
+    /// Turns every check on or off: Sentinel's global switch (`Constants.ON`, the
+    /// dashboard's `setSwitch`). While off, every call passes without a check and is not
+    /// counted, as in Sentinel; rules, statistics and breakers keep their state and apply
+    /// again when it is turned back on. On by default.
+    ///
+    /// ```
+    /// use sentinel_core::{flow::FlowRule, Sentinel};
+    ///
+    /// let sentinel = Sentinel::new();
+    /// sentinel.flow_rules().load_rules(vec![FlowRule::qps("r", 0.0)]).unwrap();
+    /// assert!(sentinel.entry("r").enter().is_err());
+    /// sentinel.set_enabled(false);
+    /// assert!(sentinel.entry("r").enter().is_ok());
+    /// ```
+    pub fn set_enabled(&self, on: bool) {
+        self.inner.shared.enabled.store(on, Ordering::Release);
+    }
+
+    /// Whether checks are on (see [`set_enabled`](Self::set_enabled)).
+    pub fn is_enabled(&self) -> bool {
+        self.inner.shared.enabled.load(Ordering::Acquire)
+    }
+
     /// Current statistics of a resource for one origin.
     pub fn origin_stats(&self, resource: &str, origin: &str) -> Option<NodeStats> {
         let now = self.inner.shared.clock.now_ms();
@@ -377,4 +437,18 @@ impl Sentinel {
             .registry
             .get_or_create(resource, &self.inner.shared)
     }
+}
+
+/// The ended, non-empty seconds of `stat` starting in `[from_ms, to_ms)`, within the minute
+/// the windows keep.
+pub(crate) fn seconds_of(stat: &StatNode, now: u64, from_ms: u64, to_ms: u64) -> Vec<SecondStats> {
+    let this_second = now - now % 1000;
+    let oldest = this_second.saturating_sub(59_000);
+    let first = from_ms.max(oldest).div_ceil(1000) * 1000;
+    let end = to_ms.min(this_second);
+    (first..end)
+        .step_by(1000)
+        .map(|second| stat.second_counts(second))
+        .filter(|s| !s.is_empty())
+        .collect()
 }

@@ -2,6 +2,7 @@
 //! access to the current rule table.
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -24,6 +25,9 @@ pub(crate) struct Shared {
     pub(crate) param_values_in_errors: bool,
     /// Regex rules' compiled state per matched resource, kept between table versions.
     pub(crate) regex_state: MatchedState,
+    /// Sentinel's global switch (`Constants.ON`): when off, every call passes unchecked and
+    /// uncounted.
+    pub(crate) enabled: AtomicBool,
 }
 
 impl Shared {

@@ -2,6 +2,7 @@
 //! breaker), and the counting of its pass or block: the hot path.
 
 use std::mem::ManuallyDrop;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,6 +54,9 @@ impl<'a> EntryBuilder<'a> {
         };
         let node: &ResourceNode = &node_ref;
         let shared = &*node.shared;
+        if !shared.enabled.load(Ordering::Relaxed) {
+            return Ok(Entry::untracked());
+        }
         let now = shared.clock.now_ms();
         let origin_node = self.origin.and_then(|o| node.origin_node(o));
         let context_node = self.context.and_then(|c| node.context_node(c));
@@ -191,6 +195,7 @@ impl<'a> EntryBuilder<'a> {
                 now,
                 batch,
             );
+            node.blocks.add(&error, batch);
             drop(ManuallyDrop::into_inner(holds));
             return Err(error);
         }

@@ -1,6 +1,8 @@
 //! The minute-level window: 60 one-second buckets of the counts `NodeStats` reports over a
-//! minute. It is off the hot path (finished second-level rounds are added into it), so it is
-//! stored compactly: four 32-bit counters and a start per bucket, 24 bytes, no padding.
+//! minute, and the RT sum and occupied passes of each second for the per-second series
+//! (`Sentinel::resource_seconds`). It is off the hot path (finished second-level rounds are
+//! added into it), so it is stored compactly: six 32-bit counters and a start per bucket,
+//! 32 bytes, no padding.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -14,13 +16,21 @@ const BUCKET_MS: u64 = 1000;
 const EMPTY: u64 = u64::MAX;
 
 /// The events the minute window counts.
-const EVENTS: [Event; 4] = [Event::Pass, Event::Block, Event::Success, Event::Error];
+const EVENTS: [Event; 6] = [
+    Event::Pass,
+    Event::Block,
+    Event::Success,
+    Event::Error,
+    Event::Rt,
+    Event::OccupiedPass,
+];
 
 #[derive(Debug)]
 struct MinuteBucket {
     start: AtomicU64,
-    /// Pass, block, success, error (saturating at `u32::MAX` a second).
-    counts: [AtomicU32; 4],
+    /// Pass, block, success, error, RT sum (ms) and occupied pass, each saturating at
+    /// `u32::MAX` a second.
+    counts: [AtomicU32; 6],
 }
 
 /// Sixty one-second buckets of pass, block, success and error counts.
@@ -75,6 +85,19 @@ impl MinuteWindow {
                 });
             }
         }
+    }
+
+    /// The rolled-up count of `event` in the second starting at `second` (a multiple of
+    /// 1000); 0 if the window no longer (or never) held that second.
+    pub(crate) fn at(&self, second: u64, event: Event) -> u64 {
+        let Some(slot) = EVENTS.iter().position(|e| *e == event) else {
+            return 0;
+        };
+        let bucket = &self.buckets[((second / BUCKET_MS) % BUCKETS as u64) as usize];
+        if bucket.start.load(Ordering::Acquire) != second {
+            return 0;
+        }
+        u64::from(bucket.counts[slot].load(Ordering::Relaxed))
     }
 
     /// Sum of `event` over the seconds of the minute ending at `now`.

@@ -6,8 +6,8 @@ mod node;
 mod stripe;
 mod window;
 
-pub use node::NodeStats;
 pub(crate) use node::StatNode;
+pub use node::{NodeStats, SecondStats};
 pub(crate) use stripe::{my_stripe, StripedWindow};
 pub(crate) use window::Event;
 

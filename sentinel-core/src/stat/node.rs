@@ -336,6 +336,26 @@ impl StatNode {
             })
     }
 
+    /// The counts of the second starting at `second` (a multiple of 1000): the rounds
+    /// rolled up into the minute window plus those still in the second-level window. Exact
+    /// for any second of the last minute that has ended.
+    pub(crate) fn second_counts(&self, second: u64) -> SecondStats {
+        let end = second + 1000;
+        let count = |event| {
+            let rolled = self.minute.get().map_or(0, |m| m.at(second, event));
+            rolled + self.second.sum_range(second, end, event)
+        };
+        SecondStats {
+            second_ms: second,
+            pass: count(Event::Pass) + self.borrowed_in(second, end),
+            block: count(Event::Block),
+            success: count(Event::Success),
+            error: count(Event::Error),
+            rt_sum_ms: count(Event::Rt),
+            occupied_pass: count(Event::OccupiedPass),
+        }
+    }
+
     /// A public copy of the current numbers.
     pub(crate) fn snapshot(&self, now: u64) -> NodeStats {
         let (pass_minute, block_minute, success_minute, error_minute) = self.minute_totals(now);
@@ -357,6 +377,47 @@ impl StatNode {
             success_minute,
             error_minute,
         }
+    }
+}
+
+/// The counts of one second of a resource, as Sentinel's metric log writes them (read with
+/// [`Sentinel::resource_seconds`](crate::Sentinel::resource_seconds)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SecondStats {
+    /// When the second starts, in ms of the engine's clock (a multiple of 1000).
+    pub second_ms: u64,
+    /// Calls that passed (prioritized calls count in the second whose slot they took).
+    pub pass: u64,
+    /// Calls that were blocked.
+    pub block: u64,
+    /// Calls that completed.
+    pub success: u64,
+    /// Completed calls that recorded an error.
+    pub error: u64,
+    /// Sum of the response times of the completed calls, in ms.
+    pub rt_sum_ms: u64,
+    /// Prioritized calls that passed on a slot borrowed from a later second.
+    pub occupied_pass: u64,
+}
+
+impl SecondStats {
+    /// Average response time of the second's completed calls, in ms (0 if none completed).
+    pub fn avg_rt_ms(&self) -> f64 {
+        if self.success == 0 {
+            0.0
+        } else {
+            self.rt_sum_ms as f64 / self.success as f64
+        }
+    }
+
+    /// Whether nothing happened in the second.
+    pub fn is_empty(&self) -> bool {
+        self.pass == 0
+            && self.block == 0
+            && self.success == 0
+            && self.error == 0
+            && self.occupied_pass == 0
     }
 }
 
@@ -478,7 +539,7 @@ mod tests {
         node.on_pass(102_000, 1);
         let rolled = node.heap_bytes();
         assert_eq!(rolled, one_stripe + MinuteWindow::HEAP_BYTES);
-        assert_eq!(MinuteWindow::HEAP_BYTES, 60 * 24);
+        assert_eq!(MinuteWindow::HEAP_BYTES, 60 * 32);
         std::thread::scope(|s| {
             s.spawn(|| node.on_pass(102_001, 1));
         });
