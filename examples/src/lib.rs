@@ -151,3 +151,11 @@ pub async fn live(sentinel: &Sentinel, source: &DataSource, resource: &'static s
 
 #[doc = include_str!("../../README.md")]
 pub mod readme {}
+
+/// The snippets of `docs/`, compiled as doctests like the README's.
+pub mod docs {
+    #[doc = include_str!("../../docs/stores.md")]
+    pub mod stores {}
+    #[doc = include_str!("../../docs/extending.md")]
+    pub mod extending {}
+}
