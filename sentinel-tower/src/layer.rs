@@ -8,10 +8,11 @@ use sentinel_core::{BlockError, Sentinel};
 use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
+use crate::error_if::ErrorIf;
 use crate::param::{ParamSource, MAX_ARGS};
 use crate::resource::ResourceKey;
 use crate::respond::BlockResponses;
-use crate::service::{Config, ErrorIf, SentinelService};
+use crate::service::{Config, SentinelService};
 
 /// Guards every request of the services it wraps with a [`Sentinel`] engine: the request
 /// enters a resource named by its key (by default `METHOD:/path`), and a blocked request

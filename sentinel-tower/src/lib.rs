@@ -98,6 +98,7 @@
 
 mod block;
 mod error;
+mod error_if;
 mod future;
 mod layer;
 mod param;
