@@ -64,6 +64,9 @@ mod rules;
 pub mod series;
 mod stat;
 pub mod system;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod telemetry;
 #[cfg(test)]
 mod test_support;
 mod wire;
