@@ -55,7 +55,9 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel
+# the OpenTelemetry recipe: metrics and block span events reach OTel's exporters
+cargo test -p examples --features otel --test otel --no-fail-fast
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
 # the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis
