@@ -365,10 +365,21 @@ async fn a_sentinel_failover_is_followed_at_once_and_no_write_after_it_is_lost()
     );
 
     // Written to the new master as soon as the sentinel names it: its PUBLISH reaches no
-    // subscriber until the source moves, so only the re-read after +switch-master applies it.
+    // subscriber until the source moves, so only the re-read after +switch-master (published
+    // as the failover ends, well under a second later) applies it in time. Without it the
+    // source would wait for its next PING (a minute here) or for the sentinels to demote
+    // the old master (about 10 s).
     let written = std::time::Instant::now();
     put_until_ok(&t, 2).await;
-    wait_seq(&t.sentinel, 2).await;
+    let followed = until_within(FOLLOWED_WITHIN, || {
+        applied_seq::<FlowRule>(&t.sentinel) == Some(2)
+    })
+    .await;
+    assert!(
+        followed,
+        "a change written right after the failover was not applied within {FOLLOWED_WITHIN:?}: \
+         the source did not follow +switch-master"
+    );
     println!(
         "a change written right after the failover applied {:?} later",
         written.elapsed()
@@ -405,6 +416,11 @@ async fn a_sentinel_failover_is_followed_at_once_and_no_write_after_it_is_lost()
     assert!(t.ds.status().connected, "{:?}", t.ds.status());
     t.ds.close().await;
 }
+
+/// How soon after a failover a change must be applied: a bound with room for a loaded
+/// machine (it takes tens of milliseconds), far below the ~10 s the old master takes to be
+/// demoted.
+const FOLLOWED_WITHIN: Duration = Duration::from_secs(5);
 
 /// Writes payload `seq`, retrying (bounded) while the deployment settles after a failover
 /// or a thaw.
