@@ -347,6 +347,9 @@ impl EtcdConfigBuilder {
     /// (`SIGSTOP`, a stalled VM, a partition) is so noticed within interval + timeout, 3 s by
     /// default, rather than the 20 s of the keep-alive pings. Progress notices are data on
     /// the stream, so etcd's ping policy (`--grpc-keepalive-min-time`) does not apply.
+    /// Progress requests need etcd 3.4 or newer; etcd 3.5 before 3.5.8 may leave one
+    /// unanswered while the watch is still catching up on old revisions, which then costs
+    /// one reconnect and re-read, nothing more.
     pub fn watch_check(mut self, interval: Duration, timeout: Duration) -> Self {
         self.watch_check = (interval, timeout);
         self
