@@ -74,13 +74,15 @@ pub(crate) async fn expect_frozen_server_noticed(
 }
 
 /// After a thaw: waits until `sentinel`'s flow rules carry payload `seq` (written after the
-/// thaw) and `source` reports connected again.
+/// thaw) and `source` reports connected again, having counted the freeze as one disconnect
+/// (a check that flapped while the server came back would count more).
 pub(crate) async fn expect_resumed(source: &DataSource, sentinel: &Sentinel, seq: u64) {
     wait_until(&format!("payload {seq} applied after the thaw"), || {
         applied_seq::<FlowRule>(sentinel) == Some(seq)
     })
     .await;
-    wait_status(source, "reconnected after the thaw", |s| s.connected).await;
+    let status = wait_status(source, "reconnected after the thaw", |s| s.connected).await;
+    assert_eq!(status.disconnects, 1, "{status:?}");
 }
 
 /// Retries `op` (a write to a server that may be coming back) until it succeeds or [`WAIT`]
