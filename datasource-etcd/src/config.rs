@@ -551,4 +551,28 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn the_default_watch_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = EtcdConfig::builder()
+            .endpoint("http://127.0.0.1:2379")
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("watch_check: (1s, 2s)"),
+            "{config:?}"
+        );
+        let err = EtcdConfig::builder()
+            .endpoint("http://127.0.0.1:2379")
+            .watch_check(Duration::from_secs(1), Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "watch_check timeout"
+            }
+        );
+    }
 }

@@ -401,4 +401,28 @@ mod tests {
         let key = ConfigKey::new("orders-flow-rules", SENTINEL_GROUP);
         assert_eq!(key.entry_key(), "SENTINEL_GROUP/orders-flow-rules");
     }
+
+    #[test]
+    fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = NacosConfig::builder()
+            .servers(["127.0.0.1:8848"])
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("health_check: (1s, 2s)"),
+            "{config:?}"
+        );
+        let err = NacosConfig::builder()
+            .servers(["127.0.0.1:8848"])
+            .health_check(Duration::ZERO, Duration::from_secs(2))
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "health_check interval"
+            }
+        );
+    }
 }

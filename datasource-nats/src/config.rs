@@ -348,4 +348,28 @@ mod tests {
             .build()
             .expect("valid");
     }
+
+    #[test]
+    fn the_default_ping_interval_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = NatsConfig::builder()
+            .servers(["127.0.0.1:4222"])
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("ping_interval: 1s"),
+            "{config:?}"
+        );
+        let err = NatsConfig::builder()
+            .servers(["127.0.0.1:4222"])
+            .ping_interval(Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "ping_interval"
+            }
+        );
+    }
 }

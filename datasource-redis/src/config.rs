@@ -694,4 +694,26 @@ mod tests {
             .expect_err("negative");
         assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
     }
+
+    #[test]
+    fn the_default_ping_settings_notice_a_frozen_server_within_3_s_and_debug_shows_them() {
+        let config = RedisConfig::builder().server("h").build().expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        let debug = format!("{config:?}");
+        assert!(
+            debug.contains("ping_interval: 1s") && debug.contains("ping_timeout: 2s"),
+            "{debug}"
+        );
+        let err = RedisConfig::builder()
+            .server("h")
+            .ping_timeout(Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "ping_timeout"
+            }
+        );
+    }
 }
