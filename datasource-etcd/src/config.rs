@@ -11,6 +11,13 @@ use etcd_client::{Client, ConnectOptions};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one request (GET, PUT, authenticate, opening a watch).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default interval between the progress requests a source sends on its open watch, to learn
+/// that the server still answers.
+pub const DEFAULT_WATCH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// Default time a progress request may go unanswered (no message at all on the watch) before
+/// the connection counts as broken. With [`DEFAULT_WATCH_CHECK_INTERVAL`], a frozen server is
+/// reported disconnected within 3 s; a server must stay silent for 2 s to be taken for dead.
+pub const DEFAULT_WATCH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too. etcd's own default request limit
 /// (`--max-request-bytes`, 1.5 MiB) is lower, so a larger value needs that server setting.
@@ -130,6 +137,7 @@ pub struct EtcdConfig {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) keep_alive: Option<(Duration, Duration)>,
+    pub(crate) watch_check: (Duration, Duration),
     pub(crate) max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<TlsConfig>,
@@ -144,6 +152,7 @@ impl fmt::Debug for EtcdConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("keep_alive", &self.keep_alive)
+            .field("watch_check", &self.watch_check)
             .field("max_payload_bytes", &self.max_payload_bytes);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
@@ -175,6 +184,19 @@ impl EtcdConfig {
     /// Time allowed for one request.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
+    }
+
+    /// How often a source sends a progress request on its open watch, and how long it waits
+    /// for an answer (see [`EtcdConfigBuilder::watch_check`]).
+    pub fn watch_check(&self) -> (Duration, Duration) {
+        self.watch_check
+    }
+
+    /// The longest a frozen server (one that keeps the connection open but answers nothing)
+    /// goes unnoticed by a watching source: the watch check's interval + timeout, 3 s by
+    /// default.
+    pub fn frozen_server_detection(&self) -> Duration {
+        self.watch_check.0 + self.watch_check.1
     }
 
     /// Cap on the total size of the values one read returns.
@@ -232,6 +254,7 @@ pub struct EtcdConfigBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     keep_alive: Option<(Duration, Duration)>,
+    watch_check: (Duration, Duration),
     max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     tls: Option<TlsConfig>,
@@ -246,6 +269,7 @@ impl Default for EtcdConfigBuilder {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             // etcd refuses pings more often than --grpc-keepalive-min-time (5 s by default).
             keep_alive: Some((Duration::from_secs(10), Duration::from_secs(10))),
+            watch_check: (DEFAULT_WATCH_CHECK_INTERVAL, DEFAULT_WATCH_CHECK_TIMEOUT),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             #[cfg(feature = "tls")]
             tls: None,
@@ -308,12 +332,26 @@ impl EtcdConfigBuilder {
     /// 10 s). `None` turns pings off. etcd closes connections that ping more often than its
     /// `--grpc-keepalive-min-time` (5 s by default).
     ///
-    /// A server that freezes (rather than closing the connection) is noticed only when a
-    /// ping goes unanswered: until then the source's status stays `connected` and an open
-    /// watch just waits, up to interval + timeout (20 s by default). Shorten both to notice
-    /// sooner.
+    /// These pings cannot be frequent enough to notice a frozen server quickly (etcd refuses
+    /// them under 5 s apart); the [`watch_check`](Self::watch_check) does that.
     pub fn keep_alive(mut self, keep_alive: Option<(Duration, Duration)>) -> Self {
         self.keep_alive = keep_alive;
+        self
+    }
+
+    /// How often a watching source sends a progress request on its watch stream (etcd
+    /// answers at once with a progress notice), and how long it waits for any message on the
+    /// stream after one (default 1 s and 2 s). No answer in time is a broken connection: the
+    /// source's status turns `connected: false`, with a `last_error` naming both settings, and
+    /// the driver reconnects. A server that freezes without closing the connection
+    /// (`SIGSTOP`, a stalled VM, a partition) is so noticed within interval + timeout, 3 s by
+    /// default, rather than the 20 s of the keep-alive pings. Progress notices are data on
+    /// the stream, so etcd's ping policy (`--grpc-keepalive-min-time`) does not apply.
+    /// Progress requests need etcd 3.4 or newer; etcd 3.5 before 3.5.8 may leave one
+    /// unanswered while the watch is still catching up on old revisions, which then costs
+    /// one reconnect and re-read, nothing more.
+    pub fn watch_check(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.watch_check = (interval, timeout);
         self
     }
 
@@ -358,12 +396,21 @@ impl EtcdConfigBuilder {
                 field: "max_payload_bytes",
             });
         }
+        for (field, value) in [
+            ("watch_check interval", self.watch_check.0),
+            ("watch_check timeout", self.watch_check.1),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Zero { field });
+            }
+        }
         Ok(EtcdConfig {
             endpoints: self.endpoints,
             credentials: self.credentials,
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             keep_alive: self.keep_alive,
+            watch_check: self.watch_check,
             max_payload_bytes: self.max_payload_bytes,
             #[cfg(feature = "tls")]
             tls: self.tls,
@@ -502,6 +549,30 @@ mod tests {
             Some(ConfigError::Zero {
                 field: "connect_timeout"
             })
+        );
+    }
+
+    #[test]
+    fn the_default_watch_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = EtcdConfig::builder()
+            .endpoint("http://127.0.0.1:2379")
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("watch_check: (1s, 2s)"),
+            "{config:?}"
+        );
+        let err = EtcdConfig::builder()
+            .endpoint("http://127.0.0.1:2379")
+            .watch_check(Duration::from_secs(1), Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "watch_check timeout"
+            }
         );
     }
 }

@@ -93,8 +93,17 @@
 //!   then GETs again and watches again. A change made while the client was away is applied
 //!   after the reconnect; the rules in force stay until then.
 //! - Every request (connect, GET, authenticate, opening a watch) is bounded by the request
-//!   timeout. Waiting on an open watch has no timeout; HTTP/2 keep-alive pings (10 s by
-//!   default) detect a dead connection.
+//!   timeout (10 s by default).
+//! - A server that freezes without closing the connection (`SIGSTOP`, a stalled VM, a
+//!   partition) is noticed by the watch check
+//!   ([`EtcdConfigBuilder::watch_check`]): every [`DEFAULT_WATCH_CHECK_INTERVAL`] (1 s) a
+//!   watching source sends a progress request on its watch stream, and a stream silent for
+//!   [`DEFAULT_WATCH_CHECK_TIMEOUT`] (2 s) after one is a broken connection. The status then
+//!   says `connected: false`, with a `last_error` naming both settings, within 3 s by default
+//!   ([`EtcdConfig::frozen_server_detection`]); a server must stay silent for 2 s to be taken
+//!   for dead, which a busy one on a loaded machine is not. HTTP/2 keep-alive pings (10 s and
+//!   10 s by default, [`EtcdConfigBuilder::keep_alive`]) back it up. `Debug` of an
+//!   [`EtcdConfig`] shows both.
 //! - Values are capped at 4 MiB in total by default
 //!   ([`EtcdConfigBuilder::max_payload_bytes`]); keys that are not UTF-8 are converted
 //!   lossily.
@@ -117,7 +126,7 @@ mod writer;
 pub use config::TlsConfig;
 pub use config::{
     ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
-    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_CHECK_INTERVAL, DEFAULT_WATCH_CHECK_TIMEOUT,
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::EtcdSource;

@@ -8,6 +8,7 @@ use etcd_client::{Client, EventType, GetOptions, WatchOptions, WatchResponse, Wa
 use sentinel_core::datasource::{
     RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
 };
+use tokio::time::Instant;
 
 use crate::config::EtcdConfig;
 use crate::error::{map_error, timed_out, Recovery};
@@ -59,6 +60,11 @@ impl fmt::Display for Target {
 ///     other reason is an error, so the driver backs off before it reads again.
 ///   - A broken stream is [`SourceError::Connection`]; the watch and the client are dropped and
 ///     the next `read` connects again.
+///   - While it waits, the source sends a progress request on the watch every
+///     [`watch_check`](crate::EtcdConfigBuilder::watch_check) interval (1 s by default);
+///     a stream that then stays silent for the check's timeout (2 s) is
+///     [`SourceError::Connection`] too, naming both settings. A frozen server is so noticed
+///     within 3 s by default.
 /// - Authentication: with credentials, the client re-authenticates and retries once when etcd
 ///   refuses its token (simple tokens expire after `--auth-token-ttl` of inactivity and are lost
 ///   on a server restart). If that still fails the next `read` authenticates afresh. Wrong
@@ -71,6 +77,10 @@ pub struct EtcdSource {
     watch: Option<WatchStream>,
     /// Revision of the last read or event; the next watch starts right after it.
     revision: i64,
+    /// When to send the next progress request on the open watch.
+    check_at: Instant,
+    /// When the progress request still unanswered was sent.
+    check_sent: Option<Instant>,
     /// For a prefix source, the entries as of `revision`.
     entries: BTreeMap<String, Vec<u8>>,
     /// Set when etcd refused the token; the next read authenticates before its GET.
@@ -114,6 +124,8 @@ impl EtcdSource {
             client: None,
             watch: None,
             revision: 0,
+            check_at: Instant::now(),
+            check_sent: None,
             entries: BTreeMap::new(),
             reauthenticate: false,
             reauthentications: 0,
@@ -242,6 +254,8 @@ impl EtcdSource {
                     "etcd watch opened"
                 );
                 self.watch = Some(stream);
+                self.check_at = Instant::now() + self.config.watch_check.0;
+                self.check_sent = None;
                 Ok(())
             }
             Ok(Err(e)) => Err(self.fail("watch", e)),
@@ -327,6 +341,24 @@ impl EtcdSource {
         self.revision = revision;
         self.check_size(&self.entries)?;
         Ok(Some(WatchEvent::Changed(self.payload())))
+    }
+}
+
+/// What a wait on the open watch ended with.
+enum Waited {
+    /// A message on the stream (or its end, or an error).
+    Message(Result<Option<WatchResponse>, etcd_client::Error>),
+    /// A progress request went out.
+    CheckSent,
+    /// The progress request went unanswered (or could not be sent) in time.
+    Silent,
+}
+
+/// Sleeps until `at`; never, for `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -437,7 +469,43 @@ impl EtcdSource {
             let Some(stream) = self.watch.as_mut() else {
                 continue;
             };
-            match stream.message().await {
+            let (interval, timeout) = self.config.watch_check;
+            let answer_by = self.check_sent.map(|sent| sent + timeout);
+            let waited = tokio::select! {
+                message = stream.message() => Waited::Message(message),
+                () = tokio::time::sleep_until(self.check_at), if answer_by.is_none() => {
+                    match tokio::time::timeout(timeout, stream.request_progress()).await {
+                        Ok(Ok(())) => Waited::CheckSent,
+                        Ok(Err(e)) => Waited::Message(Err(e)),
+                        Err(_) => Waited::Silent,
+                    }
+                }
+                () = sleep_until_some(answer_by) => Waited::Silent,
+            };
+            let message = match waited {
+                Waited::Message(message) => message,
+                Waited::CheckSent => {
+                    self.check_sent = Some(Instant::now());
+                    continue;
+                }
+                Waited::Silent => {
+                    self.watch = None;
+                    self.client = None;
+                    self.endpoint = self.endpoint.wrapping_add(1);
+                    return Err(SourceError::Connection {
+                        message: format!(
+                            "watch {}: no answer from etcd within {timeout:?} to a progress \
+                             request (the watch check asks every {interval:?})",
+                            self.target.name()
+                        ),
+                        source: None,
+                    });
+                }
+            };
+            // Any message shows the server answers.
+            self.check_sent = None;
+            self.check_at = Instant::now() + interval;
+            match message {
                 Ok(Some(resp)) => match self.apply(&resp) {
                     Ok(Some(event)) => return Ok(event),
                     Ok(None) => {}

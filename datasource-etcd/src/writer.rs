@@ -19,6 +19,17 @@ use crate::error::{map_error, timed_out};
 ///   families as the combined document `{"flow":[...],"degrade":[...]}` (for
 ///   [`CombinedJson`](sentinel_core::datasource::CombinedJson)).
 /// - [`put_bytes`](Self::put_bytes) stores bytes as given, unchecked.
+///
+/// # A write that timed out may still land, later
+///
+/// A put answered with a timeout (no answer within the
+/// [`request_timeout`](crate::EtcdConfigBuilder::request_timeout)) is not known to have
+/// failed: the request may already be on its way through the cluster and be committed after
+/// the timeout, behind a newer put made meanwhile, which it then overwrites, and every source
+/// applies the older rules. After a timeout, read the key back before writing again, or write
+/// through [`at`](Self::at) with `Expected::Revision` (a compare-and-set transaction on the
+/// key's `mod_revision`: a stale put is refused as a conflict instead of reverting a newer
+/// one).
 #[derive(Clone)]
 pub struct EtcdRuleWriter {
     config: EtcdConfig,

@@ -13,11 +13,19 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    fault_lock, next_value, read, run_services, unique_key, values, watch, WAIT,
+    applied_seq, fault_lock, flow_payload, next_value, read, run_services, services, unique_key,
+    values, watch, WAIT,
 };
-use sentinel_core::datasource::{ReadableDataSource, SourceError, WatchEvent};
-use sentinel_datasource_etcd::EtcdSource;
-use support::{auth_endpoints, builder, config, endpoints, fault_endpoints, writer};
+use sentinel_core::datasource::{
+    DataSource, FlowJson, ReadableDataSource, SourceError, WatchEvent,
+};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::Sentinel;
+use sentinel_datasource_etcd::{EtcdConfig, EtcdSource};
+use support::{
+    auth_endpoints, builder, config, endpoints, expect_frozen_server_noticed, expect_resumed,
+    fault_endpoints, freeze_endpoints, retried, writer,
+};
 
 #[tokio::test]
 async fn initial_read_returns_value_and_header_revision() {
@@ -498,4 +506,39 @@ async fn several_endpoints_with_the_first_down_read_from_the_next() {
     w.put_bytes(&key, "v2").await.expect("put v2");
     let payload = next_value(&mut source).await;
     assert_eq!(values(&payload), [(key, "v2".to_owned())]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_is_reported_disconnected_within_the_watch_check() {
+    services(&["start", "etcd-freeze"]).await;
+    // The default watch check and keep-alive: what a user gets.
+    let defaults = EtcdConfig::builder()
+        .endpoints([freeze_endpoints()])
+        .build()
+        .expect("valid config");
+    let noticed_within = defaults.frozen_server_detection();
+    let key = unique_key("/rules", "frozen");
+    let w = writer(config(&freeze_endpoints())).await;
+    w.put_bytes(&key, flow_payload(1)).await.expect("put 1");
+    let sentinel = Sentinel::new();
+    let ds = DataSource::builder(EtcdSource::key(defaults, key.clone()), FlowJson::new())
+        .name("etcd-frozen")
+        .backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .start(&sentinel)
+        .await
+        .unwrap_or_else(|e| panic!("start: {e:?}"));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
+    expect_frozen_server_noticed(
+        &ds,
+        "etcd-freeze",
+        noticed_within,
+        &["progress", "1s", "2s"],
+    )
+    .await;
+    retried("put 2 after the thaw", || {
+        w.put_bytes(&key, flow_payload(2))
+    })
+    .await;
+    expect_resumed(&ds, &sentinel, 2).await;
+    ds.close().await;
 }

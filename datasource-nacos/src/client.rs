@@ -28,6 +28,85 @@ pub(crate) fn content_md5(content: &[u8]) -> String {
     format!("{:x}", Md5::digest(content))
 }
 
+/// A failed exchange: the error, and whether the server closed the connection without an
+/// answer (not a timeout, not a refused connect), which an idempotent request may retry.
+struct Failure {
+    error: SourceError,
+    closed: bool,
+}
+
+/// True when `e` says the server closed the connection before it answered: hyper's
+/// "connection closed before message completed", or a reset or broken pipe. A request on a
+/// pooled connection that the server dropped meanwhile (past its keep-alive, after a stall)
+/// fails this way.
+fn closed_by_server(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() {
+        return false;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(inner) = cause {
+        if let Some(hyper) = inner.downcast_ref::<hyper::Error>() {
+            if hyper.is_incomplete_message() || hyper.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{
+                BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof,
+            };
+            if matches!(
+                io.kind(),
+                BrokenPipe | ConnectionAborted | ConnectionReset | UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        cause = inner.source();
+    }
+    false
+}
+
+/// A check that a server answers at all, made while a long poll waits on it.
+pub(crate) struct HealthCheck {
+    http: reqwest::Client,
+    url: String,
+    server: String,
+    interval: Duration,
+    timeout: Duration,
+}
+
+impl HealthCheck {
+    /// Checks every interval, and returns the error once a check goes unanswered in time.
+    /// Any HTTP answer counts: only a server that answers nothing is taken for dead.
+    pub(crate) async fn until_unanswered(&self) -> SourceError {
+        loop {
+            tokio::time::sleep(self.interval).await;
+            let answer = async {
+                let response = self.http.get(&self.url).send().await?;
+                response.bytes().await
+            };
+            match tokio::time::timeout(self.timeout, answer).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) if !e.is_timeout() && !e.is_connect() && !closed_by_server(&e) => {}
+                outcome => {
+                    let why = match outcome {
+                        Ok(Err(e)) => transport_error(&e),
+                        _ => "no answer in time",
+                    };
+                    return SourceError::Connection {
+                        message: format!(
+                            "listen at {}: health check: {why} (a check every {:?} while the \
+                             long poll waits, answered within {:?})",
+                            self.server, self.interval, self.timeout
+                        ),
+                        source: None,
+                    };
+                }
+            }
+        }
+    }
+}
+
 /// An access token and when to log in again: at 90 % of its lifetime, as the Nacos SDK does.
 struct Token {
     value: Secret,
@@ -72,7 +151,19 @@ impl Client {
         &self.config.servers[self.server % self.config.servers.len()]
     }
 
-    fn next_server(&mut self) {
+    /// A health check of the server the next request goes to.
+    pub(crate) fn health_check(&self) -> HealthCheck {
+        let (interval, timeout) = self.config.health_check;
+        HealthCheck {
+            http: self.http.clone(),
+            url: format!("{}/v1/console/health/readiness", self.base()),
+            server: self.base().to_owned(),
+            interval,
+            timeout,
+        }
+    }
+
+    pub(crate) fn next_server(&mut self) {
         self.server = (self.server + 1) % self.config.servers.len().max(1);
     }
 
@@ -112,7 +203,7 @@ impl Client {
                 ("password", creds.password.expose()),
             ])
             .timeout(self.config.request_timeout);
-        let (status, body) = self.exchange("login", request).await?;
+        let (status, body) = self.exchange("login", request).await.map_err(|f| f.error)?;
         if !status.is_success() {
             return Err(SourceError::Auth {
                 message: format!(
@@ -142,11 +233,20 @@ impl Client {
         &mut self,
         op: &str,
         request: RequestBuilder,
-    ) -> Result<(StatusCode, Vec<u8>), SourceError> {
+    ) -> Result<(StatusCode, Vec<u8>), Failure> {
         let failed = |this: &mut Self, e: reqwest::Error| {
-            let message = format!("{op} at {}: {}", this.base(), transport_error(&e));
+            let closed = closed_by_server(&e);
+            let what = if closed {
+                "the server closed the connection without an answer"
+            } else {
+                transport_error(&e)
+            };
+            let message = format!("{op} at {}: {what}", this.base());
             this.next_server();
-            SourceError::connection(message, e.without_url())
+            Failure {
+                error: SourceError::connection(message, e.without_url()),
+                closed,
+            }
         };
         let response = match request.send().await {
             Ok(response) => response,
@@ -160,15 +260,19 @@ impl Client {
     }
 
     /// Sends the request `build` makes for the current server (base URL, token), trying
-    /// each server once on connection errors and logging in again once on a 403.
+    /// each server once on connection errors and logging in again once on a 403. An
+    /// `idempotent` request is also sent once more when the server closed the connection
+    /// without answering it (a reused connection it had dropped).
     async fn send(
         &mut self,
         op: &str,
         timeout: Duration,
+        idempotent: bool,
         build: impl Fn(&reqwest::Client, &str) -> RequestBuilder,
     ) -> Result<(StatusCode, Vec<u8>), SourceError> {
         let mut attempts = self.config.servers.len().max(1);
         let mut relogged = false;
+        let mut retry_closed = idempotent;
         loop {
             let token = match self.token().await {
                 Ok(token) => token,
@@ -183,8 +287,18 @@ impl Client {
                 request = request.query(&[("accessToken", token.expose())]);
             }
             match self.exchange(op, request).await {
-                Err(SourceError::Connection { .. }) if attempts > 1 => attempts -= 1,
-                Err(e) => return Err(e),
+                Err(Failure { closed: true, .. }) if retry_closed => {
+                    tracing::debug!(
+                        op,
+                        "the server closed the connection without an answer; sending again"
+                    );
+                    retry_closed = false;
+                }
+                Err(Failure {
+                    error: SourceError::Connection { .. },
+                    ..
+                }) if attempts > 1 => attempts -= 1,
+                Err(failure) => return Err(failure.error),
                 Ok((StatusCode::FORBIDDEN, body)) if token.is_some() && !relogged => {
                     tracing::info!(
                         op,
@@ -222,7 +336,7 @@ impl Client {
         let op = format!("get {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, |http, base| {
+            .send(&op, self.config.request_timeout, false, |http, base| {
                 let mut query = vec![
                     ("dataId", key.data_id.as_str()),
                     ("group", key.group.as_str()),
@@ -268,11 +382,16 @@ impl Client {
         let hold_ms = hold.as_millis().to_string();
         let op = "listen";
         let (status, body) = self
-            .send(op, hold + self.config.request_timeout, |http, base| {
-                http.post(format!("{base}/v1/cs/configs/listener"))
-                    .header("Long-Pulling-Timeout", hold_ms.as_str())
-                    .form(&[("Listening-Configs", listening.as_str())])
-            })
+            .send(
+                op,
+                hold + self.config.request_timeout,
+                false,
+                |http, base| {
+                    http.post(format!("{base}/v1/cs/configs/listener"))
+                        .header("Long-Pulling-Timeout", hold_ms.as_str())
+                        .form(&[("Listening-Configs", listening.as_str())])
+                },
+            )
             .await?;
         if !status.is_success() {
             return Err(self.unexpected(op, status, &body));
@@ -289,7 +408,7 @@ impl Client {
         let op = format!("publish {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, |http, base| {
+            .send(&op, self.config.request_timeout, true, |http, base| {
                 let extra = [("content", content), ("type", "json")];
                 http.post(format!("{base}/v1/cs/configs"))
                     .form(&config_fields(key, tenant.as_deref(), &extra))
@@ -303,7 +422,7 @@ impl Client {
         let op = format!("delete {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, |http, base| {
+            .send(&op, self.config.request_timeout, true, |http, base| {
                 let mut query = vec![
                     ("dataId", key.data_id.as_str()),
                     ("group", key.group.as_str()),

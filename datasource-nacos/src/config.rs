@@ -12,6 +12,14 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time the server may hold a long poll before it answers "no change": the Nacos
 /// SDK's 30 s.
 pub const DEFAULT_LONG_POLL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default interval between the health checks a source makes while its long poll waits: a
+/// long poll is silent by design, so only a second request tells a frozen server from one
+/// with no change to report.
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// Default time a health check may go unanswered before the connection counts as broken.
+/// With [`DEFAULT_HEALTH_CHECK_INTERVAL`], a frozen server is reported disconnected within
+/// 3 s; a server must leave a check unanswered for 2 s to be taken for dead.
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default cap on the total size of the configs a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -99,6 +107,7 @@ pub struct NacosConfig {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) long_poll_timeout: Duration,
+    pub(crate) health_check: (Duration, Duration),
     pub(crate) max_payload_bytes: usize,
 }
 
@@ -121,6 +130,19 @@ impl NacosConfig {
     /// The user name, if credentials are set.
     pub fn user(&self) -> Option<&str> {
         self.credentials.as_ref().map(|c| c.user.as_str())
+    }
+
+    /// How often a source checks that the server answers while its long poll waits, and how
+    /// long a check may take (see [`NacosConfigBuilder::health_check`]).
+    pub fn health_check(&self) -> (Duration, Duration) {
+        self.health_check
+    }
+
+    /// The longest a frozen server (one that keeps the connection open but answers nothing)
+    /// goes unnoticed by a waiting source: the health check's interval + timeout, 3 s by
+    /// default.
+    pub fn frozen_server_detection(&self) -> Duration {
+        self.health_check.0 + self.health_check.1
     }
 
     /// The long-poll timeout.
@@ -156,6 +178,7 @@ pub struct NacosConfigBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     long_poll_timeout: Duration,
+    health_check: (Duration, Duration),
     max_payload_bytes: usize,
 }
 
@@ -169,6 +192,7 @@ impl Default for NacosConfigBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             long_poll_timeout: DEFAULT_LONG_POLL_TIMEOUT,
+            health_check: (DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
@@ -226,6 +250,20 @@ impl NacosConfigBuilder {
         self
     }
 
+    /// How often a source checks that the server answers while its long poll waits, and how
+    /// long a check may take (default 1 s and 2 s). A check is a `GET
+    /// /v1/console/health/readiness` on the server being polled, without credentials: any
+    /// HTTP answer (a 403 from a server with auth included) shows the server is alive. No
+    /// answer in time is a broken connection: the source's status turns `connected: false`,
+    /// with a `last_error` naming both settings, and the driver reconnects. A server that
+    /// freezes without closing the connection (`SIGSTOP`, a stalled VM, a partition) is so
+    /// noticed within interval + timeout, 3 s by default, rather than after the long-poll
+    /// timeout plus the request timeout (35 s).
+    pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.health_check = (interval, timeout);
+        self
+    }
+
     /// How long the server may hold a long poll before it answers "no change" (default 30 s,
     /// as the Nacos SDK). The request itself may take this plus the request timeout.
     pub fn long_poll_timeout(mut self, timeout: Duration) -> Self {
@@ -262,6 +300,8 @@ impl NacosConfigBuilder {
             ("connect_timeout", self.connect_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
             ("long_poll_timeout", self.long_poll_timeout.is_zero()),
+            ("health_check interval", self.health_check.0.is_zero()),
+            ("health_check timeout", self.health_check.1.is_zero()),
             ("max_payload_bytes", self.max_payload_bytes == 0),
         ] {
             if zero {
@@ -275,6 +315,7 @@ impl NacosConfigBuilder {
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             long_poll_timeout: self.long_poll_timeout,
+            health_check: self.health_check,
             max_payload_bytes: self.max_payload_bytes,
         })
     }
@@ -359,5 +400,29 @@ mod tests {
     fn entry_keys_name_group_and_data_id() {
         let key = ConfigKey::new("orders-flow-rules", SENTINEL_GROUP);
         assert_eq!(key.entry_key(), "SENTINEL_GROUP/orders-flow-rules");
+    }
+
+    #[test]
+    fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = NacosConfig::builder()
+            .servers(["127.0.0.1:8848"])
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("health_check: (1s, 2s)"),
+            "{config:?}"
+        );
+        let err = NacosConfig::builder()
+            .servers(["127.0.0.1:8848"])
+            .health_check(Duration::ZERO, Duration::from_secs(2))
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "health_check interval"
+            }
+        );
     }
 }

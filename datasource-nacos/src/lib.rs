@@ -64,6 +64,19 @@
 //! - The long poll asks the server to hold for
 //!   [`long_poll_timeout`](NacosConfigBuilder::long_poll_timeout) (30 s by default); every
 //!   other request is bounded by the request timeout.
+//! - A long poll is silent by design, so while it waits the source checks every
+//!   [`DEFAULT_HEALTH_CHECK_INTERVAL`] (1 s) that the server answers a `GET
+//!   /v1/console/health/readiness` ([`health_check`](NacosConfigBuilder::health_check)).
+//!   A check unanswered within [`DEFAULT_HEALTH_CHECK_TIMEOUT`] (2 s) ends the poll as a
+//!   broken connection: a server that freezes without closing its connections (`SIGSTOP`,
+//!   a stalled VM, a partition) is reported `connected: false`, with a `last_error` naming
+//!   both settings, within 3 s by default ([`NacosConfig::frozen_server_detection`]) rather
+//!   than after the 35 s of long poll and request timeout. A server must leave a check
+//!   unanswered for 2 s to be taken for dead. `Debug` of a [`NacosConfig`] shows the
+//!   settings.
+//! - The writer retries a publish (or delete) once when the server closed the reused
+//!   connection it went on without answering (common after a stall: the server drops
+//!   connections idle past its keep-alive); a publish is idempotent.
 //! - With [`credentials`](NacosConfigBuilder::credentials) the source logs in
 //!   (`/nacos/v1/auth/login`), keeps the `accessToken`, logs in again at 90 % of its
 //!   `tokenTtl`, and logs in again when a server answers 403 to it (an expired or revoked
@@ -89,8 +102,8 @@ mod writer;
 
 pub use config::{
     ConfigError, ConfigKey, NacosConfig, NacosConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_GROUP, DEFAULT_LONG_POLL_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_REQUEST_TIMEOUT,
-    SENTINEL_GROUP,
+    DEFAULT_GROUP, DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT,
+    DEFAULT_LONG_POLL_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_REQUEST_TIMEOUT, SENTINEL_GROUP,
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::{dashboard_keys, NacosSource};

@@ -22,7 +22,11 @@ use crate::config::{ConfigKey, NacosConfig, SENTINEL_GROUP};
 ///   [`WatchEvent::Resync`] when the server reports a change, so the driver reads every
 ///   config again and applies them together: a change to one dataId applies atomically with
 ///   the others. A poll that times out with no change is repeated. A config changed between
-///   the GET and the poll has another MD5 by then, so the server answers at once.
+///   the GET and the poll has another MD5 by then, so the server answers at once. While the
+///   poll waits, the source checks every second that the server answers
+///   ([`health_check`](crate::NacosConfigBuilder::health_check)); a check unanswered
+///   within 2 s ends the poll with [`SourceError::Connection`], so a frozen server is
+///   reported within 3 s by default.
 /// - Servers are tried in turn: a connection error moves to the next one. With credentials
 ///   the source logs in, refreshes its token before it expires, and logs in again when a
 ///   server refuses it (a 403: expired or revoked), which
@@ -137,7 +141,16 @@ impl NacosSource {
             if !self.read_once {
                 return Ok(WatchEvent::Resync);
             }
-            let changed = self.client.listen(&self.configs).await?;
+            // A long poll is silent until a change or its timeout: a health check beside it
+            // tells a frozen server from a quiet one.
+            let check = self.client.health_check();
+            let changed = tokio::select! {
+                changed = self.client.listen(&self.configs) => changed?,
+                error = check.until_unanswered() => {
+                    self.client.next_server();
+                    return Err(error);
+                }
+            };
             if !changed.is_empty() {
                 tracing::debug!(source = %self.describe(), ?changed, "Nacos reports a change");
                 return Ok(WatchEvent::Resync);

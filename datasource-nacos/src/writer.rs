@@ -17,6 +17,20 @@ use crate::config::{ConfigKey, NacosConfig};
 /// - [`put_rules`](Self::put_rules) validates a [`RuleSet`] first and publishes it in the
 ///   format the converters read (see [`encode_rules`]).
 /// - [`put_bytes`](Self::put_bytes) publishes content as given, unchecked.
+/// - A publish or delete that the server did not answer because it closed the connection
+///   (a pooled connection it had dropped, past its keep-alive or after a stall) is sent once
+///   more, on a new connection: publishing the same content twice is harmless. A timeout is
+///   not retried.
+///
+/// # A publish that timed out may still land, later
+///
+/// A publish answered with a timeout (no answer within the
+/// [`request_timeout`](crate::NacosConfigBuilder::request_timeout)) is not known to have
+/// failed: a stalled server may still apply it when it resumes, after a newer publish made
+/// meanwhile, which it then overwrites, and every source applies the older rules. Nacos
+/// keeps no revision this writer can compare (`write_if` answers
+/// [`WriteError::NoRevisions`]), so after a timeout read the config back (its MD5) before
+/// publishing again.
 pub struct NacosRuleWriter {
     describe: String,
     client: Mutex<Client>,

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
     applied_seq, fault_lock, flow_payload, read, services, values, wait_status, wait_until, watch,
-    Partition,
+    Partition, WAIT,
 };
 use sentinel_core::datasource::{
     AuthorityJson, DataSource, DegradeJson, FlowJson, ParamFlowJson, ReadableDataSource,
@@ -24,10 +24,14 @@ use sentinel_core::datasource::{
 };
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
-use sentinel_datasource_nacos::{dashboard_keys, ConfigKey, NacosRuleWriter, NacosSource};
-use support::{
-    addr, auth_addr, builder, config, fault_addr, retried, unique_id, unique_key, writer, ADMIN,
+use sentinel_datasource_nacos::{
+    dashboard_keys, ConfigKey, NacosConfig, NacosRuleWriter, NacosSource,
 };
+use support::{
+    addr, auth_addr, builder, config, expect_frozen_server_noticed, expect_resumed, fault_addr,
+    freeze_addr, retried, unique_id, unique_key, writer, ADMIN,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
 async fn start(source: NacosSource) -> (Sentinel, DataSource) {
@@ -344,4 +348,115 @@ async fn with_the_first_server_down_the_source_reads_the_second_and_fails_back()
     second.cut();
     wait_seq(&sentinel, 3).await;
     ds.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_is_reported_disconnected_within_the_health_check() {
+    services(&["start", "nacos-freeze"]).await;
+    // The default long poll and health check: what a user gets.
+    let defaults = NacosConfig::builder()
+        .servers([freeze_addr()])
+        .build()
+        .expect("valid config");
+    let noticed_within = defaults.frozen_server_detection();
+    let key = unique_key("frozen");
+    let w = writer(config(&freeze_addr())).await;
+    w.put_bytes(&key, &text(1)).await.expect("publish 1");
+    let (sentinel, ds) =
+        start(NacosSource::new(defaults, &key.data_id, &key.group).expect("source")).await;
+    wait_seq(&sentinel, 1).await;
+    expect_frozen_server_noticed(
+        &ds,
+        "nacos-freeze",
+        noticed_within,
+        &["health check", "1s", "2s"],
+    )
+    .await;
+    let two = text(2);
+    retried("publish 2 after the thaw", || w.put_bytes(&key, &two)).await;
+    expect_resumed(&ds, &sentinel, 2).await;
+    ds.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_the_server_drops_unanswered_on_a_reused_connection_is_sent_again() {
+    let front = closes_its_first_reused_connection(addr()).await;
+    let key = unique_key("reused");
+    let writer = NacosRuleWriter::new(config(&front)).expect("writer");
+    writer
+        .put_bytes(&key, "v1")
+        .await
+        .expect("the first publish is answered");
+    // Goes on the pooled connection, which the server closes without answering.
+    writer
+        .put_bytes(&key, "v2")
+        .await
+        .expect("the publish is sent again on a new connection");
+    let mut source = NacosSource::new(config(&addr()), &key.data_id, &key.group).expect("source");
+    let payload = read(&mut source).await.expect("read");
+    assert_eq!(values(&payload), [(key.entry_key(), "v2".to_owned())]);
+}
+
+/// A listener in front of Nacos at `target`: its first connection answers the first request
+/// itself (`true`, as a publish does) and keeps the connection open, then reads the next
+/// request on it and closes it without an answer, as a server does with a pooled connection
+/// it dropped (past its keep-alive, after a stall). Every later connection is passed
+/// through to `target`. Returns the `host:port` to use as the server.
+async fn closes_its_first_reused_connection(target: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let front = listener.local_addr().expect("address").to_string();
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((mut client, _)) = listener.accept().await {
+            if std::mem::take(&mut first) {
+                tokio::spawn(async move {
+                    if read_request(&mut client).await {
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
+                                      content-length: 4\r\n\r\ntrue";
+                        let _ = client.write_all(answer.as_bytes()).await;
+                    }
+                    // The next request on the kept-alive connection: read, then dropped.
+                    let _ = read_request(&mut client).await;
+                });
+                continue;
+            }
+            let target = target.clone();
+            tokio::spawn(async move {
+                if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    front
+}
+
+/// Reads one HTTP/1.1 request (head and `content-length` body); false when the connection
+/// ends first.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let body = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + body {
+                match tokio::time::timeout(WAIT, stream.read(&mut chunk)).await {
+                    Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                    _ => return false,
+                }
+            }
+            return true;
+        }
+        match tokio::time::timeout(WAIT, stream.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => return false,
+        }
+    }
 }

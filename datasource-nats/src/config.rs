@@ -9,6 +9,12 @@ use sentinel_core::datasource::{address_list, Secret};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Default time allowed for one JetStream request (a read, a put, opening a watch).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default interval between the client's PINGs on an idle connection. The client drops a
+/// connection that leaves two PINGs unanswered when a third is due, so a frozen server is
+/// noticed within three intervals: 3 s by default (the client library's own default, 60 s,
+/// would take 3 minutes), while a server has to stay silent for over 2 s to be taken for
+/// dead.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -71,6 +77,7 @@ pub struct NatsConfig {
     pub(crate) auth: Auth,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) ping_interval: Duration,
     pub(crate) max_payload_bytes: usize,
     pub(crate) missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
@@ -91,6 +98,18 @@ impl NatsConfig {
     /// Time allowed for one JetStream request.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
+    }
+
+    /// How often the client PINGs an idle connection.
+    pub fn ping_interval(&self) -> Duration {
+        self.ping_interval
+    }
+
+    /// The longest a frozen server (one that keeps the connection open but answers nothing)
+    /// goes unnoticed: three [`ping_interval`](Self::ping_interval)s, 3 s by default (the
+    /// client drops a connection with two PINGs unanswered when the third is due).
+    pub fn frozen_server_detection(&self) -> Duration {
+        self.ping_interval * 3
     }
 
     /// What a missing bucket means.
@@ -115,6 +134,7 @@ impl NatsConfig {
         let options = async_nats::ConnectOptions::new()
             .connection_timeout(self.connect_timeout)
             .request_timeout(Some(self.request_timeout))
+            .ping_interval(self.ping_interval)
             .max_reconnects(None::<usize>);
         let options = match &self.auth {
             Auth::None => options,
@@ -143,6 +163,7 @@ pub struct NatsConfigBuilder {
     auth: Auth,
     connect_timeout: Duration,
     request_timeout: Duration,
+    ping_interval: Duration,
     max_payload_bytes: usize,
     missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
@@ -156,6 +177,7 @@ impl Default for NatsConfigBuilder {
             auth: Auth::None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            ping_interval: DEFAULT_PING_INTERVAL,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             missing_bucket: MissingBucket::Fail,
             #[cfg(feature = "tls")]
@@ -219,6 +241,16 @@ impl NatsConfigBuilder {
         self
     }
 
+    /// How often the client PINGs an idle connection (default 1 s). It drops a connection
+    /// that leaves two PINGs unanswered when the third is due, and a source then reports
+    /// `connected: false`: a server that freezes without closing the connection (`SIGSTOP`,
+    /// a stalled VM, a partition) is noticed within three intervals (3 s by default). Any
+    /// message from the server counts as an answer, so a busy connection sends no PINGs.
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
     /// Cap on the total size of the values a source reads (default 4 MiB).
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
         self.max_payload_bytes = limit;
@@ -262,6 +294,7 @@ impl NatsConfigBuilder {
         for (field, zero) in [
             ("connect_timeout", self.connect_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
+            ("ping_interval", self.ping_interval.is_zero()),
             ("max_payload_bytes", self.max_payload_bytes == 0),
         ] {
             if zero {
@@ -273,6 +306,7 @@ impl NatsConfigBuilder {
             auth: self.auth,
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
+            ping_interval: self.ping_interval,
             max_payload_bytes: self.max_payload_bytes,
             missing_bucket: self.missing_bucket,
             #[cfg(feature = "tls")]
@@ -313,5 +347,29 @@ mod tests {
             .servers(["nats://127.0.0.1:4222, 127.0.0.1:4223"])
             .build()
             .expect("valid");
+    }
+
+    #[test]
+    fn the_default_ping_interval_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+        let config = NatsConfig::builder()
+            .servers(["127.0.0.1:4222"])
+            .build()
+            .expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        assert!(
+            format!("{config:?}").contains("ping_interval: 1s"),
+            "{config:?}"
+        );
+        let err = NatsConfig::builder()
+            .servers(["127.0.0.1:4222"])
+            .ping_interval(Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "ping_interval"
+            }
+        );
     }
 }

@@ -49,7 +49,16 @@
 //! - The client reconnects by itself. A disconnect ends the watch; the driver backs off,
 //!   reads again once the client is back (updates made meanwhile are in that read) and
 //!   watches from the new position. An update is never lost and never applied twice out of
-//!   order.
+//!   order. A disconnect during the read or while the watch is being set up ends them too:
+//!   the source listens for disconnects from before its read until the watch ends.
+//! - A server that freezes without closing the connection (`SIGSTOP`, a stalled VM, a
+//!   partition) is noticed by the client's PINGs, sent every
+//!   [`ping_interval`](NatsConfigBuilder::ping_interval) (default [`DEFAULT_PING_INTERVAL`],
+//!   1 s) on an idle connection: with two unanswered when the third is due, the client
+//!   drops the connection and the source reports `connected: false`, within 3 s by default
+//!   ([`NatsConfig::frozen_server_detection`]); the error in the status names the interval.
+//!   A server must stay silent for over 2 s to be taken for dead. `Debug` of a
+//!   [`NatsConfig`] shows the interval.
 //! - A delete or purge marker removes its key; a key source then has no value, and the
 //!   driver's [`DeletePolicy`](sentinel_core::datasource::DeletePolicy) applies.
 //! - A bucket that does not exist is, by default, an error naming it
@@ -77,7 +86,7 @@ mod writer;
 
 pub use config::{
     ConfigError, MissingBucket, NatsConfig, NatsConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::NatsSource;

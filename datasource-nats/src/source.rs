@@ -12,7 +12,7 @@ use sentinel_core::datasource::{
 };
 
 use crate::config::{MissingBucket, NatsConfig};
-use crate::connect::Connection;
+use crate::connect::{Connection, Disconnects};
 
 /// What a source reads: one key, or every key matching a wildcard (`rules.flow.>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +52,11 @@ impl Target {
 /// - A disconnect (the client reconnects by itself) ends the watch with
 ///   [`SourceError::Connection`]; the driver backs off and reads again once the client is
 ///   back, then watches from the new position. Updates made while the client was away are in
-///   that read.
+///   that read. The source listens for disconnects from the start of each read until its
+///   watch ends, so a connection lost during the read or while the watch is being set up
+///   ends them too, at once, rather than leaving a watch that waits on a dead connection.
+/// - A server that freezes without closing the connection is noticed by the client's PINGs
+///   ([`ping_interval`](crate::NatsConfigBuilder::ping_interval)): within 3 s by default.
 /// - A bucket that does not exist is an error naming it, or, with
 ///   [`MissingBucket::Wait`], no rules until someone creates it.
 pub struct NatsSource {
@@ -61,6 +65,9 @@ pub struct NatsSource {
     target: Target,
     store: Option<Store>,
     watch: Option<Watch>,
+    /// The client's disconnects since the last read began; kept across the watch setup and
+    /// the watch, so a disconnect at any point between is heard.
+    lost: Option<Disconnects>,
     /// The values as of `position`, with the revision each was read or changed at.
     held: BTreeMap<String, (u64, Vec<u8>)>,
     /// The stream position of the last read or event; the watch starts after it.
@@ -105,6 +112,7 @@ impl NatsSource {
             target,
             store: None,
             watch: None,
+            lost: None,
             held: BTreeMap::new(),
             position: 0,
             read_once: false,
@@ -125,6 +133,21 @@ impl NatsSource {
     fn reset(&mut self) {
         self.watch = None;
         self.store = None;
+        self.lost = None;
+    }
+
+    /// The error for a connection lost during `what`; it names the ping setting that bounds
+    /// how soon a frozen server is noticed.
+    fn lost_error(&self, what: &str) -> SourceError {
+        SourceError::Connection {
+            message: format!(
+                "{}: the connection to NATS was lost (the client PINGs an idle connection every \
+                 {:?} and drops it when two PINGs go unanswered)",
+                self.op(what),
+                self.connection.config().ping_interval
+            ),
+            source: None,
+        }
     }
 
     fn payload(&self) -> Result<RawPayload, SourceError> {
@@ -143,11 +166,26 @@ impl NatsSource {
         })
     }
 
+    /// Reads every value, listening for disconnects from before the first request; the
+    /// listener is kept for the watch that follows.
     async fn read_all(&mut self) -> Result<RawPayload, SourceError> {
         if self.closed {
             return Err(SourceError::Closed);
         }
         self.watch = None;
+        self.lost = None;
+        let mut lost = self.connection.disconnects();
+        let result = tokio::select! {
+            result = self.read_values() => result,
+            () = lost.wait() => Err(self.lost_error("read")),
+        };
+        if result.is_ok() {
+            self.lost = Some(lost);
+        }
+        result
+    }
+
+    async fn read_values(&mut self) -> Result<RawPayload, SourceError> {
         let Some(store) = self.connection.bucket(&self.bucket).await? else {
             return match self.connection.config().missing_bucket {
                 MissingBucket::Fail => Err(SourceError::Backend {
@@ -201,7 +239,24 @@ impl NatsSource {
         }
     }
 
+    /// Waits for the next change, with the disconnect listener of the last read (or a fresh
+    /// one, before any read), which it keeps for the next call.
     async fn next_change(&mut self) -> Result<WatchEvent, SourceError> {
+        let mut lost = match self.lost.take() {
+            Some(lost) => lost,
+            None => self.connection.disconnects(),
+        };
+        let result = self.next_change_heard(&mut lost).await;
+        if result.is_ok() {
+            self.lost = Some(lost);
+        }
+        result
+    }
+
+    async fn next_change_heard(
+        &mut self,
+        lost: &mut Disconnects,
+    ) -> Result<WatchEvent, SourceError> {
         loop {
             if self.closed {
                 return Err(SourceError::Closed);
@@ -219,24 +274,18 @@ impl NatsSource {
             if self.watch.is_none() {
                 let op = self.op("watch");
                 let from = self.position + 1;
-                let watch = self
-                    .connection
-                    .watch(&store, self.target.filter(), from, &op)
-                    .await?;
+                let watch = tokio::select! {
+                    watch = self.connection.watch(&store, self.target.filter(), from, &op) => watch?,
+                    () = lost.wait() => return Err(self.lost_error("open the watch of")),
+                };
                 self.watch = Some(watch);
             }
             let Some(watch) = self.watch.as_mut() else {
                 continue;
             };
-            let mut disconnected = self.connection.disconnects();
             let entry = tokio::select! {
                 entry = watch.next() => entry,
-                () = disconnected.wait() => {
-                    return Err(SourceError::Connection {
-                        message: format!("{}: the connection to NATS was lost", self.op("watch")),
-                        source: None,
-                    });
-                }
+                () = lost.wait() => return Err(self.lost_error("watch")),
             };
             let entry = match entry {
                 Some(Ok(entry)) => entry,

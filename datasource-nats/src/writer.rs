@@ -18,6 +18,16 @@ use crate::connect::{map_error, Connection};
 ///   when the key is still at the revision the caller read (compare-and-set), so two
 ///   operators cannot overwrite each other unknowingly.
 /// - [`put_bytes`](Self::put_bytes) stores bytes as given, unchecked.
+///
+/// # A put that timed out may still land, later
+///
+/// A put answered with a timeout (no acknowledgement within the
+/// [`request_timeout`](crate::NatsConfigBuilder::request_timeout)) is not known to have
+/// failed: the server may store it after the timeout, behind a newer put made meanwhile
+/// (seen in a key's history: a put reported as timed out after 5 s stored after the next
+/// one), and every source then applies the older rules. After a timeout, read the key back
+/// before writing again, or use [`put_rules_if`](Self::put_rules_if) (compare-and-set on the
+/// key's revision), which refuses to overwrite a newer value.
 pub struct NatsRuleWriter {
     connection: Connection,
     store: Store,

@@ -12,13 +12,17 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, flow_payload, next_value, read, values, wait_until, EventRecorder, Partition, WAIT,
+    applied_seq, flow_payload, next_value, read, services, values, wait_until, EventRecorder,
+    Partition, WAIT,
 };
 use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_nats::{MissingBucket, NatsSource, WriteError};
-use support::{addr, auth_addr, bucket_writer, builder, config, unique_bucket};
+use support::{
+    addr, auth_addr, bucket_writer, builder, config, expect_frozen_server_noticed, expect_resumed,
+    freeze_addr, retried, unique_bucket,
+};
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
 async fn start(source: NatsSource) -> (Sentinel, DataSource) {
@@ -174,6 +178,83 @@ async fn updates_made_while_cut_off_are_applied_after_the_reconnect_in_order() {
         seqs.windows(2).all(|w| w[0] < w[1]),
         "out of order or twice: {seqs:?}"
     );
+    ds.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_between_the_read_and_the_watch_ends_the_watch_at_once() {
+    let bucket = unique_bucket("lost_in_setup");
+    let w = bucket_writer(config(&addr()), &bucket).await;
+    w.put_bytes("rules.flow", "v1").await.expect("put v1");
+    let proxy = Partition::start(&addr()).await;
+    let mut source = NatsSource::key(config(proxy.addr()), &bucket, "rules.flow");
+    let payload = read(&mut source).await.expect("read");
+    assert_eq!(
+        values(&payload),
+        [("rules.flow".to_owned(), "v1".to_owned())]
+    );
+    // The scenario's timeline, not waits for a condition: the connection is lost after the
+    // read and back before the watch is set up, as when the server restarts in between.
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.heal();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let watched = tokio::time::timeout(WAIT, source.watch())
+        .await
+        .unwrap_or_else(|_| {
+            panic!("the watch set up after a lost connection waited {WAIT:?} and noticed nothing")
+        });
+    let Err(error) = watched else {
+        panic!("the watch went on over a lost connection: {watched:?}");
+    };
+    assert!(matches!(error, SourceError::Connection { .. }), "{error:?}");
+    assert!(error.to_string().contains("lost"), "{error}");
+    // The re-read the driver then makes works, and so does the watch after it.
+    let payload = tokio::time::timeout(WAIT, async {
+        loop {
+            match source.read().await {
+                Ok(payload) => return payload,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await
+    .expect("read again after the reconnect");
+    assert_eq!(
+        values(&payload),
+        [("rules.flow".to_owned(), "v1".to_owned())]
+    );
+    w.put_bytes("rules.flow", "v2").await.expect("put v2");
+    let payload = next_value(&mut source).await;
+    assert_eq!(
+        values(&payload),
+        [("rules.flow".to_owned(), "v2".to_owned())]
+    );
+    source.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_is_reported_disconnected_within_three_ping_intervals() {
+    services(&["start", "nats-freeze"]).await;
+    let bucket = unique_bucket("frozen");
+    // The default ping interval: what a user gets.
+    let defaults = sentinel_datasource_nats::NatsConfig::builder()
+        .servers([format!("nats://{}", freeze_addr())])
+        .build()
+        .expect("valid config");
+    let noticed_within = defaults.frozen_server_detection();
+    let w = bucket_writer(config(&freeze_addr()), &bucket).await;
+    w.put_bytes("rules.flow", flow_payload(1))
+        .await
+        .expect("put 1");
+    let (sentinel, ds) = start(NatsSource::key(defaults, &bucket, "rules.flow")).await;
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
+    expect_frozen_server_noticed(&ds, "nats-freeze", noticed_within, &["PINGs", "1s"]).await;
+    retried("put 2 after the thaw", || {
+        w.put_bytes("rules.flow", flow_payload(2))
+    })
+    .await;
+    expect_resumed(&ds, &sentinel, 2).await;
     ds.close().await;
 }
 

@@ -10,8 +10,14 @@ use sentinel_core::datasource::{address_list, Secret};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one command (GET, SUBSCRIBE, the writer's transaction).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default interval between PINGs on the subscription connection, which otherwise only reads.
-pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
+/// Default interval between PINGs on the subscription connection, which otherwise only reads:
+/// with [`DEFAULT_PING_TIMEOUT`], a server that freezes (a `SIGSTOP`, a stalled VM) is reported
+/// disconnected within 3 s.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
+/// Default time a PING on the subscription may go unanswered before the connection counts as
+/// broken: 2 s, far above a Redis server's answer time on a loaded machine, so a busy server
+/// is not taken for a dead one.
+pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default cap on the size of the value a source reads: the data-source framework's cap
 /// (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -226,6 +232,7 @@ pub struct RedisConfig {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) ping_interval: Duration,
+    pub(crate) ping_timeout: Duration,
     pub(crate) max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<TlsConfig>,
@@ -241,6 +248,7 @@ impl fmt::Debug for RedisConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("ping_interval", &self.ping_interval)
+            .field("ping_timeout", &self.ping_timeout)
             .field("max_payload_bytes", &self.max_payload_bytes);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
@@ -272,6 +280,23 @@ impl RedisConfig {
     /// Time allowed for one command.
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout
+    }
+
+    /// How often a source PINGs its subscription connection.
+    pub fn ping_interval(&self) -> Duration {
+        self.ping_interval
+    }
+
+    /// How long a PING may go unanswered before the connection counts as broken.
+    pub fn ping_timeout(&self) -> Duration {
+        self.ping_timeout
+    }
+
+    /// The longest a frozen server (one that keeps its connections open but answers nothing)
+    /// goes unnoticed by a source: [`ping_interval`](Self::ping_interval) +
+    /// [`ping_timeout`](Self::ping_timeout), 3 s by default.
+    pub fn frozen_server_detection(&self) -> Duration {
+        self.ping_interval + self.ping_timeout
     }
 
     /// Cap on the size of the value a read returns.
@@ -322,6 +347,7 @@ pub struct RedisConfigBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     ping_interval: Duration,
+    ping_timeout: Duration,
     max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     tls: Option<TlsConfig>,
@@ -340,6 +366,7 @@ impl Default for RedisConfigBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             ping_interval: DEFAULT_PING_INTERVAL,
+            ping_timeout: DEFAULT_PING_TIMEOUT,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             #[cfg(feature = "tls")]
             tls: None,
@@ -428,19 +455,29 @@ impl RedisConfigBuilder {
         self
     }
 
-    /// Time allowed for one command: GET, SUBSCRIBE, CONFIG GET, the writer's transaction,
-    /// a PING on the subscription (default 5 s).
+    /// Time allowed for one command: GET, SUBSCRIBE, CONFIG GET, the writer's transaction
+    /// (default 5 s). The PING on the subscription has its own
+    /// [`ping_timeout`](Self::ping_timeout).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// How often a source PINGs its subscription connection (default 10 s). A subscription
-    /// only reads, so without pings a server that vanishes without closing the connection
-    /// (a network partition) would go unnoticed; an unanswered PING (after the request
-    /// timeout) counts as a broken connection.
+    /// How often a source PINGs its subscription connection (default 1 s). A subscription
+    /// only reads, so without pings a server that freezes or vanishes without closing the
+    /// connection (a `SIGSTOP`, a network partition) would go unnoticed; a PING unanswered
+    /// after [`ping_timeout`](Self::ping_timeout) counts as a broken connection. A frozen
+    /// server is so reported disconnected within interval + timeout (3 s by default).
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
+        self
+    }
+
+    /// How long a PING on the subscription may go unanswered before the connection counts as
+    /// broken (default 2 s). Shorter notices a frozen server sooner; too short takes a busy
+    /// server (or a starved client) for a dead one and reconnects for nothing.
+    pub fn ping_timeout(mut self, timeout: Duration) -> Self {
+        self.ping_timeout = timeout;
         self
     }
 
@@ -478,6 +515,7 @@ impl RedisConfigBuilder {
             ("connect_timeout", self.connect_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
             ("ping_interval", self.ping_interval.is_zero()),
+            ("ping_timeout", self.ping_timeout.is_zero()),
             ("max_payload_bytes", self.max_payload_bytes == 0),
         ] {
             if zero {
@@ -491,6 +529,7 @@ impl RedisConfigBuilder {
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             ping_interval: self.ping_interval,
+            ping_timeout: self.ping_timeout,
             max_payload_bytes: self.max_payload_bytes,
             #[cfg(feature = "tls")]
             tls: self.tls,
@@ -654,5 +693,27 @@ mod tests {
             .build()
             .expect_err("negative");
         assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
+    }
+
+    #[test]
+    fn the_default_ping_settings_notice_a_frozen_server_within_3_s_and_debug_shows_them() {
+        let config = RedisConfig::builder().server("h").build().expect("valid");
+        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+        let debug = format!("{config:?}");
+        assert!(
+            debug.contains("ping_interval: 1s") && debug.contains("ping_timeout: 2s"),
+            "{debug}"
+        );
+        let err = RedisConfig::builder()
+            .server("h")
+            .ping_timeout(Duration::ZERO)
+            .build()
+            .expect_err("zero");
+        assert_eq!(
+            err,
+            ConfigError::Zero {
+                field: "ping_timeout"
+            }
+        );
     }
 }

@@ -3,7 +3,8 @@
 
 use std::future::Future;
 
-use redis::aio::{MultiplexedConnection, PubSub};
+use futures_util::StreamExt;
+use redis::aio::{MultiplexedConnection, PubSub, PubSubSink, PubSubStream};
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, FromRedisValue, IntoConnectionInfo,
     RedisConnectionInfo, RedisResult,
@@ -103,6 +104,34 @@ pub(crate) struct Connected {
     pub(crate) shard: Option<Address>,
 }
 
+/// A subscription to a Redis Sentinel's `+switch-master` channel: the sentinel publishes
+/// `<master> <old-ip> <old-port> <new-ip> <new-port>` there the moment a failover ends.
+pub(crate) struct Failovers {
+    /// Kept so the subscription connection stays open.
+    _sink: PubSubSink,
+    stream: PubSubStream,
+    master: String,
+    /// The sentinel subscribed to.
+    pub(crate) at: Address,
+}
+
+impl Failovers {
+    /// Waits for the next `+switch-master` message about this master and returns it; `None`
+    /// when the sentinel closed the connection.
+    pub(crate) async fn next(&mut self) -> Option<String> {
+        loop {
+            let message = self.stream.next().await?;
+            let text: String = message.get_payload().unwrap_or_default();
+            if text.split_whitespace().next() == Some(self.master.as_str()) {
+                return Some(text);
+            }
+        }
+    }
+}
+
+/// The channel a Redis Sentinel announces a completed failover on.
+const SWITCH_MASTER: &str = "+switch-master";
+
 /// Opens connections for one configuration. With Redis Sentinel it asks the sentinels for
 /// the current master on every call, so a reconnect after a failover reaches the new master.
 pub(crate) struct Connector {
@@ -149,6 +178,47 @@ impl Connector {
                 false
             }
         }
+    }
+
+    /// With Redis Sentinel, a subscription to `+switch-master` on the first sentinel that
+    /// accepts it (from the one that answered last); `Ok(None)` for the other deployments.
+    /// Made before the master is looked up, so a failover between the lookup and the
+    /// subscription cannot be missed.
+    pub(crate) async fn failovers(&mut self) -> Result<Option<Failovers>, SourceError> {
+        let Deployment::Sentinel { sentinels, master } = &self.config.deployment else {
+            return Ok(None);
+        };
+        let (sentinels, master) = (sentinels.clone(), master.clone());
+        let first = self.sentinel.as_ref().map_or(0, |(i, _)| *i);
+        let mut failure = None;
+        for step in 0..sentinels.len() {
+            let at = &sentinels[(first + step) % sentinels.len()];
+            let subscribed = async {
+                let client = self.sentinel_client(at)?;
+                let pubsub = self.pubsub(&client).await?;
+                let (mut sink, stream) = pubsub.split();
+                let op = format!("subscribe {SWITCH_MASTER} on sentinel {at}");
+                self.bounded(
+                    &op,
+                    self.config.request_timeout,
+                    sink.subscribe(SWITCH_MASTER),
+                )
+                .await?;
+                Ok::<_, SourceError>((sink, stream))
+            };
+            match subscribed.await {
+                Ok((sink, stream)) => {
+                    return Ok(Some(Failovers {
+                        _sink: sink,
+                        stream,
+                        master,
+                        at: at.clone(),
+                    }))
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        Err(failure.unwrap_or(SourceError::Closed))
     }
 
     /// Runs `fut` within `timeout`, mapping its error.
@@ -298,11 +368,17 @@ impl Connector {
         Err(failure.unwrap_or(SourceError::Closed))
     }
 
-    /// A connection to one sentinel. Sentinels are reached without the servers' credentials.
+    /// A connection to one sentinel.
     async fn sentinel_connection(
         &self,
         at: &Address,
     ) -> Result<MultiplexedConnection, SourceError> {
+        let client = self.sentinel_client(at)?;
+        self.multiplexed(&client).await
+    }
+
+    /// A client for one sentinel. Sentinels are reached without the servers' credentials.
+    fn sentinel_client(&self, at: &Address) -> Result<Client, SourceError> {
         let op = format!("connect sentinel {at}");
         let info = self
             .addr(at)
@@ -315,8 +391,7 @@ impl Connector {
         };
         #[cfg(not(feature = "tls"))]
         let client = Client::open(info);
-        let client = client.map_err(|e| map_error(&op, e, None))?;
-        self.multiplexed(&client).await
+        client.map_err(|e| map_error(&op, e, None))
     }
 
     fn settings(&self) -> RedisConnectionInfo {

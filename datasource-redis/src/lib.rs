@@ -77,10 +77,27 @@
 //!   the shard that holds the key, where its keyspace notifications are sent).
 //! - A source keeps two connections for its whole life: one multiplexed connection for
 //!   commands and one for the subscription. A broken connection (a server restart,
-//!   `CLIENT KILL`, a failover, an unanswered PING on the subscription) drops both; the
-//!   driver backs off with jitter, then the source connects, subscribes and reads again.
+//!   `CLIENT KILL`, an unanswered PING on the subscription) drops both; the driver backs off
+//!   with jitter, then the source connects, subscribes and reads again.
+//! - With Redis Sentinel a source also subscribes to a sentinel's `+switch-master` channel:
+//!   when a failover of its master ends it reconnects to the new master and reads the key
+//!   at once (no backoff), so a change written right after a `SENTINEL FAILOVER` is applied
+//!   in well under a second rather than at the next PING.
 //! - Every command is bounded by the request timeout; opening a connection by the connect
 //!   timeout.
+//!
+//! # Noticing a frozen server
+//!
+//! A server that stops answering without closing its connections (`SIGSTOP`, a stalled VM,
+//! a network partition) is noticed by the PING a source sends on its subscription every
+//! [`ping_interval`](RedisConfigBuilder::ping_interval) (default [`DEFAULT_PING_INTERVAL`],
+//! 1 s): unanswered within [`ping_timeout`](RedisConfigBuilder::ping_timeout) (default
+//! [`DEFAULT_PING_TIMEOUT`], 2 s) it is a broken connection, and the source's status turns
+//! `connected: false` with a `last_error` that names both settings. A frozen server is so
+//! reported within interval + timeout, 3 s by default
+//! ([`RedisConfig::frozen_server_detection`]); a server must leave a PING unanswered for 2 s
+//! to be taken for dead, which a busy server on a loaded machine does not. `Debug` of a
+//! [`RedisConfig`] shows both settings.
 //! - Auth: the default user's password ([`RedisConfigBuilder::password`]) or an ACL user
 //!   ([`RedisConfigBuilder::credentials`]), and a database index. Wrong credentials are
 //!   `SourceError::Auth`; an ACL user who may not read the key (or subscribe to the channel)
@@ -108,7 +125,8 @@ mod writer;
 pub use config::TlsConfig;
 pub use config::{
     ConfigError, RedisConfig, RedisConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::{ChangeMode, RedisSource};

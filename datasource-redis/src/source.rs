@@ -9,7 +9,7 @@ use redis::aio::{PubSubSink, PubSubStream};
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 
 use crate::config::{Address, RedisConfig};
-use crate::connect::{Commands, Connected, Connector};
+use crate::connect::{Commands, Connected, Connector, Failovers};
 
 /// How a [`RedisSource`] learns that the rules changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,12 +55,21 @@ impl ChangeMode {
 ///     [`WatchEvent::Resync`], and the driver reads the key again.
 ///   - `Payload`: the message's payload is the new value, [`WatchEvent::Changed`].
 ///   - The subscription is PINGed every
-///     [`ping_interval`](crate::RedisConfigBuilder::ping_interval), and with Redis Sentinel
-///     the sentinels are asked which master they name. An unanswered PING, a subscription the
-///     server closes (a restart, `CLIENT KILL TYPE pubsub`) or a new master (a failover) is
-///     [`SourceError::Connection`]: both connections are dropped and the driver's next read
-///     connects again (to the master the sentinels name), subscribes again and re-reads the
-///     key, so a change made while the source was away is applied.
+///     [`ping_interval`](crate::RedisConfigBuilder::ping_interval) (1 s by default). A PING
+///     unanswered within [`ping_timeout`](crate::RedisConfigBuilder::ping_timeout) (2 s) or a
+///     subscription the server closes (a restart, `CLIENT KILL TYPE pubsub`) is
+///     [`SourceError::Connection`], naming both settings: both connections are dropped and
+///     the driver's next read connects again, subscribes again and re-reads the key, so a
+///     change made while the source was away is applied. A frozen server is so reported
+///     disconnected within interval + timeout (3 s by default).
+///   - With Redis Sentinel the source also subscribes to a sentinel's `+switch-master`
+///     channel (before it asks for the master, so no failover falls in between). When a
+///     failover of its master ends, it drops both connections and answers
+///     [`WatchEvent::Resync`]: the driver reads at once, which connects to the new master,
+///     subscribes there and GETs the key, so a change written to the new master right after
+///     the failover is applied without waiting for a PING. As a fallback (a sentinel that
+///     restarted, a message lost with its connection) the sentinels are also asked at every
+///     PING which master they name.
 /// - A value or message larger than
 ///   [`max_payload_bytes`](crate::RedisConfigBuilder::max_payload_bytes) is
 ///   [`SourceError::TooLarge`]; the subscription stays, so a smaller value is seen at once.
@@ -75,6 +84,8 @@ pub struct RedisSource {
     messages: Option<PubSubStream>,
     /// In a cluster, the shard that holds the key.
     shard: Option<Address>,
+    /// With Redis Sentinel, the subscription to a sentinel's `+switch-master`.
+    failovers: Option<Failovers>,
     closed: bool,
 }
 
@@ -108,6 +119,7 @@ impl RedisSource {
             sink: None,
             messages: None,
             shard: None,
+            failovers: None,
             closed: false,
         }
     }
@@ -139,6 +151,7 @@ impl RedisSource {
         self.sink = None;
         self.messages = None;
         self.shard = None;
+        self.failovers = None;
     }
 
     /// Drops the connections when `result` is a connection error.
@@ -152,6 +165,8 @@ impl RedisSource {
     /// Connects both connections and subscribes; the subscription is confirmed before this
     /// returns, so the GET that follows cannot miss a change.
     async fn subscribe(&mut self) -> Result<(), SourceError> {
+        // With Redis Sentinel, hear of failovers from before the master is looked up.
+        self.watch_failovers().await;
         let Connected {
             mut commands,
             pubsub,
@@ -180,6 +195,29 @@ impl RedisSource {
         self.messages = Some(stream);
         self.shard = shard;
         Ok(())
+    }
+
+    /// With Redis Sentinel, subscribes to a sentinel's `+switch-master` unless already
+    /// subscribed. No sentinel taking the subscription is not an error: the master lookup
+    /// that follows fails on its own if none answers, and the check at every PING still
+    /// notices a failover.
+    async fn watch_failovers(&mut self) {
+        if self.failovers.is_some() {
+            return;
+        }
+        match self.connector.failovers().await {
+            Ok(failovers) => {
+                if let Some(f) = &failovers {
+                    tracing::debug!(source = %self.describe(), sentinel = %f.at, "watching +switch-master");
+                }
+                self.failovers = failovers;
+            }
+            Err(e) => tracing::warn!(
+                source = %self.describe(),
+                error = %e,
+                "cannot subscribe to +switch-master; a failover is noticed at the next PING"
+            ),
+        }
     }
 
     /// Fails when the server does not send the keyspace notifications this mode needs. A
@@ -271,28 +309,27 @@ impl RedisSource {
         drained
     }
 
-    /// PINGs the subscription connection.
+    /// PINGs the subscription connection. The error names the ping settings, so a status
+    /// shows how soon a frozen server is noticed.
     async fn ping(&mut self) -> Result<(), SourceError> {
+        let config = self.connector.config();
+        let (interval, timeout) = (config.ping_interval, config.ping_timeout);
         let Some(sink) = self.sink.as_mut() else {
             return Err(SourceError::Closed);
         };
-        let timeout = self.connector.config().request_timeout;
+        let op =
+            format!("ping (subscription; a PING every {interval:?}, answered within {timeout:?})");
         self.connector
-            .bounded("ping (subscription)", timeout, sink.ping::<()>())
+            .bounded(&op, timeout, sink.ping::<()>())
             .await
     }
 
-    /// With Redis Sentinel, fails when the sentinels name another master than the one the
-    /// source is connected to (a failover), so it reconnects to the new master at once rather
-    /// than when the sentinels reconfigure the old one and close its connections.
-    async fn check_still_master(&mut self) -> Result<(), SourceError> {
-        if self.connector.master_moved().await {
-            return Err(SourceError::Connection {
-                message: "a Redis Sentinel failover: the sentinels name another master".to_owned(),
-                source: None,
-            });
-        }
-        Ok(())
+    /// Drops both connections after a Redis Sentinel failover, so the driver's read (at once,
+    /// on [`WatchEvent::Resync`]) connects to the new master.
+    fn follow_failover(&mut self, why: &str) -> WatchEvent {
+        tracing::info!(source = %self.describe(), why, "Redis Sentinel failover; reconnecting to the new master");
+        self.disconnect();
+        WatchEvent::Resync
     }
 
     async fn read_value(&mut self) -> Result<RawPayload, SourceError> {
@@ -331,9 +368,22 @@ impl RedisSource {
             };
             let message = tokio::select! {
                 message = messages.next() => message,
+                switch = next_failover(&mut self.failovers) => {
+                    match switch {
+                        Some(text) => return Ok(self.follow_failover(&format!("+switch-master {text}"))),
+                        None => {
+                            tracing::debug!(source = %self.describe(), "the sentinel closed the +switch-master subscription");
+                            self.failovers = None;
+                            continue;
+                        }
+                    }
+                }
                 () = tokio::time::sleep(interval) => {
                     self.ping().await?;
-                    self.check_still_master().await?;
+                    if self.connector.master_moved().await {
+                        return Ok(self.follow_failover("the sentinels name another master"));
+                    }
+                    self.watch_failovers().await;
                     continue;
                 }
             };
@@ -362,6 +412,14 @@ impl RedisSource {
                 }
             };
         }
+    }
+}
+
+/// The next `+switch-master` of `failovers`; never, without a subscription.
+async fn next_failover(failovers: &mut Option<Failovers>) -> Option<String> {
+    match failovers {
+        Some(failovers) => failovers.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -28,6 +28,17 @@ use crate::connect::{Commands, Connector};
 /// After a broken connection or a `READONLY` answer it connects again and retries the write
 /// once. A retried transaction may have been applied
 /// the first time; writing the same value twice is harmless.
+///
+/// # A write that timed out may still land, later
+///
+/// A write answered with a timeout (no reply within the
+/// [`request_timeout`](crate::RedisConfigBuilder::request_timeout), or the retry's) is not
+/// known to have failed: a frozen or overloaded server holds the transaction in its socket
+/// buffer and runs it when it resumes, possibly after a newer write made meanwhile by another
+/// writer (or by this one, on a fresh connection), which the old value then overwrites, and
+/// every source applies the older rules. After a timeout, read the key back before writing
+/// again, or write through [`at`](Self::at) with `Expected::Revision` (compare-and-set: a
+/// stale write is refused as a conflict instead of reverting a newer one).
 pub struct RedisRuleWriter {
     describe: String,
     /// One write at a time: the connector, and the connection while it works.

@@ -9,7 +9,9 @@
 //!
 //! The tests that stop a server or kill every subscription use their own instance,
 //! `redis-fault`, under a lock, so they never disturb the servers the other tests share. The
-//! failover test is the only user of the `redis-ha` trio.
+//! frozen-server test freezes (SIGSTOP) and thaws its own, `redis-freeze`. The failover test
+//! is the only user of the `redis-ha` trio here (cluster-redis's outage test fails it over
+//! too, from another test binary; both follow whichever master the sentinel names).
 
 mod support;
 
@@ -26,8 +28,9 @@ use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
 use support::{
-    addr, append_set_while_down, auth_addr, builder, config, fault_addr, keyspace_addr,
-    master_name, raw, run, sentinel_addrs, sentinel_config, unique_key, writer,
+    addr, append_set_while_down, auth_addr, builder, config, expect_frozen_server_noticed,
+    expect_resumed, fault_addr, freeze_addr, keyspace_addr, master_name, raw, retried, run,
+    sentinel_addrs, sentinel_builder, unique_key, writer,
 };
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
@@ -313,13 +316,14 @@ async fn an_acl_user_may_read_its_keys_and_is_denied_others_without_the_secret()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sentinel_failover_is_followed_and_no_write_after_it_is_lost() {
-    let t = live(
-        sentinel_config(),
-        unique_key("failover"),
-        ChangeMode::Notify,
-    )
-    .await;
+async fn a_sentinel_failover_is_followed_at_once_and_no_write_after_it_is_lost() {
+    // PINGs a minute apart: only the sentinel's +switch-master can make the source leave the
+    // demoted master within the waits below.
+    let config = sentinel_builder()
+        .ping_interval(Duration::from_secs(60))
+        .build()
+        .expect("valid sentinel config");
+    let t = live(config, unique_key("failover"), ChangeMode::Notify).await;
 
     let sentinel_addr = sentinel_addrs()
         .split(',')
@@ -327,13 +331,7 @@ async fn a_sentinel_failover_is_followed_and_no_write_after_it_is_lost() {
         .expect("one sentinel")
         .to_owned();
     let mut sentinel_conn = raw(&sentinel_addr).await;
-    let before: (String, u16) = run(
-        &mut sentinel_conn,
-        redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(master_name()),
-    )
-    .await;
+    let before = after_failover(&mut sentinel_conn).await;
     // A failover is refused while the replica is not yet in sync or another one runs: retry.
     let asked = until_within_async(WAIT, || {
         let mut conn = sentinel_conn.clone();
@@ -366,46 +364,88 @@ async fn a_sentinel_failover_is_followed_and_no_write_after_it_is_lost() {
         "the master did not move from {before:?} within {WAIT:?}"
     );
 
-    // Written after the failover: each must reach the new master and the source.
-    for seq in 2..=10 {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            match t
-                .writer
-                .put_bytes(&t.key, &t.channel, flow_payload(seq))
-                .await
-            {
-                Ok(_) => break,
-                Err(e) if tokio::time::Instant::now() < deadline => {
-                    let _ = e;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("write {seq} after the failover: {e}"),
-            }
-        }
-    }
-    wait_seq(&t.sentinel, 10).await;
-    // The source left the demoted master (it notices at its next PING) for the new one.
-    wait_status(&t.ds, "reconnected to the new master", |s| {
-        s.connected && s.disconnects >= 1
+    // Written to the new master as soon as the sentinel names it: its PUBLISH reaches no
+    // subscriber until the source moves, so only the re-read after +switch-master (published
+    // as the failover ends, well under a second later) applies it in time. Without it the
+    // source would wait for its next PING (a minute here) or for the sentinels to demote
+    // the old master (about 10 s).
+    let written = std::time::Instant::now();
+    put_until_ok(&t, 2).await;
+    let followed = until_within(FOLLOWED_WITHIN, || {
+        applied_seq::<FlowRule>(&t.sentinel) == Some(2)
     })
     .await;
+    assert!(
+        followed,
+        "a change written right after the failover was not applied within {FOLLOWED_WITHIN:?}: \
+         the source did not follow +switch-master"
+    );
+    println!(
+        "a change written right after the failover applied {:?} later",
+        written.elapsed()
+    );
+    for seq in 3..=5 {
+        put_until_ok(&t, seq).await;
+    }
+    wait_seq(&t.sentinel, 5).await;
+
     let (host, port) = after_failover(&mut sentinel_conn).await;
     let after = format!("{host}:{port}");
     let mut new_master = raw(&after).await;
-    let (_, subscribers): (String, u64) = run(
-        &mut new_master,
-        redis::cmd("PUBSUB").arg("NUMSUB").arg(&t.channel),
-    )
+    let subscribed = until_within_async(WAIT, || {
+        let mut conn = new_master.clone();
+        let channel = t.channel.clone();
+        async move {
+            let numsub: Result<(String, u64), _> = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(channel)
+                .query_async(&mut conn)
+                .await;
+            numsub.is_ok_and(|(_, n)| n == 1)
+        }
+    })
     .await;
-    assert_eq!(
-        subscribers, 1,
+    assert!(
+        subscribed,
         "the source is not subscribed on the new master {after}"
     );
     // Every write went to the new master (the old one takes writes for seconds after the
     // switch, and loses them when it becomes a replica).
     let stored: Vec<u8> = run(&mut new_master, redis::cmd("GET").arg(&t.key)).await;
-    assert_eq!(stored, flow_payload(10));
+    assert_eq!(stored, flow_payload(5));
+    assert!(t.ds.status().connected, "{:?}", t.ds.status());
+    t.ds.close().await;
+}
+
+/// How soon after a failover a change must be applied: a bound with room for a loaded
+/// machine (it takes tens of milliseconds), far below the ~10 s the old master takes to be
+/// demoted.
+const FOLLOWED_WITHIN: Duration = Duration::from_secs(5);
+
+/// Writes payload `seq`, retrying (bounded) while the deployment settles after a failover
+/// or a thaw.
+async fn put_until_ok(t: &Live, seq: u64) {
+    retried(&format!("write {seq}"), || {
+        t.writer.put_bytes(&t.key, &t.channel, flow_payload(seq))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_is_reported_disconnected_within_ping_interval_and_timeout() {
+    services(&["start", "redis-freeze"]).await;
+    // The default ping settings: what a user gets.
+    let config = RedisConfig::builder()
+        .server(freeze_addr())
+        .build()
+        .expect("valid config");
+    let noticed_within = config.frozen_server_detection();
+    let t = live(config, unique_key("frozen"), ChangeMode::Notify).await;
+    expect_frozen_server_noticed(&t.ds, "redis-freeze", noticed_within, &["ping", "1s", "2s"])
+        .await;
+    // Thawed, it is the same server: the source reconnects and follows it again.
+    put_until_ok(&t, 2).await;
+    expect_resumed(&t.ds, &t.sentinel, 2).await;
     t.ds.close().await;
 }
 

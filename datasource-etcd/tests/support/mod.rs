@@ -10,6 +10,12 @@ use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
 
+#[path = "../../../testing/frozen_server.rs"]
+mod frozen_server;
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd` \
      (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the endpoints)";
@@ -28,6 +34,12 @@ pub(crate) fn auth_endpoints() -> String {
 /// The etcd that the fault tests stop and restart (`SENTINEL_ETCD_FAULT_ENDPOINTS`).
 pub(crate) fn fault_endpoints() -> String {
     env_or("SENTINEL_ETCD_FAULT_ENDPOINTS", "http://127.0.0.1:23792")
+}
+
+/// The etcd the frozen-server tests freeze and thaw (`SENTINEL_ETCD_FREEZE_ENDPOINTS`,
+/// `scripts/services.sh start etcd-freeze`).
+pub(crate) fn freeze_endpoints() -> String {
+    env_or("SENTINEL_ETCD_FREEZE_ENDPOINTS", "http://127.0.0.1:23794")
 }
 
 /// The etcd that serves TLS only (`SENTINEL_ETCD_TLS_ENDPOINTS`,

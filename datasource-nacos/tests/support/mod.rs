@@ -11,6 +11,12 @@ use sentinel_core::datasource::testkit::{env_or, WAIT};
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_nacos::{ConfigKey, NacosConfig, NacosConfigBuilder, NacosRuleWriter};
 
+#[path = "../../../testing/frozen_server.rs"]
+mod frozen_server;
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str =
     "start the test servers with `scripts/services.sh start nacos` \
@@ -33,6 +39,12 @@ pub(crate) fn fault_addr() -> String {
 }
 
 /// The auth instance's admin user and password.
+/// The rnacos the frozen-server tests freeze and thaw (`SENTINEL_NACOS_FREEZE_ADDR`,
+/// `scripts/services.sh start nacos-freeze`).
+pub(crate) fn freeze_addr() -> String {
+    env_or("SENTINEL_NACOS_FREEZE_ADDR", "127.0.0.1:18851")
+}
+
 pub(crate) const ADMIN: (&str, &str) = ("admin", "adminpw");
 
 /// A dataId no other test (or earlier run) uses.
@@ -78,24 +90,5 @@ pub(crate) async fn writer(config: NacosConfig) -> NacosRuleWriter {
         Ok(Ok(writer)) => writer,
         Ok(Err(e)) => panic!("Nacos at {at} is unreachable ({e}); {START_HINT}"),
         Err(_) => panic!("Nacos at {at} did not answer within {WAIT:?}; {START_HINT}"),
-    }
-}
-
-/// Retries `op` (a write to a server that may be coming back) until it succeeds or [`WAIT`]
-/// passes.
-pub(crate) async fn retried<F, Fut>(what: &str, op: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<(), SourceError>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match op().await {
-            Ok(()) => return,
-            Err(_) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("{what}: {e}"),
-        }
     }
 }

@@ -10,6 +10,12 @@ use std::time::Duration;
 use sentinel_core::datasource::testkit::{env_or, WAIT};
 use sentinel_datasource_nats::{NatsConfig, NatsConfigBuilder, NatsRuleWriter};
 
+#[path = "../../../testing/frozen_server.rs"]
+mod frozen_server;
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start nats` \
      (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the addresses)";
@@ -29,6 +35,12 @@ pub(crate) fn auth_addr() -> String {
 /// JetStream store survives a restart.
 pub(crate) fn fault_addr() -> String {
     env_or("SENTINEL_NATS_FAULT_ADDR", "127.0.0.1:14224")
+}
+
+/// The nats-server the frozen-server tests freeze and thaw (`SENTINEL_NATS_FREEZE_ADDR`,
+/// `scripts/services.sh start nats-freeze`).
+pub(crate) fn freeze_addr() -> String {
+    env_or("SENTINEL_NATS_FREEZE_ADDR", "127.0.0.1:14226")
 }
 
 /// The nats-server that serves TLS only (`SENTINEL_NATS_TLS_ADDR`), with a CA the script made

@@ -13,6 +13,12 @@ use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_redis::{RedisConfig, RedisConfigBuilder, RedisRuleWriter};
 
+#[path = "../../../testing/frozen_server.rs"]
+mod frozen_server;
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str =
     "start the test servers with `scripts/services.sh start redis` \
@@ -38,6 +44,12 @@ pub(crate) fn keyspace_addr() -> String {
 /// in an append-only file and survives a restart.
 pub(crate) fn fault_addr() -> String {
     env_or("SENTINEL_REDIS_FAULT_ADDR", "127.0.0.1:16382")
+}
+
+/// The Redis the frozen-server tests freeze and thaw (`SENTINEL_REDIS_FREEZE_ADDR`,
+/// `scripts/services.sh start redis-freeze`).
+pub(crate) fn freeze_addr() -> String {
+    env_or("SENTINEL_REDIS_FREEZE_ADDR", "127.0.0.1:16385")
 }
 
 /// The Redis Sentinel that watches the `redis-ha` pair (`SENTINEL_REDIS_SENTINEL_ADDRS`).
@@ -94,15 +106,12 @@ pub(crate) fn config(addr: &str) -> RedisConfig {
     builder(addr).build().expect("valid test config")
 }
 
-/// The config of the Redis Sentinel deployment.
-pub(crate) fn sentinel_config() -> RedisConfig {
+/// A config builder for the Redis Sentinel deployment, with short timeouts.
+pub(crate) fn sentinel_builder() -> RedisConfigBuilder {
     RedisConfig::builder()
         .sentinel([sentinel_addrs()], master_name())
         .connect_timeout(Duration::from_secs(2))
         .request_timeout(Duration::from_secs(2))
-        .ping_interval(Duration::from_secs(1))
-        .build()
-        .expect("valid sentinel config")
 }
 
 /// Connects a writer and proves the server answers with a write. Fails the test, naming the
