@@ -11,7 +11,9 @@ use sentinel_core::{RuleError, RuleFamily, RuleIssue};
 #[non_exhaustive]
 pub enum TransportError {
     /// No port from the configured one up to `port + port_attempts - 1` could be bound.
-    #[error("cannot bind the command center on {first} (tried {attempts} ports from there): {source}")]
+    #[error(
+        "cannot bind the command center on {first} (tried {attempts} ports from there): {source}"
+    )]
     Bind {
         /// The first address tried.
         first: SocketAddr,

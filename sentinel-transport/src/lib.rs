@@ -122,13 +122,18 @@ impl Transport {
     /// Binds the command center (the configured port, else the next free one of
     /// `port_attempts`), starts collecting the per-second series and then the heartbeat.
     /// Needs a tokio runtime.
-    pub async fn start(sentinel: Sentinel, config: TransportConfig) -> Result<Self, TransportError> {
+    pub async fn start(
+        sentinel: Sentinel,
+        config: TransportConfig,
+    ) -> Result<Self, TransportError> {
         let listener = bind(&config).await?;
-        let addr = listener.local_addr().map_err(|source| TransportError::Bind {
-            first: SocketAddr::new(config.bind_ip, config.port),
-            attempts: config.port_attempts,
-            source,
-        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| TransportError::Bind {
+                first: SocketAddr::new(config.bind_ip, config.port),
+                attempts: config.port_attempts,
+                source,
+            })?;
         let series = config
             .series
             .clone()
@@ -141,11 +146,13 @@ impl Transport {
             .hostname
             .clone()
             .unwrap_or_else(heartbeat::system_hostname);
-        let ip = config.advertise_ip.unwrap_or(if config.bind_ip.is_unspecified() {
-            heartbeat::outward_ip()
-        } else {
-            config.bind_ip
-        });
+        let ip = config
+            .advertise_ip
+            .unwrap_or(if config.bind_ip.is_unspecified() {
+                heartbeat::outward_ip()
+            } else {
+                config.bind_ip
+            });
         let center = Arc::new(server::Center {
             sentinel: sentinel.clone(),
             metrics: metrics.clone(),
@@ -175,9 +182,7 @@ impl Transport {
             })
         };
         tasks.push(collector);
-        let router = Router::new()
-            .fallback(server::handle)
-            .with_state(center);
+        let router = Router::new().fallback(server::handle).with_state(center);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serve = axum::serve(
             listener,

@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sentinel_core::series::{MetricRow, MetricSeries};
-use sentinel_core::{Sentinel, SecondStats};
+use sentinel_core::{SecondStats, Sentinel};
 
 /// Java's name of the global inbound node's rows.
 pub(crate) const TOTAL_INBOUND: &str = "__total_inbound_traffic__";
@@ -140,10 +140,7 @@ impl Metrics {
             None => (
                 self.epoch.engine_ms(first),
                 u64::MAX,
-                query
-                    .max_lines
-                    .unwrap_or(DEFAULT_MAX_LINES)
-                    .min(MAX_LINES),
+                query.max_lines.unwrap_or(DEFAULT_MAX_LINES).min(MAX_LINES),
             ),
         };
         let last = query.end.map(|end| end.div_euclid(1000) * 1000);
@@ -283,7 +280,12 @@ mod tests {
         assert_eq!(&fields[1..6], ["a_b", "3", "0", "3", "0"]);
         let ts: i64 = fields[0].parse().expect("a number");
         assert_eq!(ts % 1000, 0);
-        let next: i64 = lines[1].split('|').next().unwrap_or("").parse().expect("a number");
+        let next: i64 = lines[1]
+            .split('|')
+            .next()
+            .unwrap_or("")
+            .parse()
+            .expect("a number");
         assert_eq!(next - ts, 1000);
         // The range of the first row's second alone gives that row alone.
         let one = metrics.lines(

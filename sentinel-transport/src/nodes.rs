@@ -110,7 +110,12 @@ pub(crate) fn json_tree(sentinel: &Sentinel) -> String {
     ];
     let context = id(1);
     for (i, (name, s)) in resources.iter().enumerate() {
-        nodes.push(node_vo(name, &Totals::of(s), Some(id(i + 2)), Some(&context)));
+        nodes.push(node_vo(
+            name,
+            &Totals::of(s),
+            Some(id(i + 2)),
+            Some(&context),
+        ));
     }
     Value::Array(nodes).to_string()
 }

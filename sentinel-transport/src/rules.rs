@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sentinel_core::datasource::{
-    AuthorityJson, Converter, DegradeJson, FlowJson, ParamFlowJson, SystemJson,
-    WritableDataSource, WriteError,
+    AuthorityJson, Converter, DegradeJson, FlowJson, ParamFlowJson, SystemJson, WritableDataSource,
+    WriteError,
 };
 use sentinel_core::{RuleError, RuleFamily, RuleSet, Sentinel};
 use tokio::sync::Mutex;

@@ -39,18 +39,39 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("api", "the commands this command center serves"),
     ("version", "the Sentinel protocol version served"),
     ("basicInfo", "this machine's host name and address"),
-    ("metric", "per-second statistics: startTime, endTime (or maxLines), identity"),
+    (
+        "metric",
+        "per-second statistics: startTime, endTime (or maxLines), identity",
+    ),
     ("jsonTree", "the node tree from the root, as NodeVo"),
-    ("clusterNode", "every resource's node as NodeVo; type=notZero skips idle ones"),
-    ("clusterNodeById", "one resource's node as NodeVo: id={resource}"),
+    (
+        "clusterNode",
+        "every resource's node as NodeVo; type=notZero skips idle ones",
+    ),
+    (
+        "clusterNodeById",
+        "one resource's node as NodeVo: id={resource}",
+    ),
     ("systemStatus", "the inbound node's rates"),
-    ("getRules", "the active rules of type={flow|degrade|system|authority}"),
-    ("setRules", "replaces the rules of type={...} with data={json} (read-write only)"),
+    (
+        "getRules",
+        "the active rules of type={flow|degrade|system|authority}",
+    ),
+    (
+        "setRules",
+        "replaces the rules of type={...} with data={json} (read-write only)",
+    ),
     ("getParamFlowRules", "the active parameter flow rules"),
-    ("setParamFlowRules", "replaces the parameter flow rules with data={json} (read-write only)"),
+    (
+        "setParamFlowRules",
+        "replaces the parameter flow rules with data={json} (read-write only)",
+    ),
     ("getClusterMode", "this engine's cluster flow control mode"),
     ("getSwitch", "Sentinel's global switch"),
-    ("setSwitch", "sets Sentinel's global switch: value={true|false} (read-write only)"),
+    (
+        "setSwitch",
+        "sets Sentinel's global switch: value={true|false} (read-write only)",
+    ),
 ];
 
 /// An answer: Java's status and plain-text body.
@@ -209,7 +230,10 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
             let Some(family) = rules::family_of_type(param(params, "type")) else {
                 if !center.edits.writable() {
                     return failure(
-                        crate::EditError::ReadOnly { command: "setRules" }.to_string(),
+                        crate::EditError::ReadOnly {
+                            command: "setRules",
+                        }
+                        .to_string(),
                     );
                 }
                 return failure("invalid type");
@@ -239,7 +263,12 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
         "getSwitch" => ok(format!("Sentinel switch value: {}", sentinel.is_enabled())),
         "setSwitch" => {
             if !center.edits.writable() {
-                return failure(crate::EditError::ReadOnly { command: "setSwitch" }.to_string());
+                return failure(
+                    crate::EditError::ReadOnly {
+                        command: "setSwitch",
+                    }
+                    .to_string(),
+                );
             }
             let value = param(params, "value");
             // Java's Boolean.valueOf: "true" in any case is on, anything else off.
