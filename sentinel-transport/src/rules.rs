@@ -73,9 +73,20 @@ pub(crate) fn active_json(sentinel: &Sentinel, family: RuleFamily) -> String {
         RuleFamily::Authority => RuleSet::new().with_authority(active.authority),
         _ => RuleSet::new().with_param_flow(active.param_flow),
     };
-    set.to_json()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_else(|_| "[]".to_owned())
+    let Ok(bytes) = set.to_json() else {
+        return "[]".to_owned();
+    };
+    let Ok(mut rules) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return String::from_utf8_lossy(&bytes).into_owned();
+    };
+    // Java's rules always carry `regex` (AbstractRule's flag, false by default); the
+    // engine's JSON leaves it out when false. The dashboard's rule pages read it.
+    if let Some(list) = rules.as_array_mut() {
+        for rule in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
+            rule.entry("regex").or_insert(serde_json::Value::Bool(false));
+        }
+    }
+    rules.to_string()
 }
 
 fn decode(family: RuleFamily, data: &[u8]) -> Result<RuleSet, RuleError> {
