@@ -221,7 +221,10 @@ impl TransportConfigBuilder {
 
     /// Writes the dashboard's edits of `family` to `store` (the key the engine's data
     /// source for that family reads), compare-and-set; see the crate docs. Only with
-    /// [`Access::ReadWrite`].
+    /// [`Access::ReadWrite`]. The key must hold this family alone (a Sentinel JSON list,
+    /// read with the family's converter such as `FlowJson`): the edit replaces the key's
+    /// value with that list. The store must keep revisions (etcd, Redis); a file or a Nacos
+    /// config cannot compare-and-set, and edits to it are refused saying so.
     pub fn rule_store(mut self, family: RuleFamily, store: Arc<dyn WritableDataSource>) -> Self {
         self.config.stores.insert(FamilyKey::of(family), store);
         self

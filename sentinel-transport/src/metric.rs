@@ -145,7 +145,7 @@ impl Metrics {
         };
         let last = query.end.map(|end| end.div_euclid(1000) * 1000);
         let identity = query.identity.as_deref().filter(|i| !i.trim().is_empty());
-        let rows = if identity.is_some_and(|i| i != TOTAL_INBOUND) || identity.is_none() {
+        let rows = if identity != Some(TOTAL_INBOUND) {
             self.series.rows(from, to, identity)
         } else {
             Vec::new()

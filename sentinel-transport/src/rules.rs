@@ -83,7 +83,8 @@ pub(crate) fn active_json(sentinel: &Sentinel, family: RuleFamily) -> String {
     // engine's JSON leaves it out when false. The dashboard's rule pages read it.
     if let Some(list) = rules.as_array_mut() {
         for rule in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
-            rule.entry("regex").or_insert(serde_json::Value::Bool(false));
+            rule.entry("regex")
+                .or_insert(serde_json::Value::Bool(false));
         }
     }
     rules.to_string()
