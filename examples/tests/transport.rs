@@ -91,7 +91,10 @@ async fn the_example_serves_the_dashboard_commands_for_its_route() {
         .finish();
     let answer = client
         .post(format!("http://127.0.0.1:{port}/setRules"))
-        .header("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8")
+        .header(
+            "Content-Type",
+            "application/x-www-form-urlencoded; charset=UTF-8",
+        )
         .body(body)
         .send()
         .await
