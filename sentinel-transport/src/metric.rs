@@ -301,6 +301,63 @@ mod tests {
     }
 
     #[test]
+    fn inbound_calls_have_java_total_inbound_rows() {
+        let clock = FakeClock::at_ms(5_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        let metrics = Metrics::new(Arc::new(MetricSeries::new()), EpochClock::of(&sentinel));
+        for _ in 0..2 {
+            drop(sentinel.entry("GET:/in").inbound().enter());
+        }
+        drop(sentinel.entry("db").enter());
+        clock.advance_ms(1000);
+        metrics.collect(&sentinel);
+        let all = MetricQuery {
+            start: Some(0),
+            end: Some(i64::MAX / 2),
+            ..MetricQuery::default()
+        };
+        let body = metrics.lines(&sentinel, &all);
+        let inbound: Vec<&str> = body.lines().filter(|l| l.contains(TOTAL_INBOUND)).collect();
+        assert_eq!(inbound.len(), 1, "{body}");
+        assert_eq!(
+            inbound[0].split('|').nth(2),
+            Some("2"),
+            "outbound calls are not inbound"
+        );
+        // Within the second: the resources first, then the inbound node.
+        let names: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.split('|').nth(1))
+            .filter(|n| !n.starts_with("__") || *n == TOTAL_INBOUND)
+            .collect();
+        assert_eq!(names, ["GET:/in", "db", TOTAL_INBOUND]);
+        let only = MetricQuery {
+            identity: Some(TOTAL_INBOUND.into()),
+            ..all
+        };
+        assert_eq!(metrics.lines(&sentinel, &only).lines().count(), 1);
+    }
+
+    #[test]
+    fn max_lines_caps_a_query_without_an_end() {
+        let clock = FakeClock::at_ms(5_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        let metrics = Metrics::new(Arc::new(MetricSeries::new()), EpochClock::of(&sentinel));
+        for _ in 0..4 {
+            drop(sentinel.entry("r").enter());
+            clock.advance_ms(1000);
+        }
+        metrics.collect(&sentinel);
+        let query = MetricQuery {
+            start: Some(0),
+            max_lines: Some(2),
+            identity: Some("r".into()),
+            ..MetricQuery::default()
+        };
+        assert_eq!(metrics.lines(&sentinel, &query).lines().count(), 2);
+    }
+
+    #[test]
     fn no_start_time_is_an_empty_answer() {
         let sentinel = Sentinel::builder().clock(FakeClock::new()).build();
         let metrics = Metrics::new(Arc::new(MetricSeries::new()), EpochClock::of(&sentinel));

@@ -704,3 +704,32 @@ fn config_param(writer: Arc<dyn WritableDataSource>) -> sentinel_transport::Tran
         .access(Access::ReadWrite)
         .rule_store(RuleFamily::ParamFlow, writer)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_bodies_must_be_forms_with_a_length_as_in_java() {
+    let sentinel = Sentinel::new();
+    let transport = start(&sentinel, config("post-app")).await;
+    let url = format!("http://{}/version", local(&transport));
+    let http = reqwest::Client::new();
+    let json = http
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(json.status().as_u16(), 415);
+    assert_eq!(
+        json.text().await.unwrap_or_default(),
+        "Only form-encoded post request is supported"
+    );
+    let empty = http.post(&url).send().await.expect("an answer");
+    assert_eq!(empty.status().as_u16(), 411);
+    // Query and form parameters together, `+` and `%xx` decoded, empty values dropped.
+    let dashboard = Dashboard::calling(local(&transport));
+    let (status, body) = dashboard
+        .post("getRules?type=", &[("type", "flow"), ("unused", "")])
+        .await;
+    assert_eq!((status, body.as_str()), (200, "[]"));
+    transport.shutdown().await;
+}
