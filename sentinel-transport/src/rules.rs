@@ -79,8 +79,9 @@ pub(crate) fn active_json(sentinel: &Sentinel, family: RuleFamily) -> String {
     let Ok(mut rules) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return String::from_utf8_lossy(&bytes).into_owned();
     };
-    // Java's rules always carry `regex` (AbstractRule's flag, false by default); the
-    // engine's JSON leaves it out when false. The dashboard's rule pages read it.
+    // As fastjson writes Java's rules: no null values, and always `regex` (AbstractRule's
+    // flag, false by default; the engine's JSON leaves it out when false).
+    drop_nulls(&mut rules);
     if let Some(list) = rules.as_array_mut() {
         for rule in list.iter_mut().filter_map(serde_json::Value::as_object_mut) {
             rule.entry("regex")
@@ -88,6 +89,18 @@ pub(crate) fn active_json(sentinel: &Sentinel, family: RuleFamily) -> String {
         }
     }
     rules.to_string()
+}
+
+/// Removes every null-valued key, at any depth.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }
 
 fn decode(family: RuleFamily, data: &[u8]) -> Result<RuleSet, RuleError> {
