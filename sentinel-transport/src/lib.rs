@@ -74,7 +74,13 @@
 //! The series holds one [`MetricRow`](sentinel_core::series::MetricRow)
 //! ([`MetricSeries::ROW_BYTES`](sentinel_core::series::MetricSeries::ROW_BYTES), 128 bytes)
 //! per resource per second in which it was called, five minutes by default: 38 KiB per
-//! resource called every second; plus 300 inbound seconds (17 KiB) for the transport.
+//! resource called every second; plus 300 inbound seconds (17 KiB) for the transport. The
+//! series' default cap of 100 000 rows (12.2 MiB) holds five minutes for about 330
+//! resources called every second; for more, pass a series with a larger
+//! [`max_rows`](sentinel_core::series::MetricSeries::max_rows) through
+//! [`series`](TransportConfigBuilder::series) (10 000 such resources: 3 000 000 rows, 366 MiB).
+//! Collecting one second costs about 1.3 ms for 1 000 resources and 23 ms for 10 000 (the
+//! `transport` bench), on the transport's task, never on the calls.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
