@@ -133,6 +133,11 @@ mod tests {
         let url = dashboard_url("http://d:1/", "/x").expect("valid");
         assert_eq!(url, "http://d:1/x");
         assert!(dashboard_url("ftp://d", "/x").is_err());
+        // https only with the `tls` feature, which brings the TLS client.
+        assert_eq!(
+            dashboard_url("https://d:8443", "/x").is_ok(),
+            cfg!(feature = "tls")
+        );
         assert!(dashboard_url(" ", "/x").is_err());
     }
 

@@ -733,3 +733,29 @@ async fn post_bodies_must_be_forms_with_a_length_as_in_java() {
     assert_eq!((status, body.as_str()), (200, "[]"));
     transport.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_without_revisions_refuses_edits_and_keeps_its_file() {
+    use sentinel_datasource_file::FileRuleWriter;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("flow.json");
+    std::fs::write(&path, "[]").expect("the rules file");
+    let sentinel = Sentinel::new();
+    let transport = start(
+        &sentinel,
+        config("file-app")
+            .access(Access::ReadWrite)
+            .rule_store(RuleFamily::Flow, Arc::new(FileRuleWriter::new(&path))),
+    )
+    .await;
+    let dashboard = Dashboard::calling(local(&transport));
+    let edit = format!("[{}]", dashboard_flow_rule("GET:/file", 2.0));
+    let (status, body) = dashboard
+        .set_rules("flow", &edit)
+        .await
+        .expect_err("no CAS");
+    assert_eq!(status, 400);
+    assert!(body.contains("keeps no revisions"), "{body}");
+    assert_eq!(std::fs::read_to_string(&path).expect("the file"), "[]");
+    transport.shutdown().await;
+}
