@@ -440,6 +440,7 @@ impl Inner {
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
         let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
+        let started = Instant::now();
         let run = conn.run(&self.scripts.lease, &keys, &args);
         let bounded = async {
             match budget {
@@ -458,12 +459,16 @@ impl Inner {
             }
             Err(_) => return Err(over_budget()),
         };
-        LeaseReply::from_values(&values).ok_or_else(|| {
+        metrics::histogram!("sentinel_cluster_redis_call_seconds")
+            .record(started.elapsed().as_secs_f64());
+        let reply = LeaseReply::from_values(&values).ok_or_else(|| {
             RedisError::from((
                 redis::ErrorKind::UnexpectedReturnType,
                 "the lease script answered an unexpected shape",
             ))
-        })
+        })?;
+        record_reply(spec.flow_id, &reply);
+        Ok(reply)
     }
 
     fn succeeded(&self) {
@@ -488,6 +493,7 @@ impl Inner {
 
     fn failed(&self, error: &RedisError) {
         self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("sentinel_cluster_redis_failures_total").increment(1);
         let mut b = lock(&self.breaker);
         let now = Instant::now();
         b.failures = b.failures.saturating_add(1);
@@ -509,6 +515,7 @@ impl Inner {
             }
             self.counters.degraded.fetch_add(1, Ordering::Relaxed);
             metrics::gauge!("sentinel_cluster_degraded").set(1.0);
+            metrics::counter!("sentinel_cluster_degraded_total").increment(1);
             tracing::warn!(
                 replica = %self.config.replica_id,
                 error = %error,
@@ -825,4 +832,18 @@ async fn expiry_task(weak: Weak<Inner>) {
         drop(inner);
         tokio::time::sleep_until(next).await;
     }
+}
+
+/// A lease reply in the `metrics` facade, labelled by the rule's `flowId` (one series per
+/// cluster rule: bounded by the rules, not by traffic).
+fn record_reply(flow_id: i64, reply: &LeaseReply) {
+    let flow = flow_id.to_string();
+    if reply.granted > 0 {
+        metrics::counter!("sentinel_cluster_tokens_granted_total", "flow_id" => flow.clone())
+            .increment(reply.granted.unsigned_abs());
+    }
+    metrics::gauge!("sentinel_cluster_live_replicas", "flow_id" => flow.clone())
+        .set(reply.live as f64);
+    metrics::gauge!("sentinel_cluster_window_tokens_left", "flow_id" => flow)
+        .set(reply.left as f64);
 }

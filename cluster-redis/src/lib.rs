@@ -74,9 +74,20 @@
 //! `count / live replicas (last known)` locally (`count` for `thresholdType` 0), so the
 //! cluster as a whole stays near the limit; rules without it pass, as in Sentinel.
 //! [`RedisClusterBackend::status`] and [`RedisClusterBackend::subscribe`] say when checks are
-//! degraded and when they resume, a `tracing` warning and info mark both, and the gauge
-//! `sentinel_cluster_degraded` (0/1) and the counter `sentinel_cluster_redis_calls_total`
-//! go through the `metrics` facade.
+//! degraded and when they resume, and a `tracing` warning and info mark both.
+//!
+//! Metrics, through the `metrics` facade (the library installs no recorder):
+//!
+//! | name | type | labels | what |
+//! |---|---|---|---|
+//! | `sentinel_cluster_degraded` | gauge | | 1 while checks are degraded to local ones |
+//! | `sentinel_cluster_degraded_total` | counter | | times the checks degraded |
+//! | `sentinel_cluster_redis_calls_total` | counter | | lease-script calls |
+//! | `sentinel_cluster_redis_failures_total` | counter | | calls that failed or ran over budget |
+//! | `sentinel_cluster_redis_call_seconds` | histogram | | a lease call's round trip |
+//! | `sentinel_cluster_tokens_granted_total` | counter | `flow_id` | tokens Redis granted this replica |
+//! | `sentinel_cluster_live_replicas` | gauge | `flow_id` | replicas heartbeating on the flow, at the last call |
+//! | `sentinel_cluster_window_tokens_left` | gauge | `flow_id` | what the current window had left, at the last call |
 //!
 //! A failover (Redis Sentinel or Cluster) or a restart without persistence may lose the
 //! window's counter: the new master then grants that window's limit again, so **a failover

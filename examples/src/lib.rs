@@ -65,30 +65,93 @@ pub struct Load {
     pub seconds: Option<u64>,
 }
 
-/// A user and password for a store with auth on (both or neither).
-#[derive(Debug, Clone, clap::Args)]
+/// The environment variable an example reads a store's user from (as `sentinel-rules`).
+pub const USER_VAR: &str = "SENTINEL_RULES_USER";
+/// The environment variable an example reads a store's password from (as `sentinel-rules`):
+/// never from arguments, which shell history and process lists show.
+pub const PASSWORD_VAR: &str = "SENTINEL_RULES_PASSWORD";
+
+/// A user and password for a store with auth on, from `SENTINEL_RULES_USER` and
+/// `SENTINEL_RULES_PASSWORD` (both or neither).
+#[derive(Clone, Default)]
 pub struct Login {
-    /// The user (with --password).
-    #[arg(long, requires = "password")]
-    pub user: Option<String>,
-    /// The password (with --user).
-    #[arg(long, requires = "user")]
-    pub password: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
 }
 
-impl Login {
-    /// The user and password, when both are given.
-    pub fn pair(&self) -> Option<(&str, &str)> {
-        self.user.as_deref().zip(self.password.as_deref())
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
     }
 }
 
-/// Logs to stderr through `tracing-subscriber`, at `RUST_LOG` or else `default` (an
-/// example is a program, so it may install a subscriber; the libraries never do).
+impl Login {
+    /// The login in the environment; an error if only one of the two is set (a half login
+    /// is refused, not dropped).
+    pub fn from_env() -> Result<Self, String> {
+        let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        let login = Self {
+            user: read(USER_VAR),
+            password: read(PASSWORD_VAR),
+        };
+        match (&login.user, &login.password) {
+            (Some(_), None) => Err(format!("{USER_VAR} is set but {PASSWORD_VAR} is not")),
+            _ => Ok(login),
+        }
+    }
+
+    /// The user and password, when both are given; an error for a password without a user
+    /// (etcd, Nacos and NATS log in with both).
+    pub fn pair(&self) -> Result<Option<(&str, &str)>, String> {
+        match (self.user.as_deref(), self.password.as_deref()) {
+            (None, Some(_)) => Err(format!("{PASSWORD_VAR} is set but {USER_VAR} is not")),
+            (user, password) => Ok(user.zip(password)),
+        }
+    }
+
+    /// The password alone, when one is set.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// The user alone, when one is set.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+}
+
+/// The store clients' own logs the examples keep quiet unless `RUST_LOG` asks for them.
+const QUIET_CLIENTS: &str =
+    "async_nats=warn,h2=warn,hyper=warn,hyper_util=warn,reqwest=warn,tonic=warn,tower=warn,redis=warn,rustls=warn";
+
+/// Logs to stderr through `tracing-subscriber`, at `RUST_LOG` or else `default` with the
+/// store clients' chatter turned down; colours only when stderr is a terminal (an example
+/// is a program, so it may install a subscriber; the libraries never do).
 pub fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{default},{QUIET_CLIENTS}"))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Ends a program: on an error, prints it with its causes (`Display`, not `Debug`) to
+/// stderr and exits with status 1.
+pub fn exit_on_error(result: Result<(), Box<dyn Error>>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&*error));
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// Guards `resource` with the simulated `load` and prints, once a second, the passes and
@@ -151,3 +214,11 @@ pub async fn live(sentinel: &Sentinel, source: &DataSource, resource: &'static s
 
 #[doc = include_str!("../../README.md")]
 pub mod readme {}
+
+/// The snippets of `docs/`, compiled as doctests like the README's.
+pub mod docs {
+    #[doc = include_str!("../../docs/stores.md")]
+    pub mod stores {}
+    #[doc = include_str!("../../docs/extending.md")]
+    pub mod extending {}
+}

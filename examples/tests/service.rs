@@ -119,6 +119,34 @@ fn check_limited(responses: &[(u16, String)], limit: usize, took: Duration) {
     );
 }
 
+/// The metric names the dashboard's queries read (`sentinel_...` in every `expr`).
+fn dashboard_metrics(dashboard: &str) -> std::collections::BTreeSet<String> {
+    let json: serde_json::Value = serde_json::from_str(dashboard).expect("the dashboard is JSON");
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![&json];
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(expr)) = map.get("expr") {
+                    let mut rest = expr.as_str();
+                    while let Some(at) = rest.find("sentinel_") {
+                        let name: String = rest[at..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        rest = &rest[at + name.len()..];
+                        names.insert(name);
+                    }
+                }
+                stack.extend(map.values());
+            }
+            serde_json::Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    names
+}
+
 fn count(responses: &[(u16, String)], status: u16) -> usize {
     responses.iter().filter(|(s, _)| *s == status).count()
 }
@@ -148,14 +176,36 @@ async fn the_service_limits_trips_exports_metrics_and_follows_its_rules_file() {
     service.wait_for(">> breaker on GET:/flaky: CLOSED -> OPEN");
     assert_eq!(service.get("/flaky").await.0, 429);
 
+    // A broken payload is rejected (and counted); the rules in force stay.
+    std::fs::write(&rules, "{ not json").expect("break the rules file");
+    service.wait_for(">> rules REJECTED");
+
     let (status, metrics) = service.get("/metrics").await;
     assert_eq!(status, 200);
     for line in [
         r#"sentinel_pass_total{resource="GET:/order/{id}"}"#,
-        r#"sentinel_block_total{resource="GET:/order/{id}"}"#,
+        r#"sentinel_block_total{resource="GET:/order/{id}",reason="flow",kind="qps"}"#,
+        r#"sentinel_block_total{resource="GET:/flaky",reason="circuit_breaker",kind="error_ratio"}"#,
         r#"sentinel_error_total{resource="GET:/flaky"}"#,
+        r#"sentinel_circuit_breaker_state{resource="GET:/flaky",grade="error_ratio"} 1"#,
+        r#"sentinel_circuit_breaker_transitions_total{resource="GET:/flaky",grade="error_ratio",from="closed",to="open"} 1"#,
+        r#"sentinel_concurrency{resource="GET:/order/{id}"} 0"#,
+        r#"sentinel_rules_rejected_total{source="#,
     ] {
         assert!(metrics.contains(line), "no {line} in:\n{metrics}");
+    }
+    // Every series the Grafana dashboard in docs/grafana queries is in the exporter's output.
+    let dashboard = include_str!("../../docs/grafana/sentinel-dashboard.json");
+    let queried = dashboard_metrics(dashboard);
+    assert!(queried.len() >= 10, "{queried:?}");
+    for name in &queried {
+        let exported = metrics
+            .lines()
+            .any(|l| !l.starts_with('#') && l.split(['{', ' ']).next() == Some(name.as_str()));
+        assert!(
+            exported,
+            "the dashboard queries {name}, which /metrics lacks:\n{metrics}"
+        );
     }
 
     // The file changes while the service runs: the new limit applies without a restart.

@@ -3,8 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::authority::AuthorityRule;
-use crate::circuit_breaker::DegradeRule;
+use crate::authority::{AuthorityRule, AuthorityStrategy};
+use crate::circuit_breaker::{DegradeGrade, DegradeRule};
 use crate::flow::{FlowGrade, FlowRule};
 use crate::param_flow::{ParamFlowGrade, ParamFlowRule};
 use crate::rules::RuleFamily;
@@ -166,6 +166,63 @@ impl BlockReasons {
     }
 }
 
+/// The names of the block reasons, in [`BlockTally`]'s order (the `reason` label of
+/// `sentinel_block_total`).
+pub(crate) const REASONS: [&str; 6] = [
+    "flow",
+    "param_flow",
+    "circuit_breaker",
+    "system",
+    "authority",
+    "cluster",
+];
+
+/// What blocked: the reason's index in [`REASONS`], and the rule's kind within it (the
+/// `kind` label of `sentinel_block_total`).
+pub(crate) fn reason_of(error: &BlockError) -> (usize, &'static str) {
+    match error {
+        BlockError::Flow { rule, .. } => {
+            let kind = match rule.grade {
+                FlowGrade::Qps => "qps",
+                FlowGrade::Thread => "concurrency",
+            };
+            (if rule.cluster_mode { 5 } else { 0 }, kind)
+        }
+        BlockError::ParamFlow { rule, .. } => (
+            1,
+            match rule.grade {
+                ParamFlowGrade::Qps => "qps",
+                ParamFlowGrade::Thread => "concurrency",
+            },
+        ),
+        BlockError::CircuitBreaker { rule, .. } => (
+            2,
+            match rule.grade {
+                DegradeGrade::SlowRequestRatio => "slow_ratio",
+                DegradeGrade::ErrorRatio => "error_ratio",
+                DegradeGrade::ErrorCount => "error_count",
+            },
+        ),
+        BlockError::System { metric, .. } => (
+            3,
+            match metric {
+                SystemMetric::Qps => "qps",
+                SystemMetric::Concurrency => "concurrency",
+                SystemMetric::AvgRt => "rt",
+                SystemMetric::Load => "load",
+                SystemMetric::CpuUsage => "cpu",
+            },
+        ),
+        BlockError::Authority { rule, .. } => (
+            4,
+            match rule.strategy {
+                AuthorityStrategy::White => "white",
+                AuthorityStrategy::Black => "black",
+            },
+        ),
+    }
+}
+
 /// The running counts behind [`BlockReasons`], one atomic per reason, written only when a
 /// call is blocked.
 #[derive(Debug, Default)]
@@ -174,15 +231,7 @@ pub(crate) struct BlockTally([AtomicU64; 6]);
 impl BlockTally {
     /// Counts `n` calls blocked by `error`.
     pub(crate) fn add(&self, error: &BlockError, n: u64) {
-        let reason = match error {
-            BlockError::Flow { rule, .. } if rule.cluster_mode => 5,
-            BlockError::Flow { .. } => 0,
-            BlockError::ParamFlow { .. } => 1,
-            BlockError::CircuitBreaker { .. } => 2,
-            BlockError::System { .. } => 3,
-            BlockError::Authority { .. } => 4,
-        };
-        self.0[reason].fetch_add(n, Ordering::Relaxed);
+        self.0[reason_of(error).0].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The counts now.

@@ -21,7 +21,7 @@
 /// (the [`RuleFamily`] enum, [`RuleSet`], the engine's rule tables and source parts,
 /// [`ActiveRules`], the combined document and the converter of each family) is generated
 /// from it, and [`family::Family`] is implemented once per entry. Adding a family is one line
-/// here and one `Family` impl (see the README's "how to add a rule family").
+/// here and one `Family` impl (see docs/adding-a-family.md).
 ///
 /// Each entry: the `RuleFamily` variant, the field name, the family's name in combined
 /// documents, the rule type and the family's Sentinel (Java) JSON converter.
@@ -64,6 +64,9 @@ mod rules;
 pub mod series;
 mod stat;
 pub mod system;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod telemetry;
 #[cfg(test)]
 mod test_support;
 mod wire;

@@ -15,7 +15,7 @@ use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use crate::block::BlockHandler;
-use crate::service::ErrorIf;
+use crate::error_if::ErrorIf;
 
 pin_project! {
     /// The response future of a [`SentinelService`](crate::SentinelService) wrapping `S`.

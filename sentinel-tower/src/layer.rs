@@ -8,9 +8,11 @@ use sentinel_core::{BlockError, Sentinel};
 use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
+use crate::error_if::ErrorIf;
 use crate::param::{ParamSource, MAX_ARGS};
 use crate::resource::ResourceKey;
-use crate::service::{Config, ErrorIf, SentinelService};
+use crate::respond::BlockResponses;
+use crate::service::{Config, SentinelService};
 
 /// Guards every request of the services it wraps with a [`Sentinel`] engine: the request
 /// enters a resource named by its key (by default `METHOD:/path`), and a blocked request
@@ -141,6 +143,19 @@ impl<K, H> SentinelLayer<K, H> {
             config: self
                 .config
                 .rebuild(|resource_key, _| (resource_key, BlockAsResponse::new(f))),
+        }
+    }
+}
+
+impl<K, H> SentinelLayer<K, H> {
+    /// Answers a blocked request with a ready-made response: a status per family, a
+    /// `Retry-After` header and a plain body (see [`BlockResponses`]). The service then has
+    /// the inner service's error type, as with [`on_block`](Self::on_block).
+    pub fn respond_with(self, responses: BlockResponses) -> SentinelLayer<K, BlockResponses> {
+        SentinelLayer {
+            config: self
+                .config
+                .rebuild(|resource_key, _| (resource_key, responses)),
         }
     }
 }

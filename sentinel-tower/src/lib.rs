@@ -46,7 +46,8 @@
 //! - **Blocked requests** never reach the inner service. By default they fail with
 //!   [`SentinelError::Blocked`], for the application to map to `429` or `503`; with
 //!   [`SentinelLayer::on_block`] they get a response instead, and the service keeps the inner
-//!   service's error type. [`poll_ready`](tower::Service::poll_ready) never back-pressures.
+//!   service's error type; [`SentinelLayer::respond_with`] gives them a ready-made one
+//!   ([`BlockResponses`]: 429, 503 or 403 by family, `Retry-After`, a plain body). [`poll_ready`](tower::Service::poll_ready) never back-pressures.
 //! - **Outcome**: every rule is checked when the service is called, without waiting; a
 //!   request that passes is counted then and handed to the inner service, and its entry
 //!   lives until the response is ready, so response times and errors feed the circuit
@@ -97,10 +98,12 @@
 
 mod block;
 mod error;
+mod error_if;
 mod future;
 mod layer;
 mod param;
 mod resource;
+mod respond;
 mod service;
 
 pub use block::{BlockAsError, BlockAsResponse, BlockHandler};
@@ -109,4 +112,5 @@ pub use future::ResponseFuture;
 pub use layer::SentinelLayer;
 pub use param::{ParamSource, RequestHead};
 pub use resource::{ExtractResource, ResourceKey, ResourceKeyFn};
+pub use respond::BlockResponses;
 pub use service::SentinelService;

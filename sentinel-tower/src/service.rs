@@ -6,11 +6,12 @@ use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{HeaderName, Request, Response, StatusCode};
+use http::{HeaderName, Request, Response};
 use sentinel_core::{Admission, Sentinel};
 use tower::Service;
 
 use crate::block::{BlockAsError, BlockHandler};
+use crate::error_if::ErrorIf;
 use crate::future::{InFlight, ResponseFuture};
 use crate::param::{ParamSource, MAX_ARGS, MISSING};
 use crate::resource::{ExtractResource, ResourceKey};
@@ -25,24 +26,6 @@ pub(crate) struct Config<K, H> {
     pub(crate) error_if: ErrorIf,
     /// Where each param-flow argument comes from (at most `MAX_ARGS`).
     pub(crate) args: Vec<ParamSource>,
-}
-
-/// Which response statuses count as errors: `5xx` (the default, nothing to share per
-/// request), or the layer's `error_if` predicate.
-#[derive(Clone)]
-pub(crate) enum ErrorIf {
-    ServerError,
-    Custom(Arc<dyn Fn(StatusCode) -> bool + Send + Sync>),
-}
-
-impl ErrorIf {
-    #[inline]
-    pub(crate) fn matches(&self, status: StatusCode) -> bool {
-        match self {
-            ErrorIf::ServerError => status.is_server_error(),
-            ErrorIf::Custom(is_error) => is_error(status),
-        }
-    }
 }
 
 impl<K, H> Config<K, H> {

@@ -58,7 +58,11 @@ fn unix_s() -> u64 {
         .unwrap_or(0)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    examples::exit_on_error(run())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Args = clap::Parser::parse();
     match &args.child {
         Some(name) => tokio::runtime::Builder::new_current_thread()

@@ -32,18 +32,20 @@ struct Args {
     #[arg(long)]
     combined: bool,
     #[command(flatten)]
-    login: examples::Login,
-    #[command(flatten)]
     load: examples::Load,
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit_on_error(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     examples::init_tracing("info");
     let args = <Args as clap::Parser>::parse();
 
     let mut config = EtcdConfig::builder().endpoints([args.endpoints.as_str()]);
-    if let Some((user, password)) = args.login.pair() {
+    if let Some((user, password)) = examples::Login::from_env()?.pair()? {
         config = config.credentials(user, password);
     }
     let config = config.build()?;

@@ -33,8 +33,6 @@ struct Args {
     /// The key (or, for `watch`, a wildcard such as `rules.>`).
     #[arg(long, default_value = "rules.flow")]
     key: String,
-    #[command(flatten)]
-    login: examples::Login,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,7 +55,11 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit_on_error(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     examples::init_tracing("info");
     let args = <Args as clap::Parser>::parse();
     let servers: Vec<String> = args
@@ -66,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|s| format!("nats://{}", s.trim()))
         .collect();
     let mut config = NatsConfig::builder().servers(servers);
-    if let Some((user, password)) = args.login.pair() {
+    if let Some((user, password)) = examples::Login::from_env()?.pair()? {
         config = config.user_and_password(user, password);
     }
     let config = config.build()?;

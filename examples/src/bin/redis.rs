@@ -45,12 +45,6 @@ struct Args {
     /// The key holds a combined document `{"flow":[...],...}`.
     #[arg(long)]
     combined: bool,
-    /// ACL user (with --password).
-    #[arg(long, requires = "password")]
-    user: Option<String>,
-    /// The password (alone: the default user's).
-    #[arg(long)]
-    password: Option<String>,
     /// The database index.
     #[arg(long, default_value_t = 0)]
     db: i64,
@@ -72,16 +66,22 @@ fn config(args: &Args) -> Result<RedisConfig, Box<dyn std::error::Error>> {
         (Some(sentinels), Some(master)) => config.sentinel([sentinels.as_str()], master.as_str()),
         _ => config.server(args.server.as_str()),
     };
-    config = match (&args.user, &args.password) {
-        (Some(user), Some(password)) => config.credentials(user.as_str(), password.as_str()),
-        (None, Some(password)) => config.password(password.as_str()),
+    // SENTINEL_RULES_USER and SENTINEL_RULES_PASSWORD; a password alone is the default user's.
+    let login = examples::Login::from_env()?;
+    config = match (login.user(), login.password()) {
+        (Some(user), Some(password)) => config.credentials(user, password),
+        (None, Some(password)) => config.password(password),
         _ => config,
     };
     Ok(config.build()?)
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit_on_error(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     examples::init_tracing("info");
     let args = <Args as clap::Parser>::parse();
     let config = config(&args)?;

@@ -61,7 +61,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit_on_error(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     examples::init_tracing("info");
     let args = <Args as clap::Parser>::parse();
     // The recorder goes in before the first entry: each resource registers its counters once.

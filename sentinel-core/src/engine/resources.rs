@@ -16,6 +16,8 @@ use super::snapshot::{ResourceRules, RuleSnapshot};
 use crate::block::BlockTally;
 use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
+#[cfg(feature = "metrics")]
+use crate::telemetry::NodeMetrics;
 
 /// Caps on the number of distinct names the statistics keep, so that hostile or unbounded
 /// names cannot exhaust memory, and when idle statistics are freed.
@@ -282,28 +284,6 @@ pub(crate) struct ResourceNode {
     pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
-}
-
-/// Per-resource counters in the `metrics` facade, registered once per resource so the hot
-/// path only increments. Install the recorder before the first entry of a resource.
-#[cfg(feature = "metrics")]
-#[derive(Debug)]
-pub(crate) struct NodeMetrics {
-    pub(crate) pass: metrics::Counter,
-    pub(crate) block: metrics::Counter,
-    pub(crate) error: metrics::Counter,
-}
-
-#[cfg(feature = "metrics")]
-impl NodeMetrics {
-    fn new(resource: &str) -> Self {
-        let label = resource.to_owned();
-        Self {
-            pass: metrics::counter!("sentinel_pass_total", "resource" => label.clone()),
-            block: metrics::counter!("sentinel_block_total", "resource" => label.clone()),
-            error: metrics::counter!("sentinel_error_total", "resource" => label),
-        }
-    }
 }
 
 /// A node's cached slot: the table version in the high bits, the index in the low ones.

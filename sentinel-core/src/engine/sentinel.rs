@@ -150,6 +150,10 @@ impl SentinelBuilder {
         if let Some(backend) = &self.cluster {
             backend.attach(crate::cluster::ClusterEvents::new(&shared));
         }
+        #[cfg(feature = "metrics")]
+        shared
+            .events
+            .add(Arc::new(crate::telemetry::MetricsListener));
         Sentinel {
             inner: Arc::new(Inner {
                 shared,

@@ -196,6 +196,8 @@ impl<'a> EntryBuilder<'a> {
                 batch,
             );
             node.blocks.add(&error, batch);
+            #[cfg(feature = "metrics")]
+            node.metrics.blocked(&error, batch);
             drop(ManuallyDrop::into_inner(holds));
             return Err(error);
         }
@@ -360,6 +362,4 @@ fn record_block(
     if inbound {
         node.shared.inbound.on_block(now, batch);
     }
-    #[cfg(feature = "metrics")]
-    node.metrics.block.increment(batch);
 }

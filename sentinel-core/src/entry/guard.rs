@@ -44,7 +44,10 @@ pub(super) fn count_pass(
         }
     }
     #[cfg(feature = "metrics")]
-    node.metrics.pass.increment(batch);
+    {
+        node.metrics.pass.increment(batch);
+        node.metrics.concurrency.increment(1.0);
+    }
 }
 
 /// An entry whose guarded future has not finished: dropped as it is, the future was
@@ -320,8 +323,12 @@ impl Drop for Entry<'_> {
             );
         }
         #[cfg(feature = "metrics")]
-        if self.error {
-            node.metrics.error.increment(batch);
+        {
+            if self.error {
+                node.metrics.error.increment(batch);
+            }
+            node.metrics.concurrency.decrement(1.0);
+            node.metrics.rt.record(rt as f64 / 1000.0);
         }
     }
 }

@@ -68,3 +68,101 @@ async fn on_block_answers_with_the_mapped_status() {
     assert_eq!(statuses, [StatusCode::OK, StatusCode::TOO_MANY_REQUESTS]);
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 }
+
+/// A handler answering `200 ok` with a `String` body.
+fn text_handler() -> impl tower::Service<
+    http::Request<()>,
+    Response = Response<String>,
+    Error = std::convert::Infallible,
+    Future: Send,
+> + Clone {
+    tower::service_fn(|_request: http::Request<()>| async {
+        Ok::<_, std::convert::Infallible>(Response::new(String::from("ok")))
+    })
+}
+
+async fn blocked_response(sentinel: sentinel_core::Sentinel, path: &str) -> Response<String> {
+    let service = SentinelLayer::new(sentinel)
+        .respond_with(sentinel_tower::BlockResponses::new())
+        .layer(text_handler());
+    let mut last = None;
+    for _ in 0..3 {
+        let response: Result<Response<String>, std::convert::Infallible> =
+            send(service.clone(), get(path, &[])).await;
+        let Ok(response) = response;
+        last = Some(response);
+    }
+    last.expect("three answers")
+}
+
+#[tokio::test]
+async fn respond_with_gives_429_and_retry_after_for_a_qps_limit() {
+    let (sentinel, _clock) = engine_with(vec![FlowRule::qps("GET:/order", 2.0)]);
+    let response = blocked_response(sentinel, "/order").await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(response.body(), "too many requests, retry later\n");
+    assert!(!response.body().contains("GET:/order"));
+}
+
+#[tokio::test]
+async fn a_limit_under_one_per_second_asks_for_the_longer_wait() {
+    let (sentinel, _clock) = engine_with(vec![FlowRule::qps("GET:/slow", 0.25)]);
+    let response = blocked_response(sentinel, "/slow").await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()["retry-after"], "4");
+}
+
+#[tokio::test]
+async fn an_open_breaker_answers_503_with_its_time_window() {
+    use sentinel_core::circuit_breaker::DegradeRule;
+    let (sentinel, _clock) = crate::support::engine();
+    sentinel
+        .degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("GET:/pay", 1.0, 7).min_request_amount(1)
+        ])
+        .expect("valid rule");
+    let failing = tower::service_fn(|_request: http::Request<()>| async {
+        let mut response = Response::new(String::from("boom"));
+        *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        Ok::<_, std::convert::Infallible>(response)
+    });
+    let service = SentinelLayer::new(sentinel)
+        .respond_with(sentinel_tower::BlockResponses::new())
+        .layer(failing);
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..4 {
+        let answer: Result<Response<String>, std::convert::Infallible> =
+            send(service.clone(), get("/pay", &[])).await;
+        let Ok(response) = answer;
+        statuses.push(response.status());
+        if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+            retry_after = response.headers().get("retry-after").cloned();
+            assert_eq!(
+                response.body(),
+                "service temporarily unavailable, retry later\n"
+            );
+        }
+    }
+    assert_eq!(statuses[0], StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(statuses[3], StatusCode::SERVICE_UNAVAILABLE, "{statuses:?}");
+    assert_eq!(retry_after.expect("a Retry-After"), "7");
+}
+
+#[tokio::test]
+async fn statuses_are_chosen_per_family_and_concurrency_limits_send_no_retry_after() {
+    let (sentinel, _clock) = engine_with(vec![FlowRule::thread("GET:/busy", 0.0)]);
+    let service = SentinelLayer::new(sentinel)
+        .respond_with(
+            sentinel_tower::BlockResponses::new()
+                .status(RuleFamily::Flow, StatusCode::SERVICE_UNAVAILABLE),
+        )
+        .layer(text_handler());
+    let answer: Result<Response<String>, std::convert::Infallible> =
+        send(service, get("/busy", &[])).await;
+    let Ok(response) = answer;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().get("retry-after").is_none());
+}

@@ -166,6 +166,9 @@ impl DataSourceBuilder {
         let (stop_tx, stop_rx) = watch::channel(false);
         let backoff = Backoff::new(self.backoff.0, self.backoff.1);
         let task = tokio::spawn(driver.run(stop_rx, backoff, need_read));
+        // Ends with the driver task, when the status sender goes.
+        #[cfg(feature = "metrics")]
+        tokio::spawn(crate::telemetry::report_source(status_rx.clone()));
         Ok(DataSource {
             name,
             status: status_rx,

@@ -1,0 +1,77 @@
+//! The engine beside a peer, in one run: governor's bare `check()` (a GCRA limiter without
+//! statistics) against entry + exit with one QPS rule that never blocks, on one thread and
+//! on two threads sharing one limiter / resource. Issue #31's targets compare these figures
+//! from the same run: `cargo bench -p sentinel-tests --bench peers`.
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
+use std::num::NonZeroU32;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use governor::{Quota, RateLimiter};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::Sentinel;
+
+/// Runs `iters` calls of `call` on each of `threads` threads at once; the wall time.
+fn on_threads(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                barrier.wait();
+                for _ in 0..iters {
+                    call();
+                }
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        barrier.wait();
+        start.elapsed()
+    })
+}
+
+fn peers(c: &mut Criterion) {
+    let mut group = c.benchmark_group("peers");
+    group.throughput(Throughput::Elements(1));
+
+    // A limit no benchmark reaches, so every call passes in both.
+    let limit = NonZeroU32::new(u32::MAX).expect("non-zero");
+    let governor = RateLimiter::direct(Quota::per_second(limit));
+    let sentinel = Sentinel::new();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1e12)])
+        .expect("valid rule");
+    let handle = sentinel.resource("r");
+
+    group.bench_function(BenchmarkId::new("governor_check", "1_thread"), |b| {
+        b.iter(|| std::hint::black_box(governor.check()))
+    });
+    group.bench_function(BenchmarkId::new("sentinel_qps_handle", "1_thread"), |b| {
+        b.iter(|| drop(std::hint::black_box(handle.entry().enter())))
+    });
+    group.bench_function(BenchmarkId::new("sentinel_qps_by_name", "1_thread"), |b| {
+        b.iter(|| drop(std::hint::black_box(sentinel.entry("r").enter())))
+    });
+    group.bench_function(BenchmarkId::new("governor_check", "2_threads"), |b| {
+        b.iter_custom(|iters| {
+            on_threads(2, iters, &|| {
+                std::hint::black_box(governor.check()).ok();
+            })
+        })
+    });
+    group.bench_function(BenchmarkId::new("sentinel_qps_handle", "2_threads"), |b| {
+        b.iter_custom(|iters| {
+            on_threads(2, iters, &|| {
+                drop(std::hint::black_box(handle.entry().enter()))
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, peers);
+criterion_main!(benches);
