@@ -2,9 +2,11 @@
 # Builds the Java side of the interop tests (interop/: Sentinel 1.8 as the oracle).
 #   scripts/interop.sh build   fetch the Maven dependencies once (into ~/.m2), then compile
 #                              offline and write interop/target/classpath.txt
-#                              and build interop/go (sentinel-golang, from the Go module proxy)
+#                              and build interop/go (sentinel-golang, from the Go module proxy);
+#                              the `transport` profile's classpath (Sentinel's HTTP command
+#                              center too) goes to interop/target/classpath-transport.txt
 # The Rust tests that use them: cargo test -p sentinel-tests --test differential --test stores
-# --test golang
+# --test golang --test transport_java
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,9 +27,14 @@ case "${1:-}" in
     cd "$INTEROP"
     # Offline first; only a machine without the artifacts yet fetches them (once) from Maven
     # Central.
-    build() { mvn -B -q -o compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt; }
+    build() {
+      mvn -B -q -o compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt &&
+        mvn -B -q -o -Ptransport dependency:build-classpath \
+          -Dmdep.outputFile=target/classpath-transport.txt
+    }
     if ! build >/dev/null 2>&1; then
       mvn -B -q dependency:go-offline
+      mvn -B -q -Ptransport dependency:go-offline
       build
     fi
     (cd "$INTEROP/go" && go build -o "$ROOT/target/interop-go" .)

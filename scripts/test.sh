@@ -55,9 +55,12 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel --bin transport
 # the OpenTelemetry recipe: metrics and block span events reach OTel's exporters
 cargo test -p examples --features otel --test otel --no-fail-fast
+# the service in the Sentinel dashboard: its command center run as sentinel-transport's README runs it
+# (sentinel-transport's own tests and the Java golden comparison run in `cargo test --workspace`)
+cargo test -p examples --features transport --test transport --no-fail-fast
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
 # the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis

@@ -456,3 +456,28 @@ pub(crate) fn seconds_of(stat: &StatNode, now: u64, from_ms: u64, to_ms: u64) ->
         .filter(|s| !s.is_empty())
         .collect()
 }
+
+/// Read-only views for the dashboard transport (`sentinel-transport`): what Sentinel's
+/// command handlers read besides the resources.
+impl Sentinel {
+    /// The ended, non-empty seconds of the global inbound node (every inbound call; Java's
+    /// `__total_inbound_traffic__`) starting in `[from_ms, to_ms)`, as
+    /// [`resource_seconds`](Self::resource_seconds) gives a resource's.
+    pub fn inbound_seconds(&self, from_ms: u64, to_ms: u64) -> Vec<SecondStats> {
+        let now = self.inner.shared.clock.now_ms();
+        seconds_of(&self.inner.shared.inbound, now, from_ms, to_ms)
+    }
+
+    /// The system load average and CPU usage (0.0 to 1.0) that system rules read now. The
+    /// first call starts sampling `/proc` unless a status source was injected.
+    pub fn system_load_and_cpu(&self) -> (f64, f64) {
+        let status = self.inner.shared.system_status();
+        (status.load_average(), status.cpu_usage())
+    }
+
+    /// Whether a cluster backend decides `clusterMode` flow rules
+    /// ([`SentinelBuilder::cluster_backend`]).
+    pub fn has_cluster_backend(&self) -> bool {
+        self.inner.cluster.is_some()
+    }
+}

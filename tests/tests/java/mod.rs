@@ -14,9 +14,26 @@ pub(crate) fn root() -> PathBuf {
 
 /// `java` with the harness's classpath and Sentinel's settings for tests (logs under
 /// `interop/target`, no metric-log timer), ready for a main class and its arguments.
+#[allow(dead_code)] // the transport golden test launches its harness with `java_with`
 pub(crate) fn java(main_class: &str) -> Result<Command, String> {
+    java_with(
+        main_class,
+        "classpath.txt",
+        &[("csp.sentinel.metric.flush.interval", "0".to_owned())],
+    )
+}
+
+/// `java` with the classpath `scripts/interop.sh build` wrote to `interop/target/{classpath}`
+/// (`classpath.txt`, or `classpath-transport.txt` with Sentinel's HTTP command center) and
+/// these `-D` settings; logs go under `interop/target` unless `csp.sentinel.log.dir` is
+/// among them.
+pub(crate) fn java_with(
+    main_class: &str,
+    classpath: &str,
+    properties: &[(&str, String)],
+) -> Result<Command, String> {
     let interop = root().join("interop");
-    let classpath = interop.join("target/classpath.txt");
+    let classpath = interop.join("target").join(classpath);
     let deps = std::fs::read_to_string(&classpath).map_err(|e| {
         format!(
             "the Java harness is not built ({}: {e}): run scripts/interop.sh build \
@@ -25,12 +42,19 @@ pub(crate) fn java(main_class: &str) -> Result<Command, String> {
         )
     })?;
     let mut command = Command::new("java");
-    command
-        .arg(format!(
+    if !properties
+        .iter()
+        .any(|(name, _)| *name == "csp.sentinel.log.dir")
+    {
+        command.arg(format!(
             "-Dcsp.sentinel.log.dir={}",
             interop.join("target/sentinel-logs").display()
-        ))
-        .arg("-Dcsp.sentinel.metric.flush.interval=0")
+        ));
+    }
+    for (name, value) in properties {
+        command.arg(format!("-D{name}={value}"));
+    }
+    command
         .arg("-cp")
         .arg(format!(
             "{}:{}",

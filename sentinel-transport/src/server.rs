@@ -1,0 +1,304 @@
+//! The command center: Java's paths, parameters, status codes and bodies over HTTP, for the
+//! callers the allowlist admits.
+//!
+//! A request names its command by its path (`/metric`, `/cluster/server/info`...). Its
+//! parameters are the query's, then (for a POST) the form body's, decoded as Java decodes
+//! them: `+` and `%xx`, keys and values trimmed, empty ones dropped. A POST body that is not
+//! a form is 415, one without a length 411, as Java answers. The body is never logged: only
+//! the command and the caller are.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use sentinel_core::{RuleFamily, Sentinel};
+use serde_json::json;
+
+use crate::metric::{MetricQuery, Metrics};
+use crate::nodes;
+use crate::rules::{self, Edits};
+use crate::PROTOCOL_VERSION;
+
+/// What every request reads.
+#[derive(Debug)]
+pub(crate) struct Center {
+    pub(crate) sentinel: Sentinel,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) edits: Edits,
+    pub(crate) allowed: Vec<IpAddr>,
+    pub(crate) hostname: String,
+    pub(crate) ip: IpAddr,
+}
+
+/// Every command served, with what it does (the `api` command lists them).
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
+    ("api", "the commands this command center serves"),
+    ("version", "the Sentinel protocol version served"),
+    ("basicInfo", "this machine's host name and address"),
+    (
+        "metric",
+        "per-second statistics: startTime, endTime (or maxLines), identity",
+    ),
+    ("jsonTree", "the node tree from the root, as NodeVo"),
+    (
+        "clusterNode",
+        "every resource's node as NodeVo; type=notZero skips idle ones",
+    ),
+    (
+        "clusterNodeById",
+        "one resource's node as NodeVo: id={resource}",
+    ),
+    ("systemStatus", "the inbound node's rates"),
+    (
+        "getRules",
+        "the active rules of type={flow|degrade|system|authority}",
+    ),
+    (
+        "setRules",
+        "replaces the rules of type={...} with data={json} (read-write only)",
+    ),
+    ("getParamFlowRules", "the active parameter flow rules"),
+    (
+        "setParamFlowRules",
+        "replaces the parameter flow rules with data={json} (read-write only)",
+    ),
+    ("getClusterMode", "this engine's cluster flow control mode"),
+    ("getSwitch", "Sentinel's global switch"),
+    (
+        "setSwitch",
+        "sets Sentinel's global switch: value={true|false} (read-write only)",
+    ),
+];
+
+/// An answer: Java's status and plain-text body.
+fn answer(status: StatusCode, body: impl Into<String>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body.into(),
+    )
+        .into_response()
+}
+
+fn ok(body: impl Into<String>) -> Response {
+    answer(StatusCode::OK, body)
+}
+
+fn failure(message: impl Into<String>) -> Response {
+    answer(StatusCode::BAD_REQUEST, message)
+}
+
+/// Java's parameter decoding for one `a=1&b=2` string.
+fn parse_params(text: &str, into: &mut HashMap<String, String>) {
+    let text = text.split('#').next().unwrap_or_default();
+    for (key, value) in form_urlencoded::parse(text.as_bytes()) {
+        let (key, value) = (key.trim(), value.trim());
+        if !key.is_empty() && !value.is_empty() {
+            into.insert(key.to_owned(), value.to_owned());
+        }
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| {
+            v.to_ascii_lowercase()
+                .contains("application/x-www-form-urlencoded")
+        })
+}
+
+/// The one handler: admission, parameters, dispatch.
+pub(crate) async fn handle(
+    State(center): State<Arc<Center>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let caller = peer.ip().to_canonical();
+    if !caller.is_loopback() && !center.allowed.contains(&caller) {
+        tracing::warn!(%caller, "command refused: the caller is not an allowed dashboard address");
+        return answer(
+            StatusCode::FORBIDDEN,
+            format!(
+                "Forbidden: {caller} is not an allowed dashboard address \
+                 (TransportConfigBuilder::allow_clients)"
+            ),
+        );
+    }
+    let command = uri.path().trim_start_matches('/').to_owned();
+    let mut params = HashMap::new();
+    if let Some(query) = uri.query() {
+        parse_params(query, &mut params);
+    }
+    if method == Method::POST {
+        if !is_form(&headers) {
+            return answer(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Only form-encoded post request is supported",
+            );
+        }
+        if body.is_empty() {
+            return answer(StatusCode::LENGTH_REQUIRED, "No legal Content-Length");
+        }
+        parse_params(&String::from_utf8_lossy(&body), &mut params);
+    }
+    tracing::debug!(%caller, %command, "command");
+    if command.trim().is_empty() {
+        return failure("Invalid command");
+    }
+    dispatch(&center, &command, &params).await
+}
+
+fn param<'a>(params: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
+    params.get(name).map(String::as_str)
+}
+
+/// A numeric parameter; the error is the 400 message.
+fn number<T: std::str::FromStr>(
+    params: &HashMap<String, String>,
+    name: &str,
+) -> Result<Option<T>, String> {
+    match param(params, name) {
+        None => Ok(None),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("bad parameter `{name}`: {text:?} is not a number")),
+    }
+}
+
+async fn dispatch(center: &Center, command: &str, params: &HashMap<String, String>) -> Response {
+    let sentinel = &center.sentinel;
+    match command {
+        "version" => ok(PROTOCOL_VERSION),
+        "api" => {
+            let list: Vec<_> = COMMANDS
+                .iter()
+                .map(|(name, desc)| json!({ "url": format!("/{name}"), "desc": desc }))
+                .collect();
+            ok(serde_json::Value::Array(list).to_string())
+        }
+        "basicInfo" => ok(format!(
+            "{{\n\t\"machine\": {},\n\t\"ip\": \"{}\"\n}}",
+            json!(center.hostname),
+            center.ip
+        )),
+        "metric" => {
+            let query = (|| {
+                Ok::<_, String>(MetricQuery {
+                    start: number(params, "startTime")?,
+                    end: number(params, "endTime")?,
+                    max_lines: number(params, "maxLines")?,
+                    identity: param(params, "identity").map(str::to_owned),
+                })
+            })();
+            match query {
+                Ok(query) => ok(center.metrics.lines(sentinel, &query)),
+                Err(message) => failure(message),
+            }
+        }
+        "jsonTree" => ok(nodes::json_tree(sentinel)),
+        "clusterNode" => ok(nodes::cluster_nodes(
+            sentinel,
+            param(params, "type").is_some_and(|t| t.eq_ignore_ascii_case("notZero")),
+        )),
+        "clusterNodeById" => match param(params, "id") {
+            Some(id) => ok(nodes::cluster_node_by_id(sentinel, id)),
+            None => failure("Invalid parameter: empty clusterNode name"),
+        },
+        "systemStatus" => ok(nodes::system_status(sentinel)),
+        "getRules" => match rules::family_of_type(param(params, "type")) {
+            Some(family) => {
+                center.edits.note_read(family).await;
+                ok(rules::active_json(sentinel, family))
+            }
+            None => failure("invalid type"),
+        },
+        "getParamFlowRules" => {
+            center.edits.note_read(RuleFamily::ParamFlow).await;
+            ok(rules::active_json(sentinel, RuleFamily::ParamFlow))
+        }
+        "setRules" => {
+            let Some(family) = rules::family_of_type(param(params, "type")) else {
+                if !center.edits.writable() {
+                    return failure(
+                        crate::EditError::ReadOnly {
+                            command: "setRules",
+                        }
+                        .to_string(),
+                    );
+                }
+                return failure("invalid type");
+            };
+            edit(center, "setRules", family, param(params, "data")).await
+        }
+        "setParamFlowRules" => {
+            edit(
+                center,
+                "setParamFlowRules",
+                RuleFamily::ParamFlow,
+                param(params, "data"),
+            )
+            .await
+        }
+        "getClusterMode" => ok(json!({
+            // Java's ClusterStateManager mode: -1, no token client or server. A cluster
+            // backend (the Redis one) shares limits without Sentinel's token protocol, so
+            // the dashboard has nothing to configure; `sharedLimits` says it is there.
+            "mode": -1,
+            "lastModified": -1,
+            "clientAvailable": false,
+            "serverAvailable": false,
+            "sharedLimits": sentinel.has_cluster_backend(),
+        })
+        .to_string()),
+        "getSwitch" => ok(format!("Sentinel switch value: {}", sentinel.is_enabled())),
+        "setSwitch" => {
+            if !center.edits.writable() {
+                return failure(
+                    crate::EditError::ReadOnly {
+                        command: "setSwitch",
+                    }
+                    .to_string(),
+                );
+            }
+            let value = param(params, "value");
+            // Java's Boolean.valueOf: "true" in any case is on, anything else off.
+            let on = value.is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            sentinel.set_enabled(on);
+            tracing::info!(on, "Sentinel switch set from the dashboard");
+            ok(format!(
+                "Sentinel set switch value: {}",
+                value.unwrap_or("null")
+            ))
+        }
+        other => failure(format!("Unknown command `{other}`")),
+    }
+}
+
+async fn edit(
+    center: &Center,
+    command: &'static str,
+    family: RuleFamily,
+    data: Option<&str>,
+) -> Response {
+    match center
+        .edits
+        .set_rules(&center.sentinel, command, family, data)
+        .await
+    {
+        Ok(()) => ok("success"),
+        Err(error) => {
+            tracing::warn!(%family, %error, "rule edit from the dashboard refused");
+            failure(error.to_string())
+        }
+    }
+}
