@@ -58,7 +58,7 @@ cargo test --workspace --no-fail-fast
 cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel --bin transport
 # the OpenTelemetry recipe: metrics and block span events reach OTel's exporters
 cargo test -p examples --features otel --test otel --no-fail-fast
-# the service in the Sentinel dashboard: its command center run as sentinel-transport's README runs it
+# the service in the Sentinel dashboard: its command center run as docs/dashboard.md runs it
 # (sentinel-transport's own tests and the Java golden comparison run in `cargo test --workspace`)
 cargo test -p examples --features transport --test transport --no-fail-fast
 # the axum service run as the README runs it, from a rules file and from etcd

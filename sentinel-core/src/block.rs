@@ -168,6 +168,7 @@ impl BlockReasons {
 
 /// The names of the block reasons, in [`BlockTally`]'s order (the `reason` label of
 /// `sentinel_block_total`).
+#[cfg(feature = "metrics")]
 pub(crate) const REASONS: [&str; 6] = [
     "flow",
     "param_flow",

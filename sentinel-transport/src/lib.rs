@@ -104,7 +104,7 @@ pub use config::{Access, TransportConfig, TransportConfigBuilder};
 pub use error::{EditError, TransportError};
 
 /// The Sentinel Java version whose command protocol this crate speaks, sent as the
-/// heartbeat's `v` and answered by `version` (see the heartbeat notes in the README).
+/// heartbeat's `v` and answered by `version` (see the heartbeat notes in docs/dashboard.md).
 pub const PROTOCOL_VERSION: &str = "1.8.9";
 
 /// A running transport: the command center, the series collector and the heartbeat.
