@@ -32,6 +32,19 @@ scripts/services.sh start nacos
 scripts/services.sh start nats
 eval "$(scripts/services.sh env)"
 
+step "installing headless Chromium and chromedriver (the console's browser tests)"
+# Debian's packages: /usr/bin/chromium and /usr/bin/chromedriver; a test tool's own browser
+# download cannot work here (no internet).
+CONSOLE_BROWSER_PACKAGES=(chromium chromium-driver)
+missing_browser=()
+for pkg in "${CONSOLE_BROWSER_PACKAGES[@]}"; do
+  [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing_browser+=("$pkg")
+done
+if [ "${#missing_browser[@]}" -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
+fi
+
 step "building the Java interop harness (Sentinel 1.8 from Maven Central, cached in ~/.m2)"
 # needs openjdk-17-jdk-headless and maven; the differential test in the `tests` crate runs it
 scripts/interop.sh build

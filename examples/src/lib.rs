@@ -3,6 +3,9 @@
 //! The repository README's code is compiled as this crate's doctests (see [`readme`]), so
 //! it cannot go stale.
 
+#[cfg(feature = "console")]
+pub mod console_service;
+
 use std::error::Error;
 use std::time::Duration;
 

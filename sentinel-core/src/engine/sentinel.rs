@@ -452,3 +452,49 @@ pub(crate) fn seconds_of(stat: &StatNode, now: u64, from_ms: u64, to_ms: u64) ->
         .filter(|s| !s.is_empty())
         .collect()
 }
+
+/// Read-only views for consoles and dashboards (`sentinel-console`).
+impl Sentinel {
+    /// The rules each rule source contributes to the union in force, by source name (a data
+    /// source's name, or `api` for [`load_rules`](crate::RuleManager::load_rules) calls),
+    /// sorted by name. A family a source does not carry is `None` in its set. Read from one
+    /// rule table, so every source's part is from the same version.
+    pub fn rules_by_source(&self) -> Vec<(String, crate::RuleSet)> {
+        fn list<T: Clone>(part: &Option<Arc<Vec<Arc<T>>>>) -> Option<Vec<T>> {
+            part.as_ref()
+                .map(|rules| rules.iter().map(|r| T::clone(r)).collect())
+        }
+        let snapshot = self.inner.shared.rules.load();
+        snapshot
+            .sources
+            .iter()
+            .map(|(name, part)| {
+                let set = crate::RuleSet {
+                    flow: list(&part.flow),
+                    degrade: list(&part.degrade),
+                    system: list(&part.system),
+                    authority: list(&part.authority),
+                    param_flow: list(&part.param_flow),
+                };
+                (name.to_string(), set)
+            })
+            .collect()
+    }
+
+    /// The system load average and CPU usage (in [0, 1]) that system rules check, once the
+    /// engine has started reading them (the first system rule starts the sampler, or a
+    /// status given to [`SentinelBuilder::system_status`]); `None` before.
+    pub fn system_readings(&self) -> Option<(f64, f64)> {
+        self.inner
+            .shared
+            .system_status
+            .get()
+            .map(|status| (status.load_average(), status.cpu_usage()))
+    }
+
+    /// Whether a cluster backend decides `clusterMode` flow rules
+    /// ([`SentinelBuilder::cluster_backend`]).
+    pub fn has_cluster_backend(&self) -> bool {
+        self.inner.cluster.is_some()
+    }
+}
