@@ -68,9 +68,12 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin console
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
+# the console in headless Chromium (installed above) against the console service with its
+# rules in etcd-main; screenshots of each state in target/console-screenshots/
+cargo test -p examples --features console --test console --no-fail-fast
 # the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis
 # multi-process tests themselves run in `cargo test --workspace`)
 cargo test -p examples --features cluster --test cluster --no-fail-fast

@@ -3,32 +3,16 @@
 //! function, so that the browser tests run the very service the binary serves.
 
 use std::error::Error;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use axum::extract::Path;
-use axum::http::{header, HeaderMap, HeaderName, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::http::{header, HeaderMap};
 use axum::Router;
 use sentinel_console::Console;
 use sentinel_core::datasource::{CombinedJson, DataSource, Encoding};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
-use sentinel_tower::{ResourceKey, SentinelLayer};
 
-/// The rules stored when the key does not exist: 5 orders a second, and an error-ratio
-/// breaker on `/flaky`.
-pub const DEFAULT_RULES: &str = r#"{
-  "flow": [
-    { "resource": "GET:/order/{id}", "count": 5 }
-  ],
-  "degrade": [
-    { "resource": "GET:/flaky", "grade": 1, "count": 0.4, "timeWindow": 5,
-      "minRequestAmount": 5, "statIntervalMs": 1000 }
-  ]
-}
-"#;
+use crate::service_routes::{guarded_routes, DEFAULT_RULES};
 
 /// The data source's name, as the console lists it.
 pub const SOURCE_NAME: &str = "service-rules";
@@ -57,9 +41,11 @@ pub struct ConsoleService {
     pub console: Console,
 }
 
-/// Connects to etcd (storing [`DEFAULT_RULES`] if the key is missing), starts the data
+/// Connects to etcd (storing [`DEFAULT_RULES`](crate::service_routes::DEFAULT_RULES) if the key is missing), starts the data
 /// source and builds the routes with the console mounted.
-pub async fn console_service(config: &ConsoleServiceConfig) -> Result<ConsoleService, Box<dyn Error>> {
+pub async fn console_service(
+    config: &ConsoleServiceConfig,
+) -> Result<ConsoleService, Box<dyn Error>> {
     let sentinel = Sentinel::new();
     let etcd = EtcdConfig::builder()
         .endpoints([config.etcd.as_str()])
@@ -70,14 +56,21 @@ pub async fn console_service(config: &ConsoleServiceConfig) -> Result<ConsoleSer
             .put_bytes_if(&config.key, DEFAULT_RULES.as_bytes().to_vec(), None)
             .await?;
     }
-    let source = DataSource::builder(EtcdSource::key(etcd, config.key.clone()), CombinedJson::new())
-        .name(SOURCE_NAME)
-        .start(&sentinel)
-        .await?;
+    let source = DataSource::builder(
+        EtcdSource::key(etcd, config.key.clone()),
+        CombinedJson::new(),
+    )
+    .name(SOURCE_NAME)
+    .start(&sentinel)
+    .await?;
 
     let mut console = Console::builder(&sentinel)
         .source(source.status_watch())
-        .writable(SOURCE_NAME, Arc::new(writer.at(config.key.clone())), Encoding::Combined);
+        .writable(
+            SOURCE_NAME,
+            Arc::new(writer.at(config.key.clone())),
+            Encoding::Combined,
+        );
     if let Some(token) = config.edit_token.clone() {
         let expected = format!("Bearer {token}");
         console = console.editing(move |headers: &HeaderMap| {
@@ -88,28 +81,7 @@ pub async fn console_service(config: &ConsoleServiceConfig) -> Result<ConsoleSer
     }
     let console = console.build()?;
 
-    let layer = SentinelLayer::new(sentinel.clone())
-        .resource_key(ResourceKey::method_and_route())
-        .origin_header(HeaderName::from_static("x-caller"))
-        .on_block(|blocked| (StatusCode::TOO_MANY_REQUESTS, format!("{blocked}\n")).into_response());
-    let calls = Arc::new(AtomicU64::new(0));
-    let app = Router::new()
-        .route(
-            "/order/{id}",
-            get(|Path(id): Path<u64>| async move { format!("order {id}\n") }),
-        )
-        .route(
-            "/flaky",
-            get(move || async move {
-                if calls.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "failed\n")
-                } else {
-                    (StatusCode::OK, "ok\n")
-                }
-            }),
-        )
-        .route_layer(layer)
-        .nest("/console", console.router());
+    let app = guarded_routes(&sentinel).nest("/console", console.router());
     Ok(ConsoleService {
         sentinel,
         app,

@@ -5,6 +5,8 @@
 
 #[cfg(feature = "console")]
 pub mod console_service;
+#[cfg(feature = "axum")]
+pub mod service_routes;
 
 use std::error::Error;
 use std::time::Duration;

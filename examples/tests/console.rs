@@ -78,7 +78,7 @@ impl Browser {
                 "args": [
                     "--headless", "--no-sandbox", "--disable-gpu",
                     "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--no-first-run", "--window-size=1400,1100",
+                    "--disable-sync", "--no-first-run", "--window-size=1400,1700",
                     format!("--user-data-dir={}", profile.path().display()),
                 ],
             }),
@@ -87,9 +87,8 @@ impl Browser {
         let started = Instant::now();
         // chromedriver takes a moment to listen: retry the session until it answers.
         let client = loop {
-            let mut builder = ClientBuilder::new(
-                hyper_util::client::legacy::connect::HttpConnector::new(),
-            );
+            let mut builder =
+                ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
             match builder.capabilities(caps.clone()).connect(&url).await {
                 Ok(client) => break client,
                 Err(e) if started.elapsed() < WAIT => {
@@ -99,7 +98,10 @@ impl Browser {
                 Err(e) => panic!("no WebDriver session from {CHROMEDRIVER} after {WAIT:?}: {e}"),
             }
         };
-        eprintln!("browser: chromedriver + chromium session in {:?}", started.elapsed());
+        eprintln!(
+            "browser: chromedriver + chromium session in {:?}",
+            started.elapsed()
+        );
         Self {
             driver,
             client: Some(client),
@@ -130,7 +132,8 @@ impl Browser {
                 return (value, seen);
             }
             if seen >= deadline {
-                self.screenshot(&format!("timeout-{}", what.replace(' ', "-"))).await;
+                self.screenshot(&format!("timeout-{}", what.replace(' ', "-")))
+                    .await;
                 panic!("timed out after {WAIT:?} waiting in the page for {what}");
             }
             tokio::time::sleep(every).await;
@@ -178,7 +181,9 @@ impl Harness {
         let mut etcd = etcd_client::Client::connect([endpoint.as_str()], None)
             .await
             .unwrap_or_else(|e| {
-                panic!("etcd at {endpoint}: {e}; start it with `scripts/services.sh start etcd-main`")
+                panic!(
+                    "etcd at {endpoint}: {e}; start it with `scripts/services.sh start etcd-main`"
+                )
             });
         etcd.put(key.as_str(), rules.to_string(), None)
             .await
@@ -235,7 +240,11 @@ impl Harness {
 
     /// The key's value, per-key version and modification revision.
     async fn stored(&mut self) -> (String, i64, i64) {
-        let response = self.etcd.get(self.key.as_str(), None).await.expect("etcd get");
+        let response = self
+            .etcd
+            .get(self.key.as_str(), None)
+            .await
+            .expect("etcd get");
         let kv = response.kvs().first().expect("the key exists");
         (
             String::from_utf8_lossy(kv.value()).into_owned(),
@@ -299,7 +308,10 @@ async fn stream_bytes(http: &reqwest::Client, url: &str, span: Duration) -> (usi
     let deadline = tokio::time::Instant::now() + span;
     while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
         bytes += chunk.len();
-        events += chunk.windows(15).filter(|w| w == b"event: snapshot").count();
+        events += chunk
+            .windows(15)
+            .filter(|w| w == b"event: snapshot")
+            .count();
     }
     (bytes, events)
 }
@@ -374,7 +386,10 @@ async fn a_resource_appears_with_the_engines_qps_within_2s_of_traffic() {
         "measured: one viewer, 2 resources: {} bytes/s, {events} snapshots in {span:?}",
         bytes as u64 / span.as_secs()
     );
-    assert!(events >= 3, "about one snapshot a second: {events} in {span:?}");
+    assert!(
+        events >= 3,
+        "about one snapshot a second: {events} in {span:?}"
+    );
     traffic.abort();
     harness.close(browser).await;
 }
@@ -407,7 +422,6 @@ async fn a_breaker_trip_shows_in_the_timeline_within_1s_of_the_engines_event() {
             ),
         )
         .await;
-    traffic.abort();
     let event = *tripped.get().expect("the engine reported the trip");
     let latency = seen.saturating_duration_since(event);
     eprintln!("measured: breaker trip shown {latency:?} after the engine's event ({shown})");
@@ -417,7 +431,9 @@ async fn a_breaker_trip_shows_in_the_timeline_within_1s_of_the_engines_event() {
     );
     let text = shown.as_str().unwrap_or_default();
     assert!(
-        text.contains("CLOSED") && text.contains("error ratio") && text.contains("over threshold 0.4"),
+        text.contains("CLOSED")
+            && text.contains("error ratio")
+            && text.contains("over threshold 0.4"),
         "the transition names its reason: {text}"
     );
     let state = browser
@@ -426,6 +442,19 @@ async fn a_breaker_trip_shows_in_the_timeline_within_1s_of_the_engines_event() {
         ))
         .await;
     assert_eq!(state, json!("OPEN"));
+    // The next second's row shows the blocks by the breaker.
+    browser
+        .wait_for(
+            "the breaker's blocks in the table",
+            Duration::from_millis(20),
+            &format!(
+                "const r = document.querySelector('#res-body tr[data-resource=\"{FLAKY}\"]'); \
+                 return r && Number(r.querySelector('.block').textContent) > 0 \
+                   && r.querySelector('.blk').textContent.includes('breaker')"
+            ),
+        )
+        .await;
+    traffic.abort();
     browser.screenshot("breaker-open").await;
     harness.close(browser).await;
 }
@@ -458,19 +487,22 @@ async fn load_editor(browser: &Browser) -> i64 {
     revision.as_i64().expect("a revision")
 }
 
-/// Replaces the editor's text by typing `document`, then saves.
-async fn type_and_save(browser: &Browser, document: &Value) {
+/// Replaces the editor's text by typing `document`, then saves; returns when it clicked.
+async fn type_and_save(browser: &Browser, document: &Value) -> Instant {
     let client = browser.client();
-    let area = client.find(Locator::Id("edit-doc")).await.expect("the editor");
+    let area = client
+        .find(Locator::Id("edit-doc"))
+        .await
+        .expect("the editor");
     area.clear().await.expect("cleared");
     area.send_keys(&document.to_string()).await.expect("typed");
-    client
+    let save = client
         .find(Locator::Id("edit-save"))
         .await
-        .expect("the save button")
-        .click()
-        .await
-        .expect("clicked");
+        .expect("the save button");
+    let clicked = Instant::now();
+    save.click().await.expect("clicked");
+    clicked
 }
 
 async fn outcome(browser: &Browser, expected: &str) -> Value {
@@ -506,8 +538,7 @@ async fn an_edit_in_the_page_changes_the_etcd_key_and_the_engine_applies_it_with
 
     let mut edited = default_rules();
     edited["flow"][0]["count"] = json!(7);
-    let clicked = Instant::now();
-    type_and_save(&browser, &edited).await;
+    let clicked = type_and_save(&browser, &edited).await;
     let applied = Arc::new(Mutex::new(None));
     let sentinel = harness.sentinel().clone();
     let seen = until_within(WAIT, || {
@@ -710,14 +741,21 @@ async fn ten_thousand_resources_stay_responsive_with_server_side_top_n() {
         "measured: 10 000 resources: search answered in {searched:?}, sort in {sorted:?}, \
          worst script round trip {worst:?}"
     );
-    assert!(searched <= Duration::from_secs(2), "search took {searched:?}");
+    assert!(
+        searched <= Duration::from_secs(2),
+        "search took {searched:?}"
+    );
     assert!(sorted <= Duration::from_secs(2), "sort took {sorted:?}");
     browser.screenshot("ten-thousand-resources").await;
 
     // One viewer at 1 Hz: the server's CPU per second and the bytes it sends, against the
     // same 10 000 resources without a viewer.
     let span = Duration::from_secs(5);
-    browser.client().goto("about:blank").await.expect("page closed");
+    browser
+        .client()
+        .goto("about:blank")
+        .await
+        .expect("page closed");
     let idle_start = cpu_time();
     tokio::time::sleep(span).await;
     let idle = cpu_time().saturating_sub(idle_start);
@@ -732,7 +770,10 @@ async fn ten_thousand_resources_stay_responsive_with_server_side_top_n() {
         viewing / span.as_secs() as u32,
         idle / span.as_secs() as u32,
     );
-    assert!(events >= 3, "about one snapshot a second: {events} in {span:?}");
+    assert!(
+        events >= 3,
+        "about one snapshot a second: {events} in {span:?}"
+    );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = load.join();
     harness.close(browser).await;

@@ -91,6 +91,12 @@ static PAGE: &[u8] = include_bytes!("../assets/index.html");
 /// The size of everything the page loads, in bytes (one document).
 pub const PAGE_BYTES: usize = PAGE.len();
 
+// Everything the page loads stays under 200 KB: checked when the crate compiles.
+const _: () = assert!(
+    PAGE_BYTES < 200 * 1024,
+    "the console page must stay under 200 KB"
+);
+
 /// Where [`Console::serve`] callers usually bind: loopback only.
 pub const DEFAULT_ADDR: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8721);
@@ -104,7 +110,9 @@ pub enum ConsoleError {
     #[error("sentinel console: no Tokio runtime to collect the metric series on; build it inside one or pass .series(...)")]
     NoRuntime,
     /// A writer was given for a source the console does not know.
-    #[error("sentinel console: writer for unknown data source {name:?}; add it with .source(...) first")]
+    #[error(
+        "sentinel console: writer for unknown data source {name:?}; add it with .source(...) first"
+    )]
     UnknownSource {
         /// The name given to `.writable(...)`.
         name: String,
@@ -404,22 +412,23 @@ fn refused(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
 }
 
-/// The writer of `name` if editing is on and `headers` pass the application's check.
+/// The writer of `name` if editing is on and `headers` pass the application's check; else
+/// the refusal's status and message.
 fn authorized<'a>(
     state: &'a State,
     name: &str,
     headers: &HeaderMap,
-) -> Result<&'a Writer, Response> {
+) -> Result<&'a Writer, (StatusCode, &'static str)> {
     let Some(editing) = &state.editing else {
-        return Err(refused(StatusCode::NOT_FOUND, "editing is off"));
+        return Err((StatusCode::NOT_FOUND, "editing is off"));
     };
     if !(editing.auth)(headers) {
-        return Err(refused(StatusCode::FORBIDDEN, "not allowed to edit rules"));
+        return Err((StatusCode::FORBIDDEN, "not allowed to edit rules"));
     }
     editing
         .writers
         .get(name)
-        .ok_or_else(|| refused(StatusCode::NOT_FOUND, "this source is not editable"))
+        .ok_or((StatusCode::NOT_FOUND, "this source is not editable"))
 }
 
 async fn edit_view(
@@ -429,7 +438,7 @@ async fn edit_view(
 ) -> Response {
     let writer = match authorized(&state, &name, &headers) {
         Ok(writer) => writer,
-        Err(response) => return response,
+        Err((status, message)) => return refused(status, message),
     };
     let revision = match writer.writer.revision().await {
         Ok(revision) => revision,
@@ -458,7 +467,7 @@ async fn edit_rules(
 ) -> Response {
     let writer = match authorized(&state, &name, &headers) {
         Ok(writer) => writer,
-        Err(response) => return response,
+        Err((status, message)) => return refused(status, message),
     };
     let outcome = edit::apply(&name, writer, &request).await;
     (outcome.status(), Json(outcome)).into_response()

@@ -200,7 +200,11 @@ pub struct Source {
 }
 
 impl Source {
-    pub(crate) fn of(status: &SourceStatus, last_rejection: Option<RuleEvent>, writer: Option<String>) -> Self {
+    pub(crate) fn of(
+        status: &SourceStatus,
+        last_rejection: Option<RuleEvent>,
+        writer: Option<String>,
+    ) -> Self {
         Self {
             name: status.name.clone(),
             connected: status.connected,
@@ -347,7 +351,11 @@ impl State {
         let key = query.sort;
         let value = |row: Option<&MetricRow>, blocked: u64| -> f64 {
             let Some(r) = row else {
-                return if key == SortKey::Blocked { blocked as f64 } else { 0.0 };
+                return if key == SortKey::Blocked {
+                    blocked as f64
+                } else {
+                    0.0
+                };
             };
             match key {
                 SortKey::Pass => r.stats.pass as f64,
@@ -391,8 +399,9 @@ impl State {
         if let Some(newest) = newest {
             let from = newest.saturating_sub(1000 * (SPARK_SECONDS as u64 - 1));
             for s in self.sentinel.resource_seconds(&name, from, newest + 1000) {
-                let i = ((s.second_ms.saturating_sub(from)) / 1000) as usize;
-                if i < SPARK_SECONDS {
+                // The newest second is the last point, whatever the clock's origin.
+                let ago = (newest.saturating_sub(s.second_ms) / 1000) as usize;
+                if let Some(i) = (SPARK_SECONDS - 1).checked_sub(ago) {
                     spark_pass[i] = s.pass;
                     spark_block[i] = s.block;
                 }

@@ -173,10 +173,7 @@ impl Recorder {
                     source: source.clone(),
                     kind: "applied",
                     version: Some(*version),
-                    families: families
-                        .iter()
-                        .map(|(f, n)| (f.to_string(), *n))
-                        .collect(),
+                    families: families.iter().map(|(f, n)| (f.to_string(), *n)).collect(),
                     error: None,
                     issues: Vec::new(),
                 };
@@ -290,7 +287,10 @@ fn reason(rule: &DegradeRule, from: BreakerState, to: BreakerState, value: Optio
         (BreakerState::HalfOpen, BreakerState::Open) => "probe failed".to_owned(),
         (BreakerState::HalfOpen, BreakerState::Closed) => "probe succeeded".to_owned(),
         (BreakerState::Open, BreakerState::HalfOpen) => {
-            format!("retry timeout ({} s) passed, probe admitted", rule.time_window)
+            format!(
+                "retry timeout ({} s) passed, probe admitted",
+                rule.time_window
+            )
         }
         _ => "state changed".to_owned(),
     }
