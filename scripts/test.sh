@@ -41,8 +41,11 @@ for pkg in "${CONSOLE_BROWSER_PACKAGES[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing_browser+=("$pkg")
 done
 if [ "${#missing_browser[@]}" -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
+  sudo_if_needed=()
+  [ "$(id -u)" -eq 0 ] || sudo_if_needed=(sudo)
+  "${sudo_if_needed[@]}" apt-get update -qq
+  "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
 fi
 
 step "building the Java interop harness (Sentinel 1.8 from Maven Central, cached in ~/.m2)"

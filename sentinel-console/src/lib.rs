@@ -256,7 +256,10 @@ impl ConsoleBuilder {
 /// series is gone.
 async fn collect(sentinel: WeakSentinel, series: std::sync::Weak<MetricSeries>) {
     loop {
-        tokio::time::sleep(until_next_second()).await;
+        let Some(wait) = sentinel.upgrade().map(|s| until_next_second(&s)) else {
+            return;
+        };
+        tokio::time::sleep(wait).await;
         let (Some(sentinel), Some(series)) = (sentinel.upgrade(), series.upgrade()) else {
             return;
         };
@@ -264,10 +267,10 @@ async fn collect(sentinel: WeakSentinel, series: std::sync::Weak<MetricSeries>) 
     }
 }
 
-/// The time until 5 ms past the next wall-clock second (seconds end on the engine's clock;
-/// the offset only spreads the work).
-fn until_next_second() -> Duration {
-    let now = record::epoch_ms();
+/// The time until 5 ms past the end of the engine clock's current second, when that second
+/// can be collected.
+fn until_next_second(sentinel: &Sentinel) -> Duration {
+    let now = sentinel.clock().now_ms();
     Duration::from_millis(1005 - now % 1000)
 }
 
@@ -392,7 +395,7 @@ async fn stream(
         |(state, query, mut changed, first)| async move {
             if !first {
                 tokio::select! {
-                    _ = tokio::time::sleep(until_next_second()) => {}
+                    _ = tokio::time::sleep(until_next_second(&state.sentinel)) => {}
                     _ = changed.changed() => {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
