@@ -41,7 +41,7 @@ pub struct ConsoleService {
     pub console: Console,
 }
 
-/// Connects to etcd (storing [`DEFAULT_RULES`](crate::service_routes::DEFAULT_RULES) if the key is missing), starts the data
+/// Connects to etcd (storing [`DEFAULT_RULES`] if the key is missing), starts the data
 /// source and builds the routes with the console mounted.
 pub async fn console_service(
     config: &ConsoleServiceConfig,
