@@ -32,6 +32,22 @@ scripts/services.sh start nacos
 scripts/services.sh start nats
 eval "$(scripts/services.sh env)"
 
+step "installing headless Chromium and chromedriver (the console's browser tests)"
+# Debian's packages: /usr/bin/chromium and /usr/bin/chromedriver; a test tool's own browser
+# download cannot work here (no internet).
+CONSOLE_BROWSER_PACKAGES=(chromium chromium-driver)
+missing_browser=()
+for pkg in "${CONSOLE_BROWSER_PACKAGES[@]}"; do
+  [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing_browser+=("$pkg")
+done
+if [ "${#missing_browser[@]}" -gt 0 ]; then
+  sudo_if_needed=()
+  [ "$(id -u)" -eq 0 ] || sudo_if_needed=(sudo)
+  "${sudo_if_needed[@]}" apt-get update -qq
+  "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
+fi
+
 step "building the Java interop harness (Sentinel 1.8 from Maven Central, cached in ~/.m2)"
 # needs openjdk-17-jdk-headless and maven; the differential test in the `tests` crate runs it
 scripts/interop.sh build
@@ -55,7 +71,7 @@ cargo hack check --each-feature --no-dev-deps --workspace
 
 step "cargo test"
 cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel --bin transport
+cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel --bin transport --bin console
 # the OpenTelemetry recipe: metrics and block span events reach OTel's exporters
 cargo test -p examples --features otel --test otel --no-fail-fast
 # the service in the Sentinel dashboard: its command center run as docs/dashboard.md runs it
@@ -63,6 +79,9 @@ cargo test -p examples --features otel --test otel --no-fail-fast
 cargo test -p examples --features transport --test transport --no-fail-fast
 # the axum service run as the README runs it, from a rules file and from etcd
 cargo test -p examples --features axum,etcd --test service --no-fail-fast
+# the console in headless Chromium (installed above) against the console service with its
+# rules in etcd-main; screenshots of each state in target/console-screenshots/
+cargo test -p examples --features console --test console --no-fail-fast
 # the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis
 # multi-process tests themselves run in `cargo test --workspace`)
 cargo test -p examples --features cluster --test cluster --no-fail-fast

@@ -3,6 +3,11 @@
 //! The repository README's code is compiled as this crate's doctests (see [`readme`]), so
 //! it cannot go stale.
 
+#[cfg(feature = "console")]
+pub mod console_service;
+#[cfg(feature = "axum")]
+pub mod service_routes;
+
 use std::error::Error;
 use std::time::Duration;
 

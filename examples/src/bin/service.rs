@@ -13,33 +13,14 @@
 //! route names it), `GET /flaky` (fails one call in two with a 500; an error-ratio breaker
 //! opens on it), `GET /metrics`. A caller may name itself in `x-caller`.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-use axum::extract::Path;
-use axum::http::{HeaderName, StatusCode};
-use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Router;
+use examples::service_routes::{guarded_routes, DEFAULT_RULES};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use sentinel_core::datasource::{CombinedJson, DataSource};
 use sentinel_core::{Sentinel, SentinelEvent};
 use sentinel_datasource_file::FileSource;
-use sentinel_tower::{ResourceKey, SentinelLayer};
-
-/// The rules written when the rules file does not exist.
-const DEFAULT_RULES: &str = r#"{
-  "flow": [
-    { "resource": "GET:/order/{id}", "count": 5 }
-  ],
-  "degrade": [
-    { "resource": "GET:/flaky", "grade": 1, "count": 0.4, "timeWindow": 5,
-      "minRequestAmount": 5, "statIntervalMs": 1000 }
-  ]
-}
-"#;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// An axum service guarded by sentinel-tower, with Prometheus metrics.
 #[derive(Debug, clap::Parser)]
@@ -82,34 +63,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     });
     let source = start_rules(&args, &sentinel).await?;
 
-    let layer = SentinelLayer::new(sentinel.clone())
-        // `GET:/order/{id}`: one resource for every id (sentinel-tower's `axum` feature).
-        .resource_key(ResourceKey::method_and_route())
-        .origin_header(HeaderName::from_static("x-caller"))
-        .on_block(|blocked| {
-            (StatusCode::TOO_MANY_REQUESTS, format!("{blocked}\n")).into_response()
-        });
-    let calls = Arc::new(AtomicU64::new(0));
-    let app = Router::new()
-        .route(
-            "/order/{id}",
-            get(|Path(id): Path<u64>| async move { format!("order {id}\n") }),
-        )
-        .route(
-            "/flaky",
-            get(move || async move {
-                if calls.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "failed\n")
-                } else {
-                    (StatusCode::OK, "ok\n")
-                }
-            }),
-        )
-        .route_layer(layer)
-        .route(
-            "/metrics",
-            get(move || std::future::ready(prometheus.render())),
-        );
+    let app = guarded_routes(&sentinel).route(
+        "/metrics",
+        get(move || std::future::ready(prometheus.render())),
+    );
 
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     println!("listening on http://{}", args.listen);

@@ -457,8 +457,8 @@ pub(crate) fn seconds_of(stat: &StatNode, now: u64, from_ms: u64, to_ms: u64) ->
         .collect()
 }
 
-/// Read-only views for the dashboard transport (`sentinel-transport`): what Sentinel's
-/// command handlers read besides the resources.
+/// Read-only views for the dashboard transport (`sentinel-transport`) and the console
+/// (`sentinel-console`): what they read besides the resources.
 impl Sentinel {
     /// The ended, non-empty seconds of the global inbound node (every inbound call; Java's
     /// `__total_inbound_traffic__`) starting in `[from_ms, to_ms)`, as
@@ -473,6 +473,43 @@ impl Sentinel {
     pub fn system_load_and_cpu(&self) -> (f64, f64) {
         let status = self.inner.shared.system_status();
         (status.load_average(), status.cpu_usage())
+    }
+
+    /// The rules each rule source contributes to the union in force, by source name (a data
+    /// source's name, or `api` for [`load_rules`](crate::RuleManager::load_rules) calls),
+    /// sorted by name. A family a source does not carry is `None` in its set. Read from one
+    /// rule table, so every source's part is from the same version.
+    pub fn rules_by_source(&self) -> Vec<(String, crate::RuleSet)> {
+        fn list<T: Clone>(part: &Option<Arc<Vec<Arc<T>>>>) -> Option<Vec<T>> {
+            part.as_ref()
+                .map(|rules| rules.iter().map(|r| T::clone(r)).collect())
+        }
+        let snapshot = self.inner.shared.rules.load();
+        snapshot
+            .sources
+            .iter()
+            .map(|(name, part)| {
+                let set = crate::RuleSet {
+                    flow: list(&part.flow),
+                    degrade: list(&part.degrade),
+                    system: list(&part.system),
+                    authority: list(&part.authority),
+                    param_flow: list(&part.param_flow),
+                };
+                (name.to_string(), set)
+            })
+            .collect()
+    }
+
+    /// The system load average and CPU usage (in [0, 1]) that system rules check, once the
+    /// engine has started reading them (the first system rule starts the sampler, or a
+    /// status given to [`SentinelBuilder::system_status`]); `None` before.
+    pub fn system_readings(&self) -> Option<(f64, f64)> {
+        self.inner
+            .shared
+            .system_status
+            .get()
+            .map(|status| (status.load_average(), status.cpu_usage()))
     }
 
     /// Whether a cluster backend decides `clusterMode` flow rules

@@ -1,0 +1,57 @@
+//! The axum service with the sentinel console at `/console`, its rules in etcd:
+//!
+//! ```text
+//! scripts/services.sh start etcd-main
+//! cargo run -p examples --features console --bin console -- --etcd http://127.0.0.1:23790 --edit-token s3cret
+//! open http://127.0.0.1:3000/console
+//! for i in $(seq 200); do curl -s -o /dev/null localhost:3000/order/$i; curl -s -o /dev/null localhost:3000/flaky; done
+//! ```
+//!
+//! Editing is on only with `--edit-token` (or `SENTINEL_CONSOLE_TOKEN`): the page's Token
+//! field must hold it.
+
+use std::net::SocketAddr;
+
+use examples::console_service::{console_service, ConsoleServiceConfig};
+
+/// The axum service with the sentinel console mounted.
+#[derive(Debug, clap::Parser)]
+struct Args {
+    /// Where to listen (the console is at /console).
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+    /// The etcd endpoint.
+    #[arg(long, default_value = "http://127.0.0.1:23790")]
+    etcd: String,
+    /// The etcd key holding the combined rule document (written with defaults if missing).
+    #[arg(long, default_value = "/sentinel/console-service-rules")]
+    key: String,
+    /// Turns editing on for requests that carry this bearer token.
+    #[arg(long)]
+    edit_token: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    examples::init_tracing("info");
+    let args = <Args as clap::Parser>::parse();
+    let service = console_service(&ConsoleServiceConfig {
+        etcd: args.etcd.clone(),
+        key: args.key.clone(),
+        edit_token: args
+            .edit_token
+            .clone()
+            .or_else(|| std::env::var("SENTINEL_CONSOLE_TOKEN").ok()),
+    })
+    .await?;
+    println!("rules from etcd {} key {}", args.etcd, args.key);
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    println!("console on http://{}/console", args.listen);
+    axum::serve(listener, service.app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    service.source.close().await;
+    Ok(())
+}

@@ -1,0 +1,477 @@
+//! An embedded live page for sentinel-rs, served by the application itself: resources with
+//! pass / block / success / exception QPS, RT, concurrency, a 60 s sparkline and block
+//! reasons by family; circuit breakers and a timeline of their transitions; the rules in
+//! force with the source each came from; the data sources' status; system and cluster
+//! readings; and, when the application turns it on behind its own auth check, rule edits
+//! written to the source's store with compare-and-set.
+//!
+//! Mount it on the application's axum router:
+//!
+//! ```no_run
+//! # async fn run(sentinel: sentinel_core::Sentinel) -> Result<(), Box<dyn std::error::Error>> {
+//! let console = sentinel_console::Console::builder(&sentinel).build()?;
+//! let app = axum::Router::new().nest("/console", console.router());
+//! # let _: axum::Router = app; Ok(()) }
+//! ```
+//!
+//! or serve it on its own port with [`Console::serve`] (bind it to 127.0.0.1, as
+//! [`DEFAULT_ADDR`] does).
+//!
+//! # The page
+//! One HTML document with its CSS and JavaScript inline (no framework, no build step), served
+//! from the binary at the mount point, under 200 KB ([`PAGE_BYTES`]). It opens one
+//! server-sent event stream (`api/stream`) that sends a [`Snapshot`] once a second, right
+//! after each second is collected, and at once when a breaker changes state or rules are
+//! applied or rejected. Sorting, search and the row count are query parameters of that
+//! stream: the server sorts and cuts the table (top-N), so a service with 10 000 resources
+//! sends only the rows shown.
+//!
+//! # The JSON API
+//! Every path is relative to the mount point; every answer is JSON.
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `GET api/snapshot?q=&sort=pass&desc=true&limit=50` | [`Snapshot`]: everything the page shows |
+//! | `GET api/stream?...` (same query) | `text/event-stream` of `snapshot` events |
+//! | `GET api/resources?...` | [`Resources`]: the top-N table |
+//! | `GET api/breakers` | [`Breaker`]s |
+//! | `GET api/timeline` | [`Transition`]s, newest first |
+//! | `GET api/rules` | [`Rules`]: per family and per source, as combined documents |
+//! | `GET api/sources` | [`Source`]s: status, revision, last apply, last rejection |
+//! | `GET api/system` | [`System`] |
+//! | `GET api/cluster` | [`Cluster`] |
+//! | `GET api/sources/{name}/edit` | [`EditView`]: the store revision and the source's rules |
+//! | `PUT api/sources/{name}/rules`, body [`EditRequest`] | [`EditOutcome`]: 200 written, 422 invalid (nothing stored), 409 conflict (with the newer revision), 502 store failed |
+//!
+//! `sort` is one of `resource`, `pass`, `block`, `success`, `error`, `rt`, `concurrency`,
+//! `blocked` ([`SortKey`]). The two editing requests answer 404 while editing is off and
+//! 403 when the application's [`AuthHook`] says no.
+//!
+//! # Cost
+//! The console reads what the engine already keeps (its windows, breaker states, rule
+//! tables) and listens to its events; nothing is added to a call's path. One viewer costs
+//! one snapshot a second: sorting the resources' newest second and reading the sparklines of
+//! the rows shown.
+
+mod edit;
+mod model;
+mod record;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State as AxumState};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures_util::stream::Stream;
+use sentinel_core::datasource::{Encoding, SourceStatus, WritableDataSource};
+use sentinel_core::series::MetricSeries;
+use sentinel_core::{Sentinel, SentinelEvent, WeakSentinel};
+use tokio::sync::watch;
+
+pub use edit::{AuthHook, EditOutcome, EditRequest, EditView};
+pub use model::{
+    Blocks, Breaker, Cluster, ResourceQuery, ResourceRow, Resources, Rules, Snapshot, SortKey,
+    Source, SourceRules, System, SPARK_SECONDS,
+};
+pub use record::{ClusterState, Issue, RuleEvent, Transition};
+
+use edit::{Editing, Writer};
+use record::Recorder;
+
+/// The page, with its CSS and JavaScript inline.
+static PAGE: &[u8] = include_bytes!("../assets/index.html");
+
+/// The size of everything the page loads, in bytes (one document).
+pub const PAGE_BYTES: usize = PAGE.len();
+
+// Everything the page loads stays under 200 KB: checked when the crate compiles.
+const _: () = assert!(
+    PAGE_BYTES < 200 * 1024,
+    "the console page must stay under 200 KB"
+);
+
+/// Where [`Console::serve`] callers usually bind: loopback only.
+pub const DEFAULT_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8721);
+
+/// Why a console could not be built or served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsoleError {
+    /// No metric series was given, and there is no Tokio runtime to run the one the console
+    /// makes (its one-second collect task).
+    #[error("sentinel console: no Tokio runtime to collect the metric series on; build it inside one or pass .series(...)")]
+    NoRuntime,
+    /// A writer was given for a source the console does not know.
+    #[error(
+        "sentinel console: writer for unknown data source {name:?}; add it with .source(...) first"
+    )]
+    UnknownSource {
+        /// The name given to `.writable(...)`.
+        name: String,
+    },
+    /// Binding or serving failed.
+    #[error("sentinel console: serving on {addr} failed")]
+    Serve {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub(crate) struct State {
+    pub(crate) sentinel: Sentinel,
+    pub(crate) series: Arc<MetricSeries>,
+    pub(crate) sources: Vec<watch::Receiver<SourceStatus>>,
+    pub(crate) editing: Option<Editing>,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) max_rows: usize,
+}
+
+/// Builds a [`Console`]. From [`Console::builder`].
+pub struct ConsoleBuilder {
+    sentinel: Sentinel,
+    series: Option<Arc<MetricSeries>>,
+    sources: Vec<watch::Receiver<SourceStatus>>,
+    writers: BTreeMap<String, Writer>,
+    auth: Option<AuthHook>,
+    timeline_capacity: usize,
+    max_rows: usize,
+}
+
+impl std::fmt::Debug for ConsoleBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleBuilder")
+            .field("sources", &self.sources.len())
+            .field("writers", &self.writers.keys().collect::<Vec<_>>())
+            .field("editing", &self.auth.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleBuilder {
+    /// Reads per-second rows from this series, shared with the dashboard transport (one per
+    /// process). Without it the console makes its own and collects it once a second.
+    pub fn series(mut self, series: Arc<MetricSeries>) -> Self {
+        self.series = Some(series);
+        self
+    }
+
+    /// Shows a data source's status: pass [`DataSource::status_watch`].
+    ///
+    /// [`DataSource::status_watch`]: sentinel_core::datasource::DataSource::status_watch
+    pub fn source(mut self, status: watch::Receiver<SourceStatus>) -> Self {
+        self.sources.push(status);
+        self
+    }
+
+    /// Lets the page edit the rules of data source `name` by writing to `writer`, the store
+    /// that source reads (the same etcd key, Redis key, file...), with compare-and-set.
+    /// `encoding` is how that source's converter reads it ([`Encoding::Combined`] for a
+    /// [`CombinedJson`](sentinel_core::datasource::CombinedJson) source). Edits stay off
+    /// until [`editing`](Self::editing) is given an auth hook.
+    pub fn writable(
+        mut self,
+        name: impl Into<String>,
+        writer: Arc<dyn WritableDataSource>,
+        encoding: Encoding,
+    ) -> Self {
+        self.writers
+            .insert(name.into(), Writer { writer, encoding });
+        self
+    }
+
+    /// Turns editing on: a request may read the editor's document and write rules when
+    /// `auth` says yes for its headers. Off by default.
+    pub fn editing(mut self, auth: impl Fn(&HeaderMap) -> bool + Send + Sync + 'static) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// How many breaker transitions and rule events the console keeps (256 by default).
+    pub fn timeline_capacity(mut self, capacity: usize) -> Self {
+        self.timeline_capacity = capacity;
+        self
+    }
+
+    /// The most rows one resources query returns (500 by default).
+    pub fn max_rows(mut self, rows: usize) -> Self {
+        self.max_rows = rows.max(1);
+        self
+    }
+
+    /// Builds the console and starts listening to the engine's events. Without a
+    /// [`series`](Self::series), it spawns the collect task on the current Tokio runtime.
+    pub fn build(self) -> Result<Console, ConsoleError> {
+        for name in self.writers.keys() {
+            if !self.sources.iter().any(|s| &s.borrow().name == name) {
+                return Err(ConsoleError::UnknownSource { name: name.clone() });
+            }
+        }
+        let series = match self.series {
+            Some(series) => series,
+            None => {
+                let handle =
+                    tokio::runtime::Handle::try_current().map_err(|_| ConsoleError::NoRuntime)?;
+                let series = Arc::new(MetricSeries::new());
+                handle.spawn(collect(self.sentinel.downgrade(), Arc::downgrade(&series)));
+                series
+            }
+        };
+        let recorder = Recorder::new(&self.sentinel, self.timeline_capacity);
+        let listening = Arc::downgrade(&recorder);
+        let engine = self.sentinel.downgrade();
+        self.sentinel.add_listener(move |event: &SentinelEvent| {
+            if let (Some(recorder), Some(sentinel)) = (listening.upgrade(), engine.upgrade()) {
+                recorder.on_event(event, sentinel.clock().now_ms());
+            }
+        });
+        let editing = self.auth.map(|auth| Editing {
+            auth,
+            writers: self.writers,
+        });
+        Ok(Console {
+            state: Arc::new(State {
+                sentinel: self.sentinel,
+                series,
+                sources: self.sources,
+                editing,
+                recorder,
+                max_rows: self.max_rows,
+            }),
+        })
+    }
+}
+
+/// Collects `series` once a second, just after each second ends, until the engine or the
+/// series is gone.
+async fn collect(sentinel: WeakSentinel, series: std::sync::Weak<MetricSeries>) {
+    loop {
+        let Some(wait) = sentinel.upgrade().map(|s| until_next_second(&s)) else {
+            return;
+        };
+        tokio::time::sleep(wait).await;
+        let (Some(sentinel), Some(series)) = (sentinel.upgrade(), series.upgrade()) else {
+            return;
+        };
+        series.collect(&sentinel);
+    }
+}
+
+/// The time until 5 ms past the end of the engine clock's current second, when that second
+/// can be collected.
+fn until_next_second(sentinel: &Sentinel) -> Duration {
+    let now = sentinel.clock().now_ms();
+    Duration::from_millis(1005 - now % 1000)
+}
+
+/// The console: a router to mount, or a server of its own. Cheap to clone.
+#[derive(Clone)]
+pub struct Console {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console")
+            .field("sources", &self.state.sources.len())
+            .field("editing", &self.state.editing.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// A builder for a console over `sentinel`.
+    pub fn builder(sentinel: &Sentinel) -> ConsoleBuilder {
+        ConsoleBuilder {
+            sentinel: sentinel.clone(),
+            series: None,
+            sources: Vec::new(),
+            writers: BTreeMap::new(),
+            auth: None,
+            timeline_capacity: 256,
+            max_rows: 500,
+        }
+    }
+
+    /// The series the console reads (shared with the transport, or its own).
+    pub fn series(&self) -> &Arc<MetricSeries> {
+        &self.state.series
+    }
+
+    /// Everything the page shows now, as `GET api/snapshot` answers it.
+    pub fn snapshot(&self, query: &ResourceQuery) -> Snapshot {
+        self.state.snapshot(query)
+    }
+
+    /// The page and the API, to mount with `Router::nest("/console", console.router())` (or
+    /// `merge` at the root).
+    pub fn router<S>(&self) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        Router::new()
+            .route("/", get(page))
+            .route("/api/snapshot", get(snapshot))
+            .route("/api/stream", get(stream))
+            .route("/api/resources", get(resources))
+            .route("/api/breakers", get(|s: AxumState<Arc<State>>| async move { Json(s.breakers()) }))
+            .route(
+                "/api/timeline",
+                get(|s: AxumState<Arc<State>>| async move { Json(s.recorder.transitions(usize::MAX)) }),
+            )
+            .route("/api/rules", get(|s: AxumState<Arc<State>>| async move { Json(s.rules()) }))
+            .route("/api/sources", get(|s: AxumState<Arc<State>>| async move { Json(s.sources()) }))
+            .route("/api/system", get(|s: AxumState<Arc<State>>| async move { Json(s.system()) }))
+            .route("/api/cluster", get(|s: AxumState<Arc<State>>| async move { Json(s.cluster()) }))
+            .route("/api/sources/{name}/edit", get(edit_view))
+            .route("/api/sources/{name}/rules", axum::routing::put(edit_rules))
+            .with_state(self.state.clone())
+    }
+
+    /// Serves the console alone on `addr` until `shutdown` resolves. Bind it to loopback
+    /// ([`DEFAULT_ADDR`]) unless something in front of it checks who asks.
+    pub async fn serve(
+        self,
+        addr: SocketAddr,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ConsoleError> {
+        let serve_error = |source| ConsoleError::Serve { addr, source };
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(serve_error)?;
+        axum::serve(listener, self.router::<()>())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(serve_error)
+    }
+}
+
+async fn page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        PAGE,
+    )
+        .into_response()
+}
+
+async fn snapshot(
+    AxumState(state): AxumState<Arc<State>>,
+    Query(query): Query<ResourceQuery>,
+) -> Json<Snapshot> {
+    Json(state.snapshot(&query))
+}
+
+async fn resources(
+    AxumState(state): AxumState<Arc<State>>,
+    Query(query): Query<ResourceQuery>,
+) -> Json<Resources> {
+    state.series.collect(&state.sentinel);
+    Json(state.resources(&query))
+}
+
+/// A `snapshot` event after each second is collected, and at once on an engine event (at
+/// most one every 100 ms).
+async fn stream(
+    AxumState(state): AxumState<Arc<State>>,
+    Query(query): Query<ResourceQuery>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changed = state.recorder.subscribe();
+    let first = true;
+    let events = futures_util::stream::unfold(
+        (state, query, changed, first),
+        |(state, query, mut changed, first)| async move {
+            if !first {
+                tokio::select! {
+                    _ = tokio::time::sleep(until_next_second(&state.sentinel)) => {}
+                    _ = changed.changed() => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                changed.borrow_and_update();
+            }
+            let snapshot = state.snapshot(&query);
+            let data = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".to_owned());
+            let event = Event::default().event("snapshot").data(data);
+            Some((Ok(event), (state, query, changed, false)))
+        },
+    );
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+fn refused(status: StatusCode, message: &str) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// The writer of `name` if editing is on and `headers` pass the application's check; else
+/// the refusal's status and message.
+fn authorized<'a>(
+    state: &'a State,
+    name: &str,
+    headers: &HeaderMap,
+) -> Result<&'a Writer, (StatusCode, &'static str)> {
+    let Some(editing) = &state.editing else {
+        return Err((StatusCode::NOT_FOUND, "editing is off"));
+    };
+    if !(editing.auth)(headers) {
+        return Err((StatusCode::FORBIDDEN, "not allowed to edit rules"));
+    }
+    editing
+        .writers
+        .get(name)
+        .ok_or((StatusCode::NOT_FOUND, "this source is not editable"))
+}
+
+async fn edit_view(
+    AxumState(state): AxumState<Arc<State>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let writer = match authorized(&state, &name, &headers) {
+        Ok(writer) => writer,
+        Err((status, message)) => return refused(status, message),
+    };
+    let revision = match writer.writer.revision().await {
+        Ok(revision) => revision,
+        Err(e) => return refused(StatusCode::BAD_GATEWAY, &e.to_string()),
+    };
+    let document = state
+        .rules()
+        .sources
+        .into_iter()
+        .find(|s| s.source == name)
+        .map_or_else(|| serde_json::json!({}), |s| s.document);
+    Json(EditView {
+        source: name,
+        writer: writer.writer.describe(),
+        revision,
+        document,
+    })
+    .into_response()
+}
+
+async fn edit_rules(
+    AxumState(state): AxumState<Arc<State>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    Json(request): Json<EditRequest>,
+) -> Response {
+    let writer = match authorized(&state, &name, &headers) {
+        Ok(writer) => writer,
+        Err((status, message)) => return refused(status, message),
+    };
+    let outcome = edit::apply(&name, writer, &request).await;
+    (outcome.status(), Json(outcome)).into_response()
+}

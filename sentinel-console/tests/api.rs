@@ -1,0 +1,364 @@
+//! The console's JSON API on a fake clock, without a browser: top-N, sorting and search, the
+//! sparkline, the breaker timeline, rule provenance, and edits (off by default, the auth
+//! hook, invalid, conflict, written) against an in-memory store.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use sentinel_console::{Console, ConsoleError, ResourceQuery, SortKey, PAGE_BYTES, SPARK_SECONDS};
+use sentinel_core::circuit_breaker::DegradeRule;
+use sentinel_core::datasource::testkit::wait_status;
+use sentinel_core::datasource::{
+    CombinedJson, DataSource, Encoding, Expected, MemoryStore, WritableDataSource, WriteError,
+};
+use sentinel_core::series::MetricSeries;
+use sentinel_core::{FakeClock, Sentinel};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// The writable side of one [`MemoryStore`] key, compare-and-set on the store's revision.
+struct MemoryWriter {
+    store: MemoryStore,
+    key: String,
+}
+
+#[async_trait]
+impl WritableDataSource for MemoryWriter {
+    fn describe(&self) -> String {
+        format!("memory key {}", self.key)
+    }
+
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        if let Expected::Revision(expected) = expected {
+            if expected != Some(self.store.revision()) {
+                return Err(WriteError::Conflict {
+                    key: self.key.clone(),
+                    expected: expected.unwrap_or(0),
+                });
+            }
+        }
+        self.store.put(self.key.clone(), bytes);
+        Ok(Some(self.store.revision()))
+    }
+
+    async fn revision(&self) -> Result<Option<u64>, sentinel_core::datasource::SourceError> {
+        Ok(Some(self.store.revision()))
+    }
+}
+
+fn engine() -> (Sentinel, FakeClock, Arc<MetricSeries>) {
+    let clock = FakeClock::at_ms(1_000_000);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    (sentinel, clock, Arc::new(MetricSeries::new()))
+}
+
+/// `res-00` to `res-29`, resource i called i times in one second, then the second ends.
+fn thirty_resources(sentinel: &Sentinel, clock: &FakeClock) {
+    for i in 0..30 {
+        for _ in 0..i {
+            drop(sentinel.entry(&format!("res-{i:02}")).enter());
+        }
+    }
+    clock.advance_ms(1000);
+}
+
+async fn call(
+    router: &axum::Router,
+    method: &str,
+    uri: &str,
+    auth: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(token) = auth {
+        request = request.header("authorization", token);
+    }
+    let request = match body {
+        Some(body) => request
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("an answer");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn the_table_is_the_top_n_of_the_newest_second_sorted_and_searched_on_the_server() {
+    let (sentinel, clock, series) = engine();
+    let console = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console");
+    thirty_resources(&sentinel, &clock);
+
+    let top = console.snapshot(&ResourceQuery {
+        limit: 5,
+        ..ResourceQuery::default()
+    });
+    let names: Vec<_> = top
+        .resources
+        .rows
+        .iter()
+        .map(|r| r.resource.as_str())
+        .collect();
+    assert_eq!(names, ["res-29", "res-28", "res-27", "res-26", "res-25"]);
+    assert_eq!((top.resources.total, top.resources.matched), (29, 29));
+    assert_eq!(top.resources.rows[0].pass, 29);
+    let second = top.resources.engine_second_ms.expect("a second");
+    assert_eq!(
+        sentinel.resource_seconds("res-29", second, second + 1000)[0].pass,
+        29,
+        "the row is the engine's own second"
+    );
+    let spark = &top.resources.rows[0].spark_pass;
+    assert_eq!(spark.len(), SPARK_SECONDS);
+    assert_eq!(
+        spark[SPARK_SECONDS - 1],
+        29,
+        "the newest second is the last point"
+    );
+    assert!(spark[..SPARK_SECONDS - 1].iter().all(|&v| v == 0));
+
+    let searched = console.snapshot(&ResourceQuery {
+        q: "RES-1".into(),
+        sort: SortKey::Resource,
+        desc: false,
+        limit: 3,
+    });
+    let names: Vec<_> = searched
+        .resources
+        .rows
+        .iter()
+        .map(|r| r.resource.as_str())
+        .collect();
+    assert_eq!(
+        searched.resources.matched, 10,
+        "res-10..res-19, case-insensitive"
+    );
+    assert_eq!(names, ["res-10", "res-11", "res-12"]);
+}
+
+#[tokio::test]
+async fn the_api_serves_the_page_under_200_kb_and_the_same_data_as_json() {
+    let (sentinel, clock, series) = engine();
+    let router: axum::Router = axum::Router::new().nest(
+        "/console",
+        Console::builder(&sentinel)
+            .series(series)
+            .build()
+            .expect("a console")
+            .router(),
+    );
+    thirty_resources(&sentinel, &clock);
+    let page = router
+        .clone()
+        .oneshot(
+            Request::get("/console")
+                .body(Body::empty())
+                .expect("a request"),
+        )
+        .await
+        .expect("an answer");
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.into_body().collect().await.expect("a body").to_bytes();
+    assert_eq!(html.len(), PAGE_BYTES);
+    assert!(html.len() < 200 * 1024, "the page is {} bytes", html.len());
+
+    let (status, resources) = call(
+        &router,
+        "GET",
+        "/console/api/resources?sort=resource&desc=false&limit=2",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resources["rows"][0]["resource"], json!("res-01"));
+    assert_eq!(resources["rows"].as_array().map(Vec::len), Some(2));
+    let (_, snapshot) = call(&router, "GET", "/console/api/snapshot?limit=1", None, None).await;
+    assert_eq!(
+        snapshot["resources"]["rows"][0]["resource"],
+        json!("res-29")
+    );
+    assert_eq!(snapshot["editing"], json!(false));
+    let (status, _) = call(&router, "GET", "/console/api/system", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_breaker_trip_is_in_the_timeline_with_its_reason() {
+    let (sentinel, clock, series) = engine();
+    sentinel
+        .degrade_rules()
+        .load_rules(vec![DegradeRule::error_count("db", 3.0, 10)])
+        .expect("rules");
+    let console = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console");
+    for _ in 0..5 {
+        if let Ok(mut entry) = sentinel.entry("db").enter() {
+            entry.set_error();
+        }
+    }
+    let snapshot = console.snapshot(&ResourceQuery::default());
+    let trip = snapshot.timeline.first().expect("a transition");
+    assert_eq!((trip.from.as_str(), trip.to.as_str()), ("CLOSED", "OPEN"));
+    assert_eq!(trip.resource, "db");
+    assert!(trip.reason.starts_with("error count"), "{}", trip.reason);
+    assert_eq!(snapshot.breakers[0].state, "OPEN");
+
+    clock.advance_ms(10_000);
+    drop(sentinel.entry("db").enter());
+    let timeline = console.snapshot(&ResourceQuery::default()).timeline;
+    let states: Vec<_> = timeline.iter().map(|t| t.to.as_str()).collect();
+    assert_eq!(states, ["CLOSED", "HALF_OPEN", "OPEN"], "newest first");
+    assert_eq!(timeline[0].reason, "probe succeeded");
+}
+
+#[tokio::test]
+async fn edits_are_off_by_default_behind_the_auth_hook_and_compare_and_set() {
+    let (sentinel, _clock, series) = engine();
+    let store = MemoryStore::new();
+    store.put("rules", r#"{"flow":[{"resource":"a","count":5}]}"#);
+    let source = DataSource::builder(store.source("rules"), CombinedJson::new())
+        .name("mem")
+        .start(&sentinel)
+        .await
+        .expect("the source starts");
+    let writer = Arc::new(MemoryWriter {
+        store: store.clone(),
+        key: "rules".into(),
+    });
+
+    let off: axum::Router = Console::builder(&sentinel)
+        .series(series.clone())
+        .source(source.status_watch())
+        .writable("mem", writer.clone(), Encoding::Combined)
+        .build()
+        .expect("a console")
+        .router();
+    let (status, _) = call(&off, "GET", "/api/sources/mem/edit", Some("Bearer t"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "editing is off by default");
+
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .source(source.status_watch())
+        .writable("mem", writer, Encoding::Combined)
+        .editing(|headers| {
+            headers
+                .get("authorization")
+                .is_some_and(|v| v == "Bearer t")
+        })
+        .build()
+        .expect("a console")
+        .router();
+    let (status, _) = call(
+        &router,
+        "GET",
+        "/api/sources/mem/edit",
+        Some("Bearer nope"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, view) = call(
+        &router,
+        "GET",
+        "/api/sources/mem/edit",
+        Some("Bearer t"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(view["document"]["flow"][0]["count"], json!(5.0));
+    let revision = view["revision"].as_u64().expect("a revision");
+
+    let invalid = json!({ "expected_revision": revision, "document": {
+        "flow": [{ "resource": "a", "count": 1 }, { "resource": "b", "count": -1 }] } });
+    let (status, outcome) = call(
+        &router,
+        "PUT",
+        "/api/sources/mem/rules",
+        Some("Bearer t"),
+        Some(invalid),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(outcome["issues"][0]["index"], json!(1));
+    assert_eq!(outcome["issues"][0]["field"], json!("count"));
+    assert_eq!(store.revision(), revision, "nothing was stored");
+
+    let stale = json!({ "expected_revision": revision - 1, "document": { "flow": [] } });
+    let (status, outcome) = call(
+        &router,
+        "PUT",
+        "/api/sources/mem/rules",
+        Some("Bearer t"),
+        Some(stale),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(outcome["current"], json!(revision));
+
+    let edit = json!({ "expected_revision": revision, "document": { "flow": [{ "resource": "a", "count": 7 }] } });
+    let (status, outcome) = call(
+        &router,
+        "PUT",
+        "/api/sources/mem/rules",
+        Some("Bearer t"),
+        Some(edit),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["revision"], json!(revision + 1));
+    wait_status(&source, "the edit applied", |s| s.applied_count == 2).await;
+    assert_eq!(
+        sentinel.flow_rules().rules()[0].count,
+        7.0,
+        "applied through the source"
+    );
+    let (_, rules) = call(&router, "GET", "/api/rules", None, None).await;
+    assert_eq!(rules["sources"][0]["source"], json!("mem"));
+    assert_eq!(
+        rules["sources"][0]["document"]["flow"][0]["count"],
+        json!(7.0)
+    );
+    source.close().await;
+}
+
+#[test]
+fn a_writer_for_an_unknown_source_or_no_runtime_is_a_typed_error() {
+    let (sentinel, _clock, _series) = engine();
+    let store = MemoryStore::new();
+    let writer = Arc::new(MemoryWriter {
+        store,
+        key: "k".into(),
+    });
+    let err = Console::builder(&sentinel)
+        .series(Arc::new(MetricSeries::new()))
+        .writable("nope", writer, Encoding::Combined)
+        .build()
+        .expect_err("unknown source");
+    assert!(
+        matches!(err, ConsoleError::UnknownSource { ref name } if name == "nope"),
+        "{err}"
+    );
+    let err = Console::builder(&sentinel).build().expect_err("no runtime");
+    assert!(matches!(err, ConsoleError::NoRuntime), "{err}");
+}
