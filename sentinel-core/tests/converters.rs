@@ -13,7 +13,7 @@ use sentinel_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamValue,
 };
 use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleError, RuleSet, Sentinel};
+use sentinel_core::{RuleError, RuleSet, Sentinel, Validation};
 
 fn payload(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -248,11 +248,13 @@ fn invalid_degrade_and_authority_rules_name_index_and_field() {
         .iter()
         .map(|i| (i.index, i.field.as_str()))
         .collect();
-    assert_eq!(fields, vec![(1, "timeWindow"), (1, "count")]);
+    // Strict: a degrade rule without `grade` is refused (it decides what the rule does).
+    assert_eq!(fields, vec![(0, "grade"), (1, "timeWindow"), (1, "count")]);
     let err = AuthorityJson::new()
         .convert(br#"[{"resource":"a","strategy":3}]"#)
         .expect_err("invalid");
-    assert_eq!(err.issues()[0].field, "strategy");
+    let fields: Vec<&str> = err.issues().iter().map(|i| i.field.as_str()).collect();
+    assert_eq!(fields, vec!["limitApp", "strategy"]);
 }
 
 #[test]
@@ -288,11 +290,27 @@ fn golang_system_helper_files() {
             SystemRule::new().qps(0.8),
         ])
     );
-    // An unknown key (`adaptiveStrategy`) is ignored; a missing triggerCount is 0.
-    let set = converted(GoSystemJson::new().convert(&payload(
+    // No triggerCount: strict mode refuses each rule naming it; lenient mode reads 0 as Go
+    // does, and warns about it and about the unknown key `adaptiveStrategy`.
+    let bytes = payload(
         "system-go__alibaba-sentinel-golang__tests-testdata-extension__unknown-field-adaptiveStrategy.json",
-    )));
-    assert_eq!(set.system.map(|s| s.len()), Some(3));
+    );
+    let err = GoSystemJson::new()
+        .convert(&bytes)
+        .expect_err("no triggerCount");
+    assert!(
+        err.issues().iter().all(|i| i.field == "triggerCount"),
+        "{err}"
+    );
+    let out = GoSystemJson::new()
+        .convert_with(&bytes, Validation::Lenient)
+        .expect("lenient");
+    assert_eq!(out.value.system.map(|s| s.len()), Some(3));
+    let warned: Vec<&str> = out.warnings.iter().map(|w| w.field.as_str()).collect();
+    assert!(
+        warned.contains(&"adaptiveStrategy") && warned.contains(&"triggerCount"),
+        "{warned:?}"
+    );
 }
 
 #[test]
@@ -458,7 +476,9 @@ fn invalid_param_flow_rules_name_index_and_field() {
         found,
         vec![
             (1, "paramIdx"),
+            (2, "count"),
             (2, "durationInSec"),
+            (3, "count"),
             (3, "paramFlowItemList[0].object")
         ]
     );
@@ -668,6 +688,11 @@ fn no_payload_loads_as_another_family() {
         let bytes = payload(name);
         for (converter_family, make) in &converters {
             let result = make().convert(&bytes);
+            if family == *converter_family && name.contains("adaptiveStrategy") {
+                // No triggerCount: refused in strict mode (see golang_system_helper_files).
+                assert!(result.is_err(), "{name}: {result:?}");
+                continue;
+            }
             if family == *converter_family {
                 assert!(
                     result.is_ok(),

@@ -5,7 +5,7 @@
 //! ```text
 //! sentinel-rules validate rules.json --format combined
 //! sentinel-rules get  --from etcds://etcd.internal/sentinel/rules --ca-file ca.pem
-//! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
+//! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
 //! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
@@ -16,8 +16,12 @@
 //! `--password-stdin` reads it from standard input (only once a command opens a store that
 //! takes one). Every command prints for a person, or JSON with `--json`. Exit codes: 0
 //! success (for `diff`: no change), 1 invalid rules, 2 a usage error (bad arguments or URL),
-//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 `push
-//! --cas` lost a race (someone else wrote between the read and the write).
+//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 a `push`
+//! lost a race (someone else wrote between the read and the write).
+//!
+//! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS):
+//! it reads the revision, then writes only if it is unchanged, so a push never silently
+//! replaces a newer one. `--no-cas` overwrites instead.
 
 /// Prints a line to stdout; a closed pipe (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -61,7 +65,7 @@ Store URLs:
 Examples:
   sentinel-rules validate rules.json
   sentinel-rules diff rules.json --from etcd://127.0.0.1:2379/sentinel/rules || [ $? = 3 ]
-  sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
+  sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules
   SENTINEL_RULES_PASSWORD=... sentinel-rules get --from rediss://redis.internal/rules:orders --ca-file ca.pem
   sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
   sentinel-rules completions bash > /etc/bash_completion.d/sentinel-rules
@@ -74,7 +78,7 @@ Environment:
 Exit codes:
   0 success (diff: no change)    1 invalid rules    2 usage error (arguments, URL)
   3 diff: the store differs      4 the store failed (unreachable, refused, timed out)
-  5 push --cas lost a race (someone else wrote first)";
+  5 push lost a compare-and-set race (someone else wrote first; --no-cas overwrites)";
 
 /// Validate Sentinel rules, and read, push, diff, delete and watch them in a config store.
 #[derive(Debug, Parser)]
@@ -137,10 +141,16 @@ enum Command {
         /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         to: String,
-        /// Write only if the stored revision is still the one just read (etcd, Redis, NATS);
-        /// exit 5 if someone else wrote in between.
-        #[arg(long)]
+        /// Write only if the stored revision is still the one just read, and fail (exit 2) on a
+        /// store that keeps no revisions. Without `--cas` or `--no-cas`, a push to etcd, Redis
+        /// or NATS compares and sets anyway (exit 5 if someone else wrote in between), and a
+        /// push to a file or Nacos overwrites.
+        #[arg(long, conflicts_with = "no_cas")]
         cas: bool,
+        /// Overwrite whatever is stored, even where the store keeps revisions: a late write
+        /// can then replace a newer one (see the writers' docs).
+        #[arg(long, conflicts_with = "if_revision")]
+        no_cas: bool,
         /// Write only if the stored revision is still this one (the `revision` an earlier
         /// `push --json` printed): fails with exit 5 if someone wrote since. Implies `--cas`.
         #[arg(long, value_name = "REVISION")]
@@ -345,16 +355,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             file,
             to,
             cas,
+            no_cas,
             if_revision,
             shape,
         } => {
-            let cas = match (cas, if_revision) {
-                (_, Some(revision)) => Cas::At(revision),
-                (true, None) => Cas::Read,
-                (false, None) => Cas::Off,
-            };
             let rules = read_file(&file, &shape, json)?;
             let store = Store::parse(&to)?;
+            let cas = match (cas, no_cas, if_revision) {
+                (_, _, Some(revision)) => Cas::At(revision),
+                (true, _, None) => Cas::Read,
+                (false, true, None) => Cas::Off,
+                // The default: compare and set wherever the store keeps revisions.
+                (false, false, None) if store.keeps_revisions() => Cas::Read,
+                (false, false, None) => Cas::Off,
+            };
             let access = ask.access(&store)?;
             let (target, revision) =
                 tokio::time::timeout(timeout, push(&store, &access, &rules, &shape, cas))
@@ -362,7 +376,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     .map_err(bounded(store.to_string()))??;
             report(
                 json,
-                json!({ "ok": true, "to": target, "revision": revision, "rules": rules.counts() }),
+                json!({
+                    "ok": true,
+                    "to": target,
+                    "revision": revision,
+                    "rules": rules.counts(),
+                    "compare_and_set": !matches!(cas, Cas::Off),
+                }),
                 || {
                     let at = revision
                         .map(|r| format!(" (revision {r})"))

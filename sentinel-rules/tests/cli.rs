@@ -572,6 +572,37 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
     }
 }
 
+/// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS),
+/// and `--no-cas` opts out; a file and Nacos, which keep none, are overwritten.
+#[test]
+fn push_compares_and_sets_by_default_where_the_store_keeps_revisions() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    for store in stores(dir.path(), "defaultcas")
+        .into_iter()
+        .filter(|s| !s.per_family)
+    {
+        let url = store.url.as_str();
+        for (flags, expected) in [(&[][..], store.cas), (&["--no-cas"][..], false)] {
+            let out = store.run(&["--json", "push", rules.as_str(), "--to"], flags);
+            assert!(
+                out.status.success(),
+                "{url} {flags:?}: {out:?}; is the server up? start it with \
+                 `scripts/services.sh start {}`",
+                store.service
+            );
+            let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+            assert_eq!(
+                doc["compare_and_set"],
+                Value::Bool(expected),
+                "{url} {flags:?}: {doc}"
+            );
+        }
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--cas", "--no-cas"]);
+        assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
+    }
+}
+
 /// A file and a Nacos dataId keep no revisions: `--cas` on them is a usage error (exit 2),
 /// and nothing is written.
 #[test]
