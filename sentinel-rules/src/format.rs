@@ -4,7 +4,7 @@ use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
     GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
-use sentinel_core::{RuleFamily, RuleSet};
+use sentinel_core::{KeyPolicy, RuleFamily, RuleIssue, RuleSet};
 use serde_json::{json, Value};
 
 use crate::{Failure, Shape};
@@ -27,6 +27,8 @@ pub(crate) enum Family {
     Degrade,
     System,
     Authority,
+    /// Hot-parameter rules, named as in the combined document (`param-flow` is accepted too).
+    #[value(name = "paramFlow", alias = "param-flow")]
     ParamFlow,
 }
 
@@ -46,35 +48,40 @@ impl Shape {
         self.format == Some(Format::Combined) || (self.format.is_none() && self.family.is_none())
     }
 
-    /// The converter of this shape.
+    /// The converter of this shape (unknown keys are warnings).
     pub(crate) fn converter(&self) -> Result<Boxed, Failure> {
+        self.converter_with(KeyPolicy::Warn)
+    }
+
+    /// The converter of this shape, with what an unknown key is.
+    pub(crate) fn converter_with(&self, keys: KeyPolicy) -> Result<Boxed, Failure> {
         let format = self.format.unwrap_or(match self.family {
             Some(_) => Format::Java,
             None => Format::Combined,
         });
         let converter: Boxed = match (format, self.family) {
-            (Format::Combined, None) => Box::new(CombinedJson::new()),
+            (Format::Combined, None) => Box::new(CombinedJson::new().keys(keys)),
             (Format::Combined, Some(_)) => {
                 return Err(Failure::Usage(
                     "--family names one family's list: not with --format combined".into(),
                 ))
             }
             (_, None) => return Err(Failure::Usage(
-                "--format java and go need --family (flow, degrade, system, authority, param-flow)"
+                "--format java and go need --family (flow, degrade, system, authority, paramFlow)"
                     .into(),
             )),
             (Format::Java, Some(family)) => match family {
-                Family::Flow => Box::new(FlowJson::new()),
-                Family::Degrade => Box::new(DegradeJson::new()),
-                Family::System => Box::new(SystemJson::new()),
-                Family::Authority => Box::new(AuthorityJson::new()),
-                Family::ParamFlow => Box::new(ParamFlowJson::new()),
+                Family::Flow => Box::new(FlowJson::new().keys(keys)),
+                Family::Degrade => Box::new(DegradeJson::new().keys(keys)),
+                Family::System => Box::new(SystemJson::new().keys(keys)),
+                Family::Authority => Box::new(AuthorityJson::new().keys(keys)),
+                Family::ParamFlow => Box::new(ParamFlowJson::new().keys(keys)),
             },
             (Format::Go, Some(family)) => match family {
-                Family::Flow => Box::new(GoFlowJson::new()),
-                Family::Degrade => Box::new(GoCircuitBreakerJson::new()),
-                Family::System => Box::new(GoSystemJson::new()),
-                Family::ParamFlow => Box::new(GoHotspotJson::new()),
+                Family::Flow => Box::new(GoFlowJson::new().keys(keys)),
+                Family::Degrade => Box::new(GoCircuitBreakerJson::new().keys(keys)),
+                Family::System => Box::new(GoSystemJson::new().keys(keys)),
+                Family::ParamFlow => Box::new(GoHotspotJson::new().keys(keys)),
                 Family::Authority => {
                     return Err(Failure::Usage(
                         "sentinel-golang has no authority rules".into(),
@@ -101,6 +108,8 @@ pub(crate) fn java(family: RuleFamily) -> Boxed {
 #[derive(Debug)]
 pub(crate) struct Rules {
     pub(crate) set: RuleSet,
+    /// What loaded but deserves a look (unknown keys).
+    pub(crate) warnings: Vec<RuleIssue>,
 }
 
 impl Rules {

@@ -42,7 +42,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 use sentinel_core::datasource::{
     DataSource, Encoding, Expected, RawPayload, ReadableDataSource, WriteError,
 };
-use sentinel_core::{RuleError, RuleSet, Sentinel, SentinelEvent};
+use sentinel_core::{
+    KeyPolicy, RuleError, RuleIssue, RuleSet, Sentinel, SentinelEvent, Validation,
+};
 use serde_json::{json, Value};
 
 use format::{Family, Format, Rules};
@@ -125,6 +127,11 @@ enum Command {
     Validate {
         /// The rules file.
         file: PathBuf,
+        /// Make a key that is no field of its rule an error (exit 1), not a warning. The keys
+        /// stores add (`id`, `app`, `ip`, `port`, `gmtCreate`, `gmtModified`...) stay ignored;
+        /// a key close to a field (`cuont`) is an error either way.
+        #[arg(long)]
+        strict_keys: bool,
         #[command(flatten)]
         shape: Shape,
     },
@@ -280,11 +287,30 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
     };
     match cli.command {
-        Command::Validate { file, shape } => {
-            let rules = read_file(&file, &shape, json)?;
-            report(json, json!({ "ok": true, "rules": rules.counts() }), || {
-                format!("ok: {}", rules.summary())
-            });
+        Command::Validate {
+            file,
+            strict_keys,
+            shape,
+        } => {
+            let keys = if strict_keys {
+                KeyPolicy::Deny
+            } else {
+                KeyPolicy::Warn
+            };
+            let rules = read_file_with(&file, &shape, json, keys)?;
+            let warnings: Vec<Value> = rules.warnings.iter().map(issue_json).collect();
+            report(
+                json,
+                json!({ "ok": true, "rules": rules.counts(), "warnings": warnings }),
+                || {
+                    let mut text = String::new();
+                    for warning in &rules.warnings {
+                        text.push_str(&format!("warning: {warning}\n"));
+                    }
+                    text.push_str(&format!("ok: {}", rules.summary()));
+                    text
+                },
+            );
             Ok(())
         }
         Command::Completions { shell } => {
@@ -704,10 +730,26 @@ async fn watch(
 
 /// Reads and converts a rules file; prints its problems (and fails) when it is invalid.
 fn read_file(path: &PathBuf, shape: &Shape, json: bool) -> Result<Rules, Failure> {
+    read_file_with(path, shape, json, KeyPolicy::Warn)
+}
+
+/// [`read_file`], with what an unknown key is.
+fn read_file_with(
+    path: &PathBuf,
+    shape: &Shape,
+    json: bool,
+    keys: KeyPolicy,
+) -> Result<Rules, Failure> {
     let bytes = std::fs::read(path)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-    match shape.converter()?.convert(&bytes) {
-        Ok(set) => Ok(Rules { set }),
+    match shape
+        .converter_with(keys)?
+        .convert_with(&bytes, Validation::Strict)
+    {
+        Ok(converted) => Ok(Rules {
+            set: converted.value,
+            warnings: converted.warnings,
+        }),
         Err(error) => {
             let error = error.with_payload(&path.display().to_string());
             print_invalid(&error, json);
@@ -718,19 +760,7 @@ fn read_file(path: &PathBuf, shape: &Shape, json: bool) -> Result<Rules, Failure
 
 fn print_invalid(error: &RuleError, json: bool) {
     if json {
-        let issues: Vec<Value> = error
-            .issues()
-            .iter()
-            .map(|i| {
-                json!({
-                    "family": i.family.to_string(),
-                    "index": i.index,
-                    "resource": i.resource,
-                    "field": i.field,
-                    "message": i.message,
-                })
-            })
-            .collect();
+        let issues: Vec<Value> = error.issues().iter().map(issue_json).collect();
         say!(
             "{}",
             json!({ "ok": false, "error": error.to_string(), "issues": issues })
@@ -742,6 +772,17 @@ fn print_invalid(error: &RuleError, json: bool) {
             say!("invalid: {issue}");
         }
     }
+}
+
+/// One rule's problem, as `--json` prints it.
+fn issue_json(issue: &RuleIssue) -> Value {
+    json!({
+        "family": issue.family.to_string(),
+        "index": issue.index,
+        "resource": issue.resource,
+        "field": issue.field,
+        "message": issue.message,
+    })
 }
 
 fn report(json: bool, value: Value, text: impl FnOnce() -> String) {

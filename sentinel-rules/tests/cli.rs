@@ -237,7 +237,7 @@ fn validate_exit_codes_name_index_resource_and_field() {
     let bad = write(
         dir.path(),
         "bad.json",
-        r#"[{"resource": "GET:/a", "count": -1}, {"resource": "GET:/b", "grade": 9}]"#,
+        r#"[{"resource": "GET:/a", "count": -1}, {"resource": "GET:/b", "grade": 9, "count": 1}]"#,
     );
     let out = run(&["validate", &bad, "--family", "flow"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -570,6 +570,65 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
         let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
         assert!(out.status.success(), "{url}: {out:?}");
     }
+}
+
+/// A one-letter typo in a key is exit 1 with a did-you-mean; an unknown key is a warning
+/// (exit 0) unless `--strict-keys`; the dashboard's extra keys are neither.
+#[test]
+fn validate_catches_a_misspelt_key_and_warns_about_unknown_ones() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let typo = write(
+        dir.path(),
+        "typo.json",
+        r#"[{"resource":"GET:/order","cuont":5}]"#,
+    );
+    let out = run(&["validate", &typo, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stdout(&out).contains(r#"unknown field "cuont" (did you mean "count"?)"#),
+        "{out:?}"
+    );
+    let unknown = write(
+        dir.path(),
+        "unknown.json",
+        r#"[{"resource":"a","count":5,"owner":"team-a","app":"shop","gmtCreate":1}]"#,
+    );
+    let out = run(&["validate", &unknown, "--family", "flow"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.contains("warning:") && text.contains("owner"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("gmtCreate") && !text.contains("\"app\""),
+        "{text}"
+    );
+    let out = run(&["--json", "validate", &unknown, "--family", "flow"]);
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["warnings"][0]["field"], "owner", "{doc}");
+    let out = run(&["validate", &unknown, "--family", "flow", "--strict-keys"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // One name for the family: `paramFlow`, as in the combined document (the old spelling
+    // still works).
+    let param = write(
+        dir.path(),
+        "param.json",
+        r#"[{"resource":"a","paramIdx":0,"count":5}]"#,
+    );
+    for family in ["paramFlow", "param-flow"] {
+        let out = run(&["validate", &param, "--family", family]);
+        assert!(out.status.success(), "{family}: {out:?}");
+    }
+    // A combined document given `--family` says to drop it.
+    let combined = write(
+        dir.path(),
+        "combined.json",
+        r#"{"flow":[{"resource":"a","count":1}]}"#,
+    );
+    let out = run(&["validate", &combined, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).contains("drop `--family`"), "{out:?}");
 }
 
 /// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS),
