@@ -762,4 +762,53 @@ mod tests {
             assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
         }
     }
+
+    #[test]
+    fn of_two_keys_differing_in_case_the_last_wins_as_in_go() {
+        for (payload, count) in [
+            (
+                &br#"[{"resource":"a","threshold":1,"Threshold":2}]"#[..],
+                2.0,
+            ),
+            (br#"[{"resource":"a","Threshold":2,"threshold":1}]"#, 1.0),
+            (
+                br#"{"resource":"a","THRESHOLD":3,"threshold":1,"Threshold":4}"#,
+                4.0,
+            ),
+        ] {
+            let rules = GoFlowJson::new()
+                .convert(payload)
+                .map(flow)
+                .unwrap_or_default();
+            assert_eq!(rules, vec![FlowRule::qps("a", count)], "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn go_keys_are_quoted_as_written() {
+        let err = GoHotspotJson::new()
+            .convert(
+                br#"[{"resource":"a","paramindex":0,"threshold":1,"burstcount":"x",
+                      "specificitems":[{"valkind":9,"ValStr":"1","threshold":1}]}]"#,
+            )
+            .err();
+        let fields: Vec<String> = err
+            .as_ref()
+            .map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
+            .unwrap_or_default();
+        assert!(fields.contains(&"burstcount".to_owned()), "{fields:?}");
+        assert!(
+            fields.contains(&"specificitems[0].valkind".to_owned()),
+            "{fields:?}"
+        );
+        let err = GoFlowJson::new()
+            .convert(br#"[{"resource":"a","thresold":1}]"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains(r#"unknown field "thresold" (did you mean "threshold"?)"#),
+            "{err}"
+        );
+    }
 }

@@ -509,6 +509,10 @@ fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// What converting a payload's entries gave: the rules, the issues of the rules lenient
+/// mode skipped, how many rules those are, and the warnings.
+type ConvertedEntries = (RuleSet, Vec<RuleIssue>, usize, Vec<RuleIssue>);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,7 +544,3 @@ mod tests {
         assert_eq!(renamed("app-flow-rules"), renamed("app-flow-rules"));
     }
 }
-
-/// What converting a payload's entries gave: the rules, the issues of the rules lenient
-/// mode skipped, how many rules those are, and the warnings.
-type ConvertedEntries = (RuleSet, Vec<RuleIssue>, usize, Vec<RuleIssue>);
