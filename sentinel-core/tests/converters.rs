@@ -6,7 +6,7 @@ use sentinel_core::authority::AuthorityRule;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
-    GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
+    GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
 use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
 use sentinel_core::param_flow::{
@@ -313,6 +313,28 @@ fn golang_system_helper_files() {
     );
 }
 
+/// sentinel-golang's isolation rules (capitalised keys, as its own test data has them): a
+/// concurrency limit per resource, as thread-count flow rules.
+#[test]
+fn golang_isolation_helper_file() {
+    let set = converted(GoIsolationJson::new().convert(&payload(
+        "isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json",
+    )));
+    assert_eq!(
+        set.flow,
+        Some(
+            [100.0, 90.0, 80.0, 70.0]
+                .into_iter()
+                .map(|n| FlowRule::thread("abc", n))
+                .collect()
+        )
+    );
+    let err = GoIsolationJson::new()
+        .convert(br#"[{"resource":"a","metricType":1,"threshold":1}]"#)
+        .expect_err("only concurrency");
+    assert_eq!(err.issues()[0].field, "metricType");
+}
+
 #[test]
 fn combined_document_with_every_family() {
     let doc = br#"{
@@ -586,7 +608,6 @@ fn every_shared_payload_is_accounted_for() {
     // read (Kubernetes CRD YAML): each must still fail loudly, never load as rules of
     // another family.
     let not_yet: &[(&str, &str)] = &[
-        ("isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json", "isolation"),
         ("k8s-crd-circuitbreakerrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
         ("k8s-crd-flowrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
         ("k8s-crd-hotspotrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
@@ -600,6 +621,7 @@ fn every_shared_payload_is_accounted_for() {
             for converter in converters() {
                 let err = converter.convert(&bytes).expect_err(name);
                 assert!(matches!(err, RuleError::Format { .. }), "{name}: {err}");
+                assert!(err.to_string().contains("looks like YAML"), "{name}: {err}");
             }
         } else {
             // Named as a family in a combined document, it is refused, not ignored.
@@ -612,6 +634,7 @@ fn every_shared_payload_is_accounted_for() {
     }
     // The others are exercised by the tests above.
     let covered = [
+        "isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json",
         "authority__alibaba-spring-cloud-alibaba__sentinel-core-example-authority.json",
         "circuitbreaker-go__alibaba-sentinel-golang__tests-testdata-helper.json",
         "degrade__alibaba-Sentinel__sentinel-demo-dynamic-file-rule__legacy-passCount.json",
@@ -652,7 +675,8 @@ fn every_shared_payload_is_accounted_for() {
 #[test]
 fn no_payload_loads_as_another_family() {
     type Make = fn() -> Box<dyn Converter<[u8], RuleSet>>;
-    let converters: [(&str, Make); 9] = [
+    let converters: [(&str, Make); 10] = [
+        ("isolation-go", || Box::new(GoIsolationJson::new())),
         ("flow", || Box::new(FlowJson::new())),
         ("degrade", || Box::new(DegradeJson::new())),
         ("system", || Box::new(SystemJson::new())),
@@ -711,9 +735,13 @@ fn no_payload_loads_as_another_family() {
     }
     // Authority rules have no key of their own (resource, limitApp, strategy): given to the
     // Sentinel flow or degrade converter they are refused by those families' own checks.
+    // The Go system payload without `triggerCount` has only `metricType`, which isolation
+    // rules share: the isolation converter refuses it by its own checks (no resource, no
+    // threshold).
     for line in &unexplained {
         assert!(
-            line.starts_with("authority__"),
+            line.starts_with("authority__")
+                || (line.contains("adaptiveStrategy") && line.contains("-> isolation-go")),
             "not named as another family: {line}"
         );
     }

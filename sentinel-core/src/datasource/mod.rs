@@ -6,7 +6,7 @@
 //! - a [`Converter`] turns bytes into a [`RuleSet`](crate::RuleSet): Sentinel JSON per family
 //!   ([`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`], [`ParamFlowJson`]),
 //!   the combined document ([`CombinedJson`]), sentinel-golang's JSON ([`GoFlowJson`],
-//!   [`GoCircuitBreakerJson`], [`GoSystemJson`], [`GoHotspotJson`]), or a closure through [`converter_fn`];
+//!   [`GoCircuitBreakerJson`], [`GoSystemJson`], [`GoHotspotJson`], [`GoIsolationJson`]), or a closure through [`converter_fn`];
 //! - the generic driver ([`DataSource`]) owns the loop for every backend: initial load,
 //!   dedupe, apply, status ([`SourceStatus`]), backoff and reconnect, local snapshot.
 //!
@@ -37,8 +37,8 @@ mod write;
 pub(crate) use converter::java_converter;
 pub use converter::{
     converter_fn, AuthorityJson, CombinedJson, Converted, Converter, DegradeJson, FlowJson,
-    FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson,
-    SystemJson,
+    FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson,
+    ParamFlowJson, SystemJson,
 };
 pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode};
 pub use memory::{MemorySource, MemoryStore};

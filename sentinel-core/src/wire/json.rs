@@ -67,9 +67,43 @@ pub(crate) fn parse_document(bytes: &[u8], format: &str) -> Result<Value, RuleEr
                     return Ok(value);
                 }
             }
-            Err(format_error(format, error.to_string()))
+            let mut message = error.to_string();
+            if looks_like_yaml(bytes) {
+                message.push_str(
+                    ": this looks like YAML, not JSON. Rules kept as JSON inside YAML (a \
+                     Spring or Eureka property, a Dapr component's metadata) must be taken out \
+                     of it first; sentinel-golang's Kubernetes CRDs (FlowRules, \
+                     CircuitBreakerRules...) are not read yet",
+                );
+            }
+            Err(format_error(format, message))
         }
     }
+}
+
+/// Whether a payload that is not JSON reads like YAML: its first line that is not blank or a
+/// comment is a document marker, a list item or a `key:` of a mapping.
+fn looks_like_yaml(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let Some(line) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+    else {
+        return false;
+    };
+    if line == "---" || line.starts_with("- ") {
+        return true;
+    }
+    line.split_once(':').is_some_and(|(key, rest)| {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && (rest.is_empty() || rest.starts_with(' '))
+    })
 }
 
 /// fastjson accepts single-quoted strings; JSON5 reads them too. Used only when strict JSON

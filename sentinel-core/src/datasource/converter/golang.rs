@@ -155,6 +155,59 @@ go_converter!(
     into_go_hotspot_rule
 );
 
+go_converter!(
+    /// sentinel-golang's isolation-rule JSON: a concurrency limit per resource, mapped onto
+    /// Sentinel's thread-count [`FlowRule`] (`FlowRule::thread`), which blocks a call when
+    /// the calls in flight plus this one would exceed the limit, as Go's isolation check does.
+    ///
+    /// | Go | Sentinel |
+    /// |---|---|
+    /// | `resource` | `resource` |
+    /// | `metricType` 0 Concurrency (the only one) | `grade` 0 (threads) |
+    /// | `threshold` | `count` |
+    ///
+    /// ```
+    /// use sentinel_core::datasource::{Converter, GoIsolationJson};
+    /// use sentinel_core::flow::FlowRule;
+    ///
+    /// let payload = br#"[{"Resource": "abc", "MetricType": 0, "Threshold": 100}]"#;
+    /// let set = GoIsolationJson::new().convert(&payload[..]).unwrap();
+    /// assert_eq!(set.flow.unwrap(), vec![FlowRule::thread("abc", 100.0)]);
+    /// ```
+    GoIsolationJson,
+    RuleFamily::Flow,
+    Format::GoIsolation,
+    "sentinel-golang isolation-rule JSON",
+    GoIsolationRuleWire,
+    into_go_isolation_rule
+);
+
+wire::wire_struct! {
+    /// sentinel-golang's isolation rule on the wire (keys in any letter case). `threshold`
+    /// decides what it does.
+    struct GoIsolationRuleWire (Insensitive) {
+        resource: String = "resource",
+        metric_type: Int = "metricType",
+        threshold: Int = "threshold" required,
+    }
+}
+
+/// Maps a Go isolation rule onto a Sentinel thread-count flow rule.
+fn into_go_isolation_rule(wire: GoIsolationRuleWire, index: usize) -> (FlowRule, Vec<RuleIssue>) {
+    let resource = wire.resource.unwrap_or_default();
+    let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
+    match wire::int(wire.metric_type).unwrap_or(0) {
+        0 => {}
+        other => issues.add(
+            "metricType",
+            format!("unknown value {other}; expected 0 (Concurrency)"),
+        ),
+    }
+    let threshold = issues.u32("threshold", wire::int(wire.threshold), 0);
+    let rule = FlowRule::thread(resource.clone(), f64::from(threshold));
+    issues.finish(rule)
+}
+
 /// Go's `encoding/json` matches keys in any letter case, and of two keys that differ only
 /// in case the last one in the document wins. A `serde_json::Value` keeps its keys sorted,
 /// so a rule object with such keys is read again from the bytes, in document order, and

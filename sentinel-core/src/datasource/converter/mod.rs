@@ -6,7 +6,8 @@
 //! - [`CombinedJson`]: one document carrying several families,
 //!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...], "paramFlow": [...]}`;
 //! - [`GoFlowJson`] and its siblings: sentinel-golang's JSON (`threshold`,
-//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules;
+//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules ([`GoIsolationJson`]: its
+//!   concurrency limits, as thread-count flow rules);
 //! - [`converter_fn`]: any closure, for a custom format.
 //!
 //! # Wire tolerance
@@ -47,7 +48,7 @@ use crate::rules::{RuleError, RuleIssue, Validation};
 mod golang;
 mod java;
 
-pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoSystemJson};
+pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;
 pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, ParamFlowJson, SystemJson};
