@@ -2,7 +2,7 @@
 
 use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
-    GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
+    GoFlowJson, GoHotspotJson, GoSystemJson, KubernetesYaml, ParamFlowJson, SystemJson,
 };
 use sentinel_core::{KeyPolicy, RuleFamily, RuleIssue, RuleSet};
 use serde_json::{json, Value};
@@ -18,6 +18,10 @@ pub(crate) enum Format {
     Go,
     /// The combined document: `{"flow": [...], "degrade": [...], ...}`.
     Combined,
+    /// sentinel-golang's Kubernetes resources (YAML: `FlowRules`, `CircuitBreakerRules`,
+    /// `HotspotRules`, `IsolationRules`, `SystemRules`), one or more documents; no
+    /// `--family` (each document's `kind` names it).
+    K8s,
 }
 
 /// A rule family.
@@ -61,6 +65,12 @@ impl Shape {
         });
         let converter: Boxed = match (format, self.family) {
             (Format::Combined, None) => Box::new(CombinedJson::new().keys(keys)),
+            (Format::K8s, None) => Box::new(KubernetesYaml::new().keys(keys)),
+            (Format::K8s, Some(_)) => {
+                return Err(Failure::Usage(
+                    "--format k8s takes no --family: each resource's `kind` names it".into(),
+                ))
+            }
             (Format::Combined, Some(_)) => {
                 return Err(Failure::Usage(
                     "--family names one family's list: not with --format combined".into(),

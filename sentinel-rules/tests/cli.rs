@@ -620,6 +620,25 @@ fn validate_catches_a_misspelt_key_and_warns_about_unknown_ones() {
         let out = run(&["validate", &param, "--family", family]);
         assert!(out.status.success(), "{family}: {out:?}");
     }
+    // sentinel-golang's Kubernetes resources, several documents in one file.
+    let crds = write(
+        dir.path(),
+        "crds.yaml",
+        "apiVersion: datasource.sentinel.io/v1alpha1\nkind: FlowRules\nmetadata: {name: a}\n\
+         spec:\n  rules:\n    - {resource: r, threshold: 5}\n---\n\
+         apiVersion: datasource.sentinel.io/v1alpha1\nkind: SystemRules\nmetadata: {name: b}\n\
+         spec:\n  rules:\n    - {metricType: CpuUsage, triggerCount: 80}\n",
+    );
+    let out = run(&["validate", &crds, "--format", "k8s"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout(&out).contains("1 flow rule, 1 system rule"),
+        "{out:?}"
+    );
+    // Without `--format k8s`, the error says it looks like YAML.
+    let out = run(&["validate", &crds]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).contains("looks like YAML"), "{out:?}");
     // A combined document given `--family` says to drop it.
     let combined = write(
         dir.path(),

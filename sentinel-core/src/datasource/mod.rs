@@ -35,6 +35,8 @@ mod write;
 
 #[cfg(test)]
 pub(crate) use converter::java_converter;
+#[cfg(feature = "yaml")]
+pub use converter::KubernetesYaml;
 pub use converter::{
     converter_fn, AuthorityJson, CombinedJson, Converted, Converter, DegradeJson, FlowJson,
     FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson,

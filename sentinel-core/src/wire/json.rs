@@ -72,8 +72,9 @@ pub(crate) fn parse_document(bytes: &[u8], format: &str) -> Result<Value, RuleEr
                 message.push_str(
                     ": this looks like YAML, not JSON. Rules kept as JSON inside YAML (a \
                      Spring or Eureka property, a Dapr component's metadata) must be taken out \
-                     of it first; sentinel-golang's Kubernetes CRDs (FlowRules, \
-                     CircuitBreakerRules...) are not read yet",
+                     of it first; sentinel-golang's Kubernetes resources (FlowRules, \
+                     CircuitBreakerRules...) are read by KubernetesYaml (the `yaml` feature; \
+                     `sentinel-rules --format k8s`)",
                 );
             }
             Err(format_error(format, message))

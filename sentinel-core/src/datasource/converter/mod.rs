@@ -8,6 +8,8 @@
 //! - [`GoFlowJson`] and its siblings: sentinel-golang's JSON (`threshold`,
 //!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules ([`GoIsolationJson`]: its
 //!   concurrency limits, as thread-count flow rules);
+//! - `KubernetesYaml` (feature `yaml`): sentinel-golang's Kubernetes custom resources
+//!   (`FlowRules`, `CircuitBreakerRules`, `HotspotRules`, `IsolationRules`, `SystemRules`);
 //! - [`converter_fn`]: any closure, for a custom format.
 //!
 //! # Wire tolerance
@@ -47,11 +49,15 @@ use crate::rules::{RuleError, RuleIssue, Validation};
 
 mod golang;
 mod java;
+#[cfg(feature = "yaml")]
+mod kubernetes;
 
 pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;
 pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, ParamFlowJson, SystemJson};
+#[cfg(feature = "yaml")]
+pub use kubernetes::KubernetesYaml;
 
 /// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::rule_set::RuleSet), for
 /// data sources.
