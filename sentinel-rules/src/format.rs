@@ -38,6 +38,18 @@ pub(crate) enum Family {
 
 type Boxed = Box<dyn Converter<[u8], RuleSet>>;
 
+impl From<Family> for RuleFamily {
+    fn from(family: Family) -> Self {
+        match family {
+            Family::Flow => RuleFamily::Flow,
+            Family::Degrade => RuleFamily::Degrade,
+            Family::System => RuleFamily::System,
+            Family::Authority => RuleFamily::Authority,
+            Family::ParamFlow => RuleFamily::ParamFlow,
+        }
+    }
+}
+
 impl Shape {
     /// The combined document.
     pub(crate) fn combined() -> Self {
@@ -50,6 +62,35 @@ impl Shape {
     /// Whether this shape is the combined document.
     pub(crate) fn is_combined(&self) -> bool {
         self.format == Some(Format::Combined) || (self.format.is_none() && self.family.is_none())
+    }
+
+    /// The name of this shape's JSON Schema (`flow`, `combined`, `go-flow`...), as
+    /// `sentinel_core::datasource::schema::rule_schemas` names them.
+    pub(crate) fn schema_name(&self) -> Result<&'static str, Failure> {
+        let format = self.format.unwrap_or(match self.family {
+            Some(_) => Format::Java,
+            None => Format::Combined,
+        });
+        Ok(match (format, self.family) {
+            (Format::Combined, None) => "combined",
+            (Format::Java, Some(family)) => RuleFamily::from(family).as_str(),
+            (Format::Go, Some(Family::Flow)) => "go-flow",
+            (Format::Go, Some(Family::Degrade)) => "go-circuit-breaker",
+            (Format::Go, Some(Family::System)) => "go-system",
+            (Format::Go, Some(Family::ParamFlow)) => "go-hotspot",
+            (Format::K8s, _) => {
+                return Err(Failure::Usage(
+                    "no schema for Kubernetes resources yet (JSON formats only)".into(),
+                ))
+            }
+            _ => {
+                // The converter names what is wrong with the shape.
+                self.converter()?;
+                return Err(Failure::Usage(
+                    "no schema for this format and family".into(),
+                ));
+            }
+        })
     }
 
     /// The converter of this shape (unknown keys are warnings).

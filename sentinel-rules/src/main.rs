@@ -195,6 +195,12 @@ enum Command {
         #[command(flatten)]
         shape: Shape,
     },
+    /// Print the JSON Schema of a rule format (the combined document without `--format` and
+    /// `--family`), for an editor to complete fields and flag misspelt keys.
+    Schema {
+        #[command(flatten)]
+        shape: Shape,
+    },
     /// Print a shell completion script: `sentinel-rules completions bash`.
     Completions {
         /// The shell.
@@ -310,6 +316,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     text.push_str(&format!("ok: {}", rules.summary()));
                     text
                 },
+            );
+            Ok(())
+        }
+        Command::Schema { shape } => {
+            let name = shape.schema_name()?;
+            let schemas = sentinel_core::datasource::schema::rule_schemas();
+            let schema = schemas
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, schema)| schema)
+                .ok_or_else(|| Failure::Usage(format!("no schema named {name}")))?;
+            say!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
             );
             Ok(())
         }

@@ -650,6 +650,28 @@ fn validate_catches_a_misspelt_key_and_warns_about_unknown_ones() {
     assert!(stdout(&out).contains("drop `--family`"), "{out:?}");
 }
 
+/// `schema` prints the shipped JSON Schema of the chosen format.
+#[test]
+fn schema_prints_the_shipped_schema_of_a_format() {
+    for (args, file) in [
+        (&["schema"][..], "combined"),
+        (&["schema", "--family", "flow"][..], "flow"),
+        (&["schema", "--family", "paramFlow"][..], "paramFlow"),
+        (
+            &["schema", "--format", "go", "--family", "degrade"][..],
+            "go-circuit-breaker",
+        ),
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let printed: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        let path = format!("{}/../schemas/{file}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let shipped: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(printed, shipped, "{args:?}");
+    }
+}
+
 /// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS),
 /// and `--no-cas` opts out; a file and Nacos, which keep none, are overwritten.
 #[test]

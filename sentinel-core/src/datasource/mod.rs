@@ -23,6 +23,8 @@
 mod converter;
 mod driver;
 mod memory;
+#[cfg(feature = "schema")]
+pub mod schema;
 mod secret;
 mod snapshot;
 mod source;

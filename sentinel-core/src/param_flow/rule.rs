@@ -470,6 +470,7 @@ impl wire::NestedKeys for ItemObject {
 
 /// An item's `object`: text, or a bare JSON scalar (written by hand, `"object": 42`).
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 enum ItemObject {
     Text(String),

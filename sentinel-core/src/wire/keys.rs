@@ -309,6 +309,9 @@ pub(crate) trait RuleWire {
     const FIELDS: &'static [&'static str];
     /// How it matches keys.
     const CASE: KeyCase;
+    /// The fields that decide what the rule does.
+    #[allow(dead_code)] // read by the `schema` feature
+    const REQUIRED: &'static [&'static str];
     /// The keys it did not read, its nested objects' included.
     fn unknown(&self) -> &UnknownKeys;
     /// The fields that decide what the rule does and are absent (strict mode refuses the
@@ -330,14 +333,23 @@ macro_rules! wire_struct {
     ) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+        #[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
         $vis struct $name {
-            $($field: Option<$ty>,)*
+            $(
+                #[cfg_attr(feature = "schema", schemars(rename = $key))]
+                $field: Option<$ty>,
+            )*
+            #[cfg_attr(feature = "schema", schemars(skip))]
             unknown: $crate::wire::UnknownKeys,
         }
 
         impl $crate::wire::RuleWire for $name {
             const FIELDS: &'static [&'static str] = &[$($key),*];
             const CASE: $crate::wire::KeyCase = $crate::wire::KeyCase::$case;
+            const REQUIRED: &'static [&'static str] = &[
+                $($($crate::wire::wire_struct!(@name $key $required),)?)*
+            ];
 
             fn unknown(&self) -> &$crate::wire::UnknownKeys {
                 &self.unknown
@@ -401,6 +413,9 @@ macro_rules! wire_struct {
         }
     };
     (@required $missing:ident, $self:ident, $field:ident, $key:literal) => {};
+    (@name $key:literal required) => {
+        $key
+    };
 }
 
 pub(crate) use wire_struct;

@@ -677,6 +677,43 @@ fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> (SystemRule, Vec
     issues.finish(rule)
 }
 
+/// The schemas of sentinel-golang's JSON formats, by file name.
+#[cfg(feature = "schema")]
+pub(crate) fn go_schemas() -> Vec<(&'static str, Value)> {
+    use crate::datasource::schema::{any_case, document, rule_object};
+    let mut all = vec![
+        (
+            "go-flow",
+            "sentinel-golang flow rules",
+            rule_object::<GoFlowRuleWire>(),
+        ),
+        (
+            "go-circuit-breaker",
+            "sentinel-golang circuit-breaker rules",
+            rule_object::<GoBreakerRuleWire>(),
+        ),
+        (
+            "go-hotspot",
+            "sentinel-golang hotspot rules",
+            rule_object::<GoHotspotRuleWire>(),
+        ),
+        (
+            "go-system",
+            "sentinel-golang system rules",
+            rule_object::<GoSystemRuleWire>(),
+        ),
+        (
+            "go-isolation",
+            "sentinel-golang isolation rules",
+            rule_object::<GoIsolationRuleWire>(),
+        ),
+    ];
+    all.iter_mut().for_each(|(_, _, rule)| any_case(rule));
+    all.into_iter()
+        .map(|(name, title, rule)| (name, document(title, rule)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

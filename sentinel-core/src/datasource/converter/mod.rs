@@ -52,6 +52,8 @@ mod java;
 #[cfg(feature = "yaml")]
 mod kubernetes;
 
+#[cfg(feature = "schema")]
+pub(crate) use golang::go_schemas;
 pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;
