@@ -115,3 +115,104 @@ fn system_rules_sample() {
         ])
     );
 }
+
+/// OpenSergo's fault-tolerance resources: strategies named by a `FaultToleranceRule`,
+/// applied to its targets; `limitMode: Global` makes a cluster rule; fallback actions are
+/// left to the application.
+#[test]
+fn opensergo_fault_tolerance_rules() {
+    let yaml = br#"apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: RateLimitStrategy
+metadata: {name: orders-global}
+spec: {metricType: RequestAmount, limitMode: Global, threshold: 40, statDuration: "1s"}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: ThrottlingStrategy
+metadata: {name: smooth}
+spec: {minIntervalOfRequests: "25ms", queueTimeout: "400ms"}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: ConcurrencyLimitStrategy
+metadata: {name: eight}
+spec: {maxConcurrency: 8, limitMode: Local}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: CircuitBreakerStrategy
+metadata: {name: slow}
+spec:
+  strategy: SlowRequestRatio
+  triggerRatio: "50%"
+  statDuration: "20s"
+  recoveryTimeout: "3s"
+  minRequestAmount: 7
+  slowConditions: {maxAllowedRt: "300ms"}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: HttpRequestFallbackAction
+metadata: {name: busy}
+spec: {behavior: ReturnProvidedResponse}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: FaultToleranceRule
+metadata: {name: orders}
+spec:
+  targets: [{targetResourceName: /orders}]
+  strategies: [{name: orders-global}, {name: smooth}, {name: eight}, {name: slow}]
+  fallbackAction: busy
+"#;
+    let set = KubernetesYaml::new()
+        .convert(&yaml[..])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let flow = set.flow.unwrap_or_default();
+    assert_eq!(flow.len(), 3, "{flow:?}");
+    assert!(flow[0].cluster_mode);
+    let cluster = flow[0].cluster_config.clone().expect("a cluster rule");
+    assert_eq!(cluster.threshold_type, 1, "global threshold");
+    assert!(cluster.flow_id.is_some_and(|id| id > 0));
+    assert_eq!(
+        (flow[0].resource.as_str(), flow[0].count),
+        ("/orders", 40.0)
+    );
+    assert_eq!(
+        flow[1],
+        FlowRule::qps("/orders", 40.0)
+            .control_behavior(ControlBehavior::RateLimiter)
+            .max_queueing_time_ms(400)
+    );
+    assert_eq!(flow[2], FlowRule::thread("/orders", 8.0));
+    assert_eq!(
+        set.degrade,
+        Some(vec![DegradeRule::slow_ratio("/orders", 300.0, 0.5, 3)
+            .min_request_amount(7)
+            .stat_interval_ms(20000)])
+    );
+
+    // A strategy that is not in the payload, and a bad field, are named with their document.
+    let bad = br#"apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: RateLimitStrategy
+metadata: {name: r}
+spec: {metricType: RequestAmount, limitMode: Local, threshold: 5, statDuration: "soon"}
+---
+apiVersion: fault-tolerance.opensergo.io/v1alpha1
+kind: FaultToleranceRule
+metadata: {name: x}
+spec:
+  targets: [{targetResourceName: /a}]
+  strategies: [{name: r}, {name: missing}]
+"#;
+    let err = KubernetesYaml::new()
+        .convert(&bad[..])
+        .expect_err("invalid");
+    let found: Vec<(usize, &str)> = err
+        .issues()
+        .iter()
+        .map(|i| (i.index, i.field.as_str()))
+        .collect();
+    assert!(found.contains(&(1, "spec.strategies[1].name")), "{err}");
+    assert!(found.contains(&(0, "spec.statDuration")), "{err}");
+    assert!(
+        err.to_string()
+            .contains("document #0 (RateLimitStrategy r)"),
+        "{err}"
+    );
+}

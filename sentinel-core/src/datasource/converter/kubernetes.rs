@@ -7,6 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::opensergo;
 use super::{
     converter_with_mode, Converted, Converter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson,
     GoIsolationJson, GoSystemJson,
@@ -38,6 +39,12 @@ converter_with_mode!(
     ///   `Load` and `CpuUsage`, are divided by 100;
     /// - a flow rule's `statIntervalInMs` is not used, as in Go;
     /// - `IsolationRules` are concurrency limits, read as [`GoIsolationJson`] reads them.
+    ///
+    /// OpenSergo's fault-tolerance resources (`fault-tolerance.opensergo.io/v1alpha1`) in
+    /// the same payload are read too: each `FaultToleranceRule` applies the strategies it
+    /// names (`RateLimitStrategy`, `ThrottlingStrategy`, `ConcurrencyLimitStrategy`,
+    /// `CircuitBreakerStrategy`) to its targets' resources; a `RateLimitStrategy` with
+    /// `limitMode: Global` becomes a cluster rule with a global threshold.
     ///
     /// Messages name the document (`document #1 (FlowRules sentinel-go-flow-rules)`), the
     /// rule's index in its `spec.rules` and the field. Rules of several documents of one
@@ -124,6 +131,7 @@ fn convert(
     let mut issues = Vec::new();
     let mut skipped = Vec::new();
     let mut warnings = Vec::new();
+    let mut opensergo = Vec::new();
     for (number, document) in serde_norway::Deserializer::from_str(text).enumerate() {
         let at =
             |message: String| wire::format_error(FORMAT, format!("document #{number}: {message}"));
@@ -141,9 +149,36 @@ fn convert(
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("");
+        if api == opensergo::API_VERSION {
+            let kind = resource
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if !opensergo::known_kind(&kind) {
+                return Err(at(format!(
+                    "`kind` is {kind:?}; expected one of {}",
+                    opensergo::kinds()
+                )));
+            }
+            let name = metadata_name(&resource);
+            let spec = match resource.remove("spec") {
+                Some(Value::Object(spec)) => spec,
+                _ => return Err(at(format!("{kind} {name}: `spec` must be an object"))),
+            };
+            opensergo.push(opensergo::Resource {
+                number,
+                kind,
+                name,
+                spec,
+            });
+            continue;
+        }
         if api != API_VERSION {
             return Err(at(format!(
-                "`apiVersion` is {api:?}; expected {API_VERSION:?} (sentinel-golang's resources)"
+                "`apiVersion` is {api:?}; expected {API_VERSION:?} (sentinel-golang's resources) \
+                 or {:?} (OpenSergo's)",
+                opensergo::API_VERSION
             )));
         }
         let kind_name = resource.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -154,12 +189,7 @@ fn convert(
                 names.join(", ")
             )));
         };
-        let name = resource
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let name = metadata_name(&resource);
         let label = format!("document #{number} ({} {name})", kind.name);
         let rules = match resource
             .remove("spec")
@@ -217,6 +247,17 @@ fn convert(
             Err(other) => return Err(at(other.to_string())),
         }
     }
+    if !opensergo.is_empty() {
+        let (part, mut found) = opensergo::rules(&opensergo);
+        issues.append(&mut found);
+        match part.checked(validation) {
+            Ok((part, mut invalid)) => {
+                skipped.append(&mut invalid);
+                set.merge(part);
+            }
+            Err(mut invalid) => issues.append(&mut invalid),
+        }
+    }
     if validation == Validation::Lenient {
         skipped.append(&mut issues);
     }
@@ -224,6 +265,16 @@ fn convert(
         return Err(wire::invalid(issues));
     }
     Ok(Converted::validated(set, skipped, warnings))
+}
+
+/// A resource's `metadata.name` (empty without one).
+fn metadata_name(resource: &Map<String, Value>) -> String {
+    resource
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
 }
 
 /// Replaces the string enum at `field` with its code, reporting an unknown one.

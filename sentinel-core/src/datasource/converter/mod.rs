@@ -51,6 +51,8 @@ mod golang;
 mod java;
 #[cfg(feature = "yaml")]
 mod kubernetes;
+#[cfg(feature = "yaml")]
+mod opensergo;
 
 #[cfg(feature = "schema")]
 pub(crate) use golang::go_schemas;
