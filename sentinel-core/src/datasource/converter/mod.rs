@@ -30,7 +30,7 @@
 //! `passCount`, sentinel-golang's memory-adaptive fields) are ignored, and any other key is
 //! a warning ([`Converted::warnings`], the source's status), or an error with
 //! [`KeyPolicy::Deny`](crate::KeyPolicy::Deny). In strict mode a rule without the field that decides what it does
-//! (`count` of a flow or param-flow rule, `grade` and `count` of a degrade rule, `limitApp` of
+//! (`count` of a flow or paramFlow rule, `grade` and `count` of a degrade rule, `limitApp` of
 //! an authority rule, `threshold` of a sentinel-golang rule...) is an error; lenient mode
 //! reads Sentinel's default and warns.
 //!
