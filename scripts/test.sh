@@ -92,6 +92,9 @@ cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
 cargo test -p sentinel-datasource-redis --all-features --no-fail-fast
 cargo test -p sentinel-datasource-nats --all-features --no-fail-fast
 cargo test -p sentinel-core --features metrics --test metrics
+# YAML resources (sentinel-golang CRDs, OpenSergo) and the shipped JSON Schemas (also built by
+# `cargo test --workspace` through sentinel-rules' features; run on their own here too)
+cargo test -p sentinel-core --features yaml,schema --test kubernetes --test schemas
 
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps

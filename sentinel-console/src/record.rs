@@ -166,6 +166,7 @@ impl Recorder {
                 source,
                 families,
                 version,
+                ..
             } => {
                 let event = RuleEvent {
                     seq,

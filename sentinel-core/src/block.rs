@@ -49,7 +49,7 @@ pub enum BlockError {
     /// A hot-parameter (param-flow) rule blocked the call: the value of the argument it
     /// limits was hot.
     #[error(
-        "blocked by param-flow rule on resource {resource:?}: the value of {} was hot ({}){}",
+        "blocked by paramFlow rule on resource {resource:?}: the value of {} was hot ({}){}",
         argument_name(rule),
         param_limit(rule),
         value.as_deref().map(|v| format!(": {v}")).unwrap_or_default()

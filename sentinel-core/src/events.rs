@@ -22,6 +22,9 @@ pub enum SentinelEvent {
         families: Vec<(RuleFamily, usize)>,
         /// The rule-table version after the update.
         version: u64,
+        /// What loaded but deserves a look: unknown keys, and in lenient mode absent fields
+        /// read as Sentinel's defaults ([`LoadReport::warnings`](crate::LoadReport::warnings)).
+        warnings: Vec<crate::RuleIssue>,
     },
     /// A rule payload was rejected; the previous rules stay active.
     RulesRejected {
@@ -106,8 +109,12 @@ impl EventBus {
                 source,
                 families,
                 version,
+                warnings,
             } => {
-                tracing::info!(source = %source, families = ?families, version, "sentinel rules applied")
+                tracing::info!(source = %source, families = ?families, version, "sentinel rules applied");
+                for warning in warnings {
+                    tracing::warn!(source = %source, warning = %warning, "sentinel rule payload: unknown or absent key");
+                }
             }
             SentinelEvent::RulesRejected { source, error } => {
                 tracing::warn!(source = %source, error = %error, "sentinel rules rejected; previous rules kept")

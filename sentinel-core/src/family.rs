@@ -37,13 +37,14 @@ pub(crate) trait Family:
     const FAMILY: RuleFamily;
 
     /// The rule as Sentinel (Java) JSON spells it.
-    type Wire: DeserializeOwned;
+    type Wire: DeserializeOwned + crate::wire::RuleWire;
 
     /// The compiled rules of every source, as the hot path reads them.
     type Table: Default + fmt::Debug + Send + Sync + 'static;
 
-    /// The typed rule with Sentinel's defaults; issues are what the wire gets wrong.
-    fn decode(wire: Self::Wire, index: usize) -> Result<Self, Vec<RuleIssue>>;
+    /// The typed rule with Sentinel's defaults, and what the wire gets wrong (a wrong value
+    /// is read as its default, so the rule can still be validated).
+    fn decode(wire: Self::Wire, index: usize) -> (Self, Vec<RuleIssue>);
 
     /// The rule's own validity checks: the one authority on whether a rule may load. Every
     /// path runs it once per rule (a converter, or the engine for rules from the API and from
@@ -72,7 +73,7 @@ impl Family for FlowRule {
     type Wire = FlowRuleWire;
     type Table = FlowTable;
 
-    fn decode(wire: FlowRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+    fn decode(wire: FlowRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
 
@@ -94,7 +95,7 @@ impl Family for DegradeRule {
     type Wire = DegradeRuleWire;
     type Table = DegradeTable;
 
-    fn decode(wire: DegradeRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+    fn decode(wire: DegradeRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
 
@@ -116,7 +117,7 @@ impl Family for SystemRule {
     type Wire = SystemRuleWire;
     type Table = SystemTable;
 
-    fn decode(wire: SystemRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+    fn decode(wire: SystemRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
 
@@ -138,7 +139,7 @@ impl Family for AuthorityRule {
     type Wire = AuthorityRuleWire;
     type Table = AuthorityTable;
 
-    fn decode(wire: AuthorityRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+    fn decode(wire: AuthorityRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
 
@@ -165,7 +166,7 @@ impl Family for ParamFlowRule {
     type Wire = ParamFlowRuleWire;
     type Table = ParamFlowTable;
 
-    fn decode(wire: ParamFlowRuleWire, index: usize) -> Result<Self, Vec<RuleIssue>> {
+    fn decode(wire: ParamFlowRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
 

@@ -80,5 +80,5 @@ pub use engine::{
 pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
 pub use rule_set::RuleSet;
-pub use rules::{LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
+pub use rules::{KeyPolicy, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 pub use stat::{NodeStats, SecondStats};

@@ -6,12 +6,20 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::family::{validate_all, Family};
-use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
+use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::wire::{self, WireShape};
 
-/// What reading Sentinel JSON gives: the rules, or every issue (strict); in lenient mode the
-/// skipped rules' issues ride along.
-pub(crate) type Decoded = Result<(RuleSet, Vec<RuleIssue>), Vec<RuleIssue>>;
+/// What reading Sentinel JSON gives: the rules with what a lenient pass skipped and the
+/// warnings, or every issue (strict).
+pub(crate) type Decoded = Result<Loaded, Vec<RuleIssue>>;
+
+/// Rules read from a payload, with what a lenient pass skipped and what deserves a look.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub(crate) set: RuleSet,
+    pub(crate) skipped: Vec<RuleIssue>,
+    pub(crate) warnings: Vec<RuleIssue>,
+}
 
 /// A family's place in a [`RuleSet`].
 pub(crate) trait InRuleSet: Family {
@@ -86,10 +94,19 @@ macro_rules! rule_set {
 
         /// One family's rule list (a list, one object, or `null`) as a set carrying that
         /// family.
-        pub(crate) fn decode_family(family: RuleFamily, value: Value, validation: Validation) -> Decoded {
+        pub(crate) fn decode_family(
+            family: RuleFamily,
+            value: Value,
+            validation: Validation,
+            keys: KeyPolicy,
+        ) -> Decoded {
             match family {
-                $(RuleFamily::$variant => decode_list::<$rule>(value, validation)
-                    .map(|(rules, skipped)| (RuleSet::of(rules), skipped)),)*
+                $(RuleFamily::$variant => decode_list::<$rule>(value, validation, keys)
+                    .map(|(rules, skipped, warnings)| Loaded {
+                        set: RuleSet::of(rules),
+                        skipped,
+                        warnings,
+                    }),)*
             }
         }
     };
@@ -193,10 +210,27 @@ impl RuleSet {
     pub(crate) fn from_combined_json(
         bytes: &[u8],
         validation: Validation,
-    ) -> Result<(RuleSet, Vec<RuleIssue>), RuleError> {
+        keys: KeyPolicy,
+    ) -> Result<Loaded, RuleError> {
         let map = match wire::parse_document(bytes, COMBINED_FORMAT)? {
-            Value::Null => return Ok((RuleSet::cleared(RuleFamily::ALL), Vec::new())),
+            Value::Null => {
+                return Ok(Loaded {
+                    set: RuleSet::cleared(RuleFamily::ALL),
+                    ..Loaded::default()
+                })
+            }
             Value::Object(map) => map,
+            Value::Array(_) => {
+                return Err(wire::format_error(
+                    COMBINED_FORMAT,
+                    format!(
+                        "expected an object keyed by rule family ({}), found a list: this looks \
+                         like one family's rule list; give its family (`--family flow`, or \
+                         the family's converter such as FlowJson)",
+                        family_names()
+                    ),
+                ))
+            }
             other => {
                 return Err(wire::format_error(
                     COMBINED_FORMAT,
@@ -208,23 +242,29 @@ impl RuleSet {
                 ))
             }
         };
-        let mut set = RuleSet::new();
+        let mut loaded = Loaded::default();
         let mut issues = Vec::new();
-        let mut skipped = Vec::new();
         for (key, value) in map {
             let Some(family) = RuleFamily::ALL.iter().copied().find(|f| f.as_str() == key) else {
+                let hint = if looks_like_a_rule_key(&key) {
+                    ": this looks like one family's rule, not a combined document; give its \
+                     family (`--family flow`, or the family's converter such as FlowJson)"
+                } else {
+                    ""
+                };
                 return Err(wire::format_error(
                     COMBINED_FORMAT,
                     format!(
-                        "unknown key `{key}`; expected rule families: {}",
+                        "unknown key `{key}`; expected rule families: {}{hint}",
                         family_names()
                     ),
                 ));
             };
-            match decode_family(family, value, validation) {
-                Ok((part, mut skip)) => {
-                    set.merge(part);
-                    skipped.append(&mut skip);
+            match decode_family(family, value, validation, keys) {
+                Ok(mut part) => {
+                    loaded.set.merge(part.set);
+                    loaded.skipped.append(&mut part.skipped);
+                    loaded.warnings.append(&mut part.warnings);
                 }
                 Err(found) => issues.extend(found),
             }
@@ -232,8 +272,22 @@ impl RuleSet {
         if !issues.is_empty() {
             return Err(wire::invalid(issues));
         }
-        Ok((set, skipped))
+        Ok(loaded)
     }
+}
+
+/// Whether `key` is a field of a rule (of any family), so that a document holding it is
+/// one family's rule rather than a combined document.
+fn looks_like_a_rule_key(key: &str) -> bool {
+    use crate::wire::RuleWire;
+    let fields = [
+        crate::flow::FlowRuleWire::FIELDS,
+        crate::circuit_breaker::DegradeRuleWire::FIELDS,
+        crate::system::SystemRuleWire::FIELDS,
+        crate::authority::AuthorityRuleWire::FIELDS,
+        crate::param_flow::ParamFlowRuleWire::FIELDS,
+    ];
+    fields.iter().any(|f| f.contains(&key))
 }
 
 /// The format named in errors about Sentinel's per-family lists.
@@ -248,11 +302,16 @@ fn family_names() -> String {
         .join(", ")
 }
 
+/// One family's Sentinel JSON list, decoded and validated: the rules, what a lenient pass
+/// skipped, and the warnings.
+type FamilyParts<F> = (Vec<F>, Vec<RuleIssue>, Vec<RuleIssue>);
+
 /// One family's Sentinel JSON list, decoded and validated.
 fn decode_list<F: Family>(
     value: Value,
     validation: Validation,
-) -> Result<(Vec<F>, Vec<RuleIssue>), Vec<RuleIssue>> {
+    keys: KeyPolicy,
+) -> Result<FamilyParts<F>, Vec<RuleIssue>> {
     let family = F::FAMILY;
     let items = wire::rule_list(value, family, JAVA_FORMAT).map_err(|error| {
         // A family's part that is not a list (`"flow": 3`) is an issue of that family.
@@ -262,19 +321,19 @@ fn decode_list<F: Family>(
         };
         vec![RuleIssue::new(family, 0, None, family.as_str(), message)]
     })?;
-    let (rules, mut skipped) = wire::parse_family(
+    let parsed = wire::parse_family(
         items,
-        &WireShape::java(family),
+        &WireShape::java(family, validation, keys),
         F::decode,
         F::validate,
-        validation,
     )?;
+    let mut skipped = parsed.skipped;
     // Checks across the payload's rules (one authority rule per resource).
     let mut together = Vec::new();
-    let rules = F::keep_together(rules, &mut together);
+    let rules = F::keep_together(parsed.rules, &mut together);
     if validation == Validation::Strict && !together.is_empty() {
         return Err(together);
     }
     skipped.append(&mut together);
-    Ok((rules, skipped))
+    Ok((rules, skipped, parsed.warnings))
 }

@@ -139,19 +139,14 @@ impl<'a> Issues<'a> {
         }
     }
 
-    /// An optional integer code of enum `T`, `default` when absent; `None` (and an issue)
-    /// for an unknown code.
-    pub(crate) fn code<T: IntCode>(
-        &mut self,
-        field: &str,
-        value: Option<i64>,
-        default: T,
-    ) -> Option<T> {
+    /// An optional integer code of enum `T`, `default` when absent; `default` and an issue
+    /// for an unknown code (so the rest of the rule is still checked).
+    pub(crate) fn code<T: IntCode>(&mut self, field: &str, value: Option<i64>, default: T) -> T {
         match value {
-            None => Some(default),
-            Some(code) => {
-                let known = T::from_code(code);
-                if known.is_none() {
+            None => default,
+            Some(code) => match T::from_code(code) {
+                Some(known) => known,
+                None => {
                     self.add(
                         field,
                         format!(
@@ -159,9 +154,9 @@ impl<'a> Issues<'a> {
                             T::known_codes().trim_end()
                         ),
                     );
+                    default
                 }
-                known
-            }
+            },
         }
     }
 
@@ -170,12 +165,10 @@ impl<'a> Issues<'a> {
         self.found
     }
 
-    /// `value` when nothing was found, every issue otherwise.
-    pub(crate) fn finish<R>(self, value: Option<R>) -> Result<R, Vec<RuleIssue>> {
-        match value {
-            Some(value) if self.found.is_empty() => Ok(value),
-            _ => Err(self.found),
-        }
+    /// The rule, with every issue found: the caller validates the rule even when the wire
+    /// had problems, so that one message lists them all.
+    pub(crate) fn finish<R>(self, value: R) -> (R, Vec<RuleIssue>) {
+        (value, self.found)
     }
 }
 
@@ -192,9 +185,10 @@ pub(crate) fn rules_in(issues: &[RuleIssue]) -> usize {
 #[non_exhaustive]
 pub enum RuleError {
     /// The payload is not readable as the expected format (syntax or type errors).
-    #[error("payload {payload}: cannot be read as {format}: {message}")]
+    #[error("{}cannot be read as {format}: {message}", named(payload))]
     Format {
-        /// Which payload (a file path, a key...).
+        /// Which payload (a file path, a key...); empty from a converter, which does not
+        /// know.
         payload: String,
         /// The expected format.
         format: String,
@@ -202,7 +196,7 @@ pub enum RuleError {
         message: String,
     },
     /// One or more rules are invalid. Strict mode rejects the whole payload.
-    #[error("payload {payload}: {} invalid rule(s): {}", issues.len(), list(issues))]
+    #[error("{}{} invalid rule(s): {}", named(payload), issues.len(), list(issues))]
     Invalid {
         /// Which payload.
         payload: String,
@@ -220,8 +214,8 @@ impl RuleError {
         }
     }
 
-    /// Renames the payload: a data source names it after its key, a tool after its file
-    /// (converters call every payload `payload`).
+    /// Names the payload: a data source names it after its key, a tool after its file
+    /// (a converter leaves it empty, and the message then names none).
     pub fn with_payload(mut self, name: &str) -> Self {
         match &mut self {
             RuleError::Format { payload, .. } | RuleError::Invalid { payload, .. } => {
@@ -229,6 +223,15 @@ impl RuleError {
             }
         }
         self
+    }
+}
+
+/// `payload NAME: `, or nothing for an unnamed payload.
+fn named(payload: &str) -> String {
+    if payload.is_empty() {
+        String::new()
+    } else {
+        format!("payload {payload}: ")
     }
 }
 
@@ -251,6 +254,20 @@ pub enum Validation {
     Lenient,
 }
 
+/// What a rule converter does with a key that is no field of the rule, real stores' extras
+/// (`id`, `app`, `gmtCreate`...) aside. A key close to a field (`cuont`) and a key of another
+/// family are errors whatever the policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeyPolicy {
+    /// Ignored, and reported as a warning ([`LoadReport::warnings`], the source's status). The
+    /// default.
+    #[default]
+    Warn,
+    /// An error of its rule (`sentinel-rules validate --strict-keys`).
+    Deny,
+}
+
 /// What a successful load did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -261,6 +278,9 @@ pub struct LoadReport {
     pub skipped: Vec<RuleIssue>,
     /// How many rules lenient mode skipped.
     pub skipped_rules: usize,
+    /// What loaded but deserves a look: unknown keys, and (lenient mode) absent fields that
+    /// decide what a rule does, read as Sentinel's defaults.
+    pub warnings: Vec<RuleIssue>,
     /// Engine rule-table version after the load.
     pub version: u64,
 }

@@ -148,6 +148,7 @@ impl EventListener for MetricsListener {
                 source,
                 families,
                 version,
+                ..
             } => {
                 metrics::counter!("sentinel_rules_applied_total", "source" => source.clone())
                     .increment(1);

@@ -6,14 +6,14 @@ use sentinel_core::authority::AuthorityRule;
 use sentinel_core::circuit_breaker::DegradeRule;
 use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
-    GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
+    GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
 use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
 use sentinel_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamValue,
 };
 use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleError, RuleSet, Sentinel};
+use sentinel_core::{RuleError, RuleSet, Sentinel, Validation};
 
 fn payload(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -248,11 +248,13 @@ fn invalid_degrade_and_authority_rules_name_index_and_field() {
         .iter()
         .map(|i| (i.index, i.field.as_str()))
         .collect();
-    assert_eq!(fields, vec![(1, "timeWindow"), (1, "count")]);
+    // Strict: a degrade rule without `grade` is refused (it decides what the rule does).
+    assert_eq!(fields, vec![(0, "grade"), (1, "timeWindow"), (1, "count")]);
     let err = AuthorityJson::new()
         .convert(br#"[{"resource":"a","strategy":3}]"#)
         .expect_err("invalid");
-    assert_eq!(err.issues()[0].field, "strategy");
+    let fields: Vec<&str> = err.issues().iter().map(|i| i.field.as_str()).collect();
+    assert_eq!(fields, vec!["limitApp", "strategy"]);
 }
 
 #[test]
@@ -288,11 +290,49 @@ fn golang_system_helper_files() {
             SystemRule::new().qps(0.8),
         ])
     );
-    // An unknown key (`adaptiveStrategy`) is ignored; a missing triggerCount is 0.
-    let set = converted(GoSystemJson::new().convert(&payload(
+    // No triggerCount: strict mode refuses each rule naming it; lenient mode reads 0 as Go
+    // does, and warns about it and about the unknown key `adaptiveStrategy`.
+    let bytes = payload(
         "system-go__alibaba-sentinel-golang__tests-testdata-extension__unknown-field-adaptiveStrategy.json",
+    );
+    let err = GoSystemJson::new()
+        .convert(&bytes)
+        .expect_err("no triggerCount");
+    assert!(
+        err.issues().iter().all(|i| i.field == "triggerCount"),
+        "{err}"
+    );
+    let out = GoSystemJson::new()
+        .convert_with(&bytes, Validation::Lenient)
+        .expect("lenient");
+    assert_eq!(out.value.system.map(|s| s.len()), Some(3));
+    let warned: Vec<&str> = out.warnings.iter().map(|w| w.field.as_str()).collect();
+    assert!(
+        warned.contains(&"adaptiveStrategy") && warned.contains(&"triggerCount"),
+        "{warned:?}"
+    );
+}
+
+/// sentinel-golang's isolation rules (capitalised keys, as its own test data has them): a
+/// concurrency limit per resource, as thread-count flow rules.
+#[test]
+fn golang_isolation_helper_file() {
+    let set = converted(GoIsolationJson::new().convert(&payload(
+        "isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json",
     )));
-    assert_eq!(set.system.map(|s| s.len()), Some(3));
+    assert_eq!(
+        set.flow,
+        Some(
+            [100.0, 90.0, 80.0, 70.0]
+                .into_iter()
+                .map(|n| FlowRule::thread("abc", n))
+                .collect()
+        )
+    );
+    let err = GoIsolationJson::new()
+        .convert(br#"[{"resource":"a","metricType":1,"threshold":1}]"#)
+        .expect_err("only concurrency");
+    assert_eq!(err.issues()[0].field, "metricType");
 }
 
 #[test]
@@ -458,7 +498,9 @@ fn invalid_param_flow_rules_name_index_and_field() {
         found,
         vec![
             (1, "paramIdx"),
+            (2, "count"),
             (2, "durationInSec"),
+            (3, "count"),
             (3, "paramFlowItemList[0].object")
         ]
     );
@@ -566,7 +608,6 @@ fn every_shared_payload_is_accounted_for() {
     // read (Kubernetes CRD YAML): each must still fail loudly, never load as rules of
     // another family.
     let not_yet: &[(&str, &str)] = &[
-        ("isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json", "isolation"),
         ("k8s-crd-circuitbreakerrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
         ("k8s-crd-flowrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
         ("k8s-crd-hotspotrules-go__alibaba-sentinel-golang__pkg-datasource-k8s-samples.yaml", "crd"),
@@ -580,6 +621,7 @@ fn every_shared_payload_is_accounted_for() {
             for converter in converters() {
                 let err = converter.convert(&bytes).expect_err(name);
                 assert!(matches!(err, RuleError::Format { .. }), "{name}: {err}");
+                assert!(err.to_string().contains("looks like YAML"), "{name}: {err}");
             }
         } else {
             // Named as a family in a combined document, it is refused, not ignored.
@@ -592,6 +634,7 @@ fn every_shared_payload_is_accounted_for() {
     }
     // The others are exercised by the tests above.
     let covered = [
+        "isolation-go__alibaba-sentinel-golang__tests-testdata-helper__capitalized-keys.json",
         "authority__alibaba-spring-cloud-alibaba__sentinel-core-example-authority.json",
         "circuitbreaker-go__alibaba-sentinel-golang__tests-testdata-helper.json",
         "degrade__alibaba-Sentinel__sentinel-demo-dynamic-file-rule__legacy-passCount.json",
@@ -632,7 +675,8 @@ fn every_shared_payload_is_accounted_for() {
 #[test]
 fn no_payload_loads_as_another_family() {
     type Make = fn() -> Box<dyn Converter<[u8], RuleSet>>;
-    let converters: [(&str, Make); 9] = [
+    let converters: [(&str, Make); 10] = [
+        ("isolation-go", || Box::new(GoIsolationJson::new())),
         ("flow", || Box::new(FlowJson::new())),
         ("degrade", || Box::new(DegradeJson::new())),
         ("system", || Box::new(SystemJson::new())),
@@ -668,6 +712,11 @@ fn no_payload_loads_as_another_family() {
         let bytes = payload(name);
         for (converter_family, make) in &converters {
             let result = make().convert(&bytes);
+            if family == *converter_family && name.contains("adaptiveStrategy") {
+                // No triggerCount: refused in strict mode (see golang_system_helper_files).
+                assert!(result.is_err(), "{name}: {result:?}");
+                continue;
+            }
             if family == *converter_family {
                 assert!(
                     result.is_ok(),
@@ -686,9 +735,13 @@ fn no_payload_loads_as_another_family() {
     }
     // Authority rules have no key of their own (resource, limitApp, strategy): given to the
     // Sentinel flow or degrade converter they are refused by those families' own checks.
+    // The Go system payload without `triggerCount` has only `metricType`, which isolation
+    // rules share: the isolation converter refuses it by its own checks (no resource, no
+    // threshold).
     for line in &unexplained {
         assert!(
-            line.starts_with("authority__"),
+            line.starts_with("authority__")
+                || (line.contains("adaptiveStrategy") && line.contains("-> isolation-go")),
             "not named as another family: {line}"
         );
     }

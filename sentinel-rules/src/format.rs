@@ -2,9 +2,9 @@
 
 use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
-    GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson, SystemJson,
+    GoFlowJson, GoHotspotJson, GoSystemJson, KubernetesYaml, ParamFlowJson, SystemJson,
 };
-use sentinel_core::{RuleFamily, RuleSet};
+use sentinel_core::{KeyPolicy, RuleFamily, RuleIssue, RuleSet};
 use serde_json::{json, Value};
 
 use crate::{Failure, Shape};
@@ -18,6 +18,10 @@ pub(crate) enum Format {
     Go,
     /// The combined document: `{"flow": [...], "degrade": [...], ...}`.
     Combined,
+    /// sentinel-golang's Kubernetes resources (YAML: `FlowRules`, `CircuitBreakerRules`,
+    /// `HotspotRules`, `IsolationRules`, `SystemRules`), one or more documents; no
+    /// `--family` (each document's `kind` names it).
+    K8s,
 }
 
 /// A rule family.
@@ -27,10 +31,24 @@ pub(crate) enum Family {
     Degrade,
     System,
     Authority,
+    /// Hot-parameter rules, named as in the combined document (`param-flow` is accepted too).
+    #[value(name = "paramFlow", alias = "param-flow")]
     ParamFlow,
 }
 
 type Boxed = Box<dyn Converter<[u8], RuleSet>>;
+
+impl From<Family> for RuleFamily {
+    fn from(family: Family) -> Self {
+        match family {
+            Family::Flow => RuleFamily::Flow,
+            Family::Degrade => RuleFamily::Degrade,
+            Family::System => RuleFamily::System,
+            Family::Authority => RuleFamily::Authority,
+            Family::ParamFlow => RuleFamily::ParamFlow,
+        }
+    }
+}
 
 impl Shape {
     /// The combined document.
@@ -46,35 +64,75 @@ impl Shape {
         self.format == Some(Format::Combined) || (self.format.is_none() && self.family.is_none())
     }
 
-    /// The converter of this shape.
+    /// The name of this shape's JSON Schema (`flow`, `combined`, `go-flow`...), as
+    /// `sentinel_core::datasource::schema::rule_schemas` names them.
+    pub(crate) fn schema_name(&self) -> Result<&'static str, Failure> {
+        let format = self.format.unwrap_or(match self.family {
+            Some(_) => Format::Java,
+            None => Format::Combined,
+        });
+        Ok(match (format, self.family) {
+            (Format::Combined, None) => "combined",
+            (Format::Java, Some(family)) => RuleFamily::from(family).as_str(),
+            (Format::Go, Some(Family::Flow)) => "go-flow",
+            (Format::Go, Some(Family::Degrade)) => "go-circuit-breaker",
+            (Format::Go, Some(Family::System)) => "go-system",
+            (Format::Go, Some(Family::ParamFlow)) => "go-hotspot",
+            (Format::K8s, _) => {
+                return Err(Failure::Usage(
+                    "no schema for Kubernetes resources yet (JSON formats only)".into(),
+                ))
+            }
+            _ => {
+                // The converter names what is wrong with the shape.
+                self.converter()?;
+                return Err(Failure::Usage(
+                    "no schema for this format and family".into(),
+                ));
+            }
+        })
+    }
+
+    /// The converter of this shape (unknown keys are warnings).
     pub(crate) fn converter(&self) -> Result<Boxed, Failure> {
+        self.converter_with(KeyPolicy::Warn)
+    }
+
+    /// The converter of this shape, with what an unknown key is.
+    pub(crate) fn converter_with(&self, keys: KeyPolicy) -> Result<Boxed, Failure> {
         let format = self.format.unwrap_or(match self.family {
             Some(_) => Format::Java,
             None => Format::Combined,
         });
         let converter: Boxed = match (format, self.family) {
-            (Format::Combined, None) => Box::new(CombinedJson::new()),
+            (Format::Combined, None) => Box::new(CombinedJson::new().keys(keys)),
+            (Format::K8s, None) => Box::new(KubernetesYaml::new().keys(keys)),
+            (Format::K8s, Some(_)) => {
+                return Err(Failure::Usage(
+                    "--format k8s takes no --family: each resource's `kind` names it".into(),
+                ))
+            }
             (Format::Combined, Some(_)) => {
                 return Err(Failure::Usage(
                     "--family names one family's list: not with --format combined".into(),
                 ))
             }
             (_, None) => return Err(Failure::Usage(
-                "--format java and go need --family (flow, degrade, system, authority, param-flow)"
+                "--format java and go need --family (flow, degrade, system, authority, paramFlow)"
                     .into(),
             )),
             (Format::Java, Some(family)) => match family {
-                Family::Flow => Box::new(FlowJson::new()),
-                Family::Degrade => Box::new(DegradeJson::new()),
-                Family::System => Box::new(SystemJson::new()),
-                Family::Authority => Box::new(AuthorityJson::new()),
-                Family::ParamFlow => Box::new(ParamFlowJson::new()),
+                Family::Flow => Box::new(FlowJson::new().keys(keys)),
+                Family::Degrade => Box::new(DegradeJson::new().keys(keys)),
+                Family::System => Box::new(SystemJson::new().keys(keys)),
+                Family::Authority => Box::new(AuthorityJson::new().keys(keys)),
+                Family::ParamFlow => Box::new(ParamFlowJson::new().keys(keys)),
             },
             (Format::Go, Some(family)) => match family {
-                Family::Flow => Box::new(GoFlowJson::new()),
-                Family::Degrade => Box::new(GoCircuitBreakerJson::new()),
-                Family::System => Box::new(GoSystemJson::new()),
-                Family::ParamFlow => Box::new(GoHotspotJson::new()),
+                Family::Flow => Box::new(GoFlowJson::new().keys(keys)),
+                Family::Degrade => Box::new(GoCircuitBreakerJson::new().keys(keys)),
+                Family::System => Box::new(GoSystemJson::new().keys(keys)),
+                Family::ParamFlow => Box::new(GoHotspotJson::new().keys(keys)),
                 Family::Authority => {
                     return Err(Failure::Usage(
                         "sentinel-golang has no authority rules".into(),
@@ -101,6 +159,8 @@ pub(crate) fn java(family: RuleFamily) -> Boxed {
 #[derive(Debug)]
 pub(crate) struct Rules {
     pub(crate) set: RuleSet,
+    /// What loaded but deserves a look (unknown keys).
+    pub(crate) warnings: Vec<RuleIssue>,
 }
 
 impl Rules {

@@ -5,7 +5,7 @@
 //! ```text
 //! sentinel-rules validate rules.json --format combined
 //! sentinel-rules get  --from etcds://etcd.internal/sentinel/rules --ca-file ca.pem
-//! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
+//! sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
 //! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
@@ -16,8 +16,12 @@
 //! `--password-stdin` reads it from standard input (only once a command opens a store that
 //! takes one). Every command prints for a person, or JSON with `--json`. Exit codes: 0
 //! success (for `diff`: no change), 1 invalid rules, 2 a usage error (bad arguments or URL),
-//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 `push
-//! --cas` lost a race (someone else wrote between the read and the write).
+//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 a `push`
+//! lost a race (someone else wrote between the read and the write).
+//!
+//! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS):
+//! it reads the revision, then writes only if it is unchanged, so a push never silently
+//! replaces a newer one. `--no-cas` overwrites instead.
 
 /// Prints a line to stdout; a closed pipe (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -38,7 +42,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 use sentinel_core::datasource::{
     DataSource, Encoding, Expected, RawPayload, ReadableDataSource, WriteError,
 };
-use sentinel_core::{RuleError, RuleSet, Sentinel, SentinelEvent};
+use sentinel_core::{
+    KeyPolicy, RuleError, RuleIssue, RuleSet, Sentinel, SentinelEvent, Validation,
+};
 use serde_json::{json, Value};
 
 use format::{Family, Format, Rules};
@@ -61,7 +67,7 @@ Store URLs:
 Examples:
   sentinel-rules validate rules.json
   sentinel-rules diff rules.json --from etcd://127.0.0.1:2379/sentinel/rules || [ $? = 3 ]
-  sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules --cas
+  sentinel-rules push rules.json --to etcd://127.0.0.1:2379/sentinel/rules
   SENTINEL_RULES_PASSWORD=... sentinel-rules get --from rediss://redis.internal/rules:orders --ca-file ca.pem
   sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
   sentinel-rules completions bash > /etc/bash_completion.d/sentinel-rules
@@ -74,7 +80,7 @@ Environment:
 Exit codes:
   0 success (diff: no change)    1 invalid rules    2 usage error (arguments, URL)
   3 diff: the store differs      4 the store failed (unreachable, refused, timed out)
-  5 push --cas lost a race (someone else wrote first)";
+  5 push lost a compare-and-set race (someone else wrote first; --no-cas overwrites)";
 
 /// Validate Sentinel rules, and read, push, diff, delete and watch them in a config store.
 #[derive(Debug, Parser)]
@@ -121,6 +127,11 @@ enum Command {
     Validate {
         /// The rules file.
         file: PathBuf,
+        /// Make a key that is no field of its rule an error (exit 1), not a warning. The keys
+        /// stores add (`id`, `app`, `ip`, `port`, `gmtCreate`, `gmtModified`...) stay ignored;
+        /// a key close to a field (`cuont`) is an error either way.
+        #[arg(long)]
+        strict_keys: bool,
         #[command(flatten)]
         shape: Shape,
     },
@@ -137,10 +148,16 @@ enum Command {
         /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         to: String,
-        /// Write only if the stored revision is still the one just read (etcd, Redis, NATS);
-        /// exit 5 if someone else wrote in between.
-        #[arg(long)]
+        /// Write only if the stored revision is still the one just read, and fail (exit 2) on a
+        /// store that keeps no revisions. Without `--cas` or `--no-cas`, a push to etcd, Redis
+        /// or NATS compares and sets anyway (exit 5 if someone else wrote in between), and a
+        /// push to a file or Nacos overwrites.
+        #[arg(long, conflicts_with = "no_cas")]
         cas: bool,
+        /// Overwrite whatever is stored, even where the store keeps revisions: a late write
+        /// can then replace a newer one (see the writers' docs).
+        #[arg(long, conflicts_with = "if_revision")]
+        no_cas: bool,
         /// Write only if the stored revision is still this one (the `revision` an earlier
         /// `push --json` printed): fails with exit 5 if someone wrote since. Implies `--cas`.
         #[arg(long, value_name = "REVISION")]
@@ -175,6 +192,12 @@ enum Command {
         /// Stop after this many updates (applied or rejected); default: until Ctrl-C.
         #[arg(long)]
         updates: Option<u64>,
+        #[command(flatten)]
+        shape: Shape,
+    },
+    /// Print the JSON Schema of a rule format (the combined document without `--format` and
+    /// `--family`), for an editor to complete fields and flag misspelt keys.
+    Schema {
         #[command(flatten)]
         shape: Shape,
     },
@@ -270,11 +293,44 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
     };
     match cli.command {
-        Command::Validate { file, shape } => {
-            let rules = read_file(&file, &shape, json)?;
-            report(json, json!({ "ok": true, "rules": rules.counts() }), || {
-                format!("ok: {}", rules.summary())
-            });
+        Command::Validate {
+            file,
+            strict_keys,
+            shape,
+        } => {
+            let keys = if strict_keys {
+                KeyPolicy::Deny
+            } else {
+                KeyPolicy::Warn
+            };
+            let rules = read_file_with(&file, &shape, json, keys)?;
+            let warnings: Vec<Value> = rules.warnings.iter().map(issue_json).collect();
+            report(
+                json,
+                json!({ "ok": true, "rules": rules.counts(), "warnings": warnings }),
+                || {
+                    let mut text = String::new();
+                    for warning in &rules.warnings {
+                        text.push_str(&format!("warning: {warning}\n"));
+                    }
+                    text.push_str(&format!("ok: {}", rules.summary()));
+                    text
+                },
+            );
+            Ok(())
+        }
+        Command::Schema { shape } => {
+            let name = shape.schema_name()?;
+            let schemas = sentinel_core::datasource::schema::rule_schemas();
+            let schema = schemas
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, schema)| schema)
+                .ok_or_else(|| Failure::Usage(format!("no schema named {name}")))?;
+            say!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
             Ok(())
         }
         Command::Completions { shell } => {
@@ -345,16 +401,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             file,
             to,
             cas,
+            no_cas,
             if_revision,
             shape,
         } => {
-            let cas = match (cas, if_revision) {
-                (_, Some(revision)) => Cas::At(revision),
-                (true, None) => Cas::Read,
-                (false, None) => Cas::Off,
-            };
             let rules = read_file(&file, &shape, json)?;
             let store = Store::parse(&to)?;
+            let cas = match (cas, no_cas, if_revision) {
+                (_, _, Some(revision)) => Cas::At(revision),
+                (true, _, None) => Cas::Read,
+                (false, true, None) => Cas::Off,
+                // The default: compare and set wherever the store keeps revisions.
+                (false, false, None) if store.keeps_revisions() => Cas::Read,
+                (false, false, None) => Cas::Off,
+            };
             let access = ask.access(&store)?;
             let (target, revision) =
                 tokio::time::timeout(timeout, push(&store, &access, &rules, &shape, cas))
@@ -362,7 +422,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     .map_err(bounded(store.to_string()))??;
             report(
                 json,
-                json!({ "ok": true, "to": target, "revision": revision, "rules": rules.counts() }),
+                json!({
+                    "ok": true,
+                    "to": target,
+                    "revision": revision,
+                    "rules": rules.counts(),
+                    "compare_and_set": !matches!(cas, Cas::Off),
+                }),
                 || {
                     let at = revision
                         .map(|r| format!(" (revision {r})"))
@@ -684,10 +750,26 @@ async fn watch(
 
 /// Reads and converts a rules file; prints its problems (and fails) when it is invalid.
 fn read_file(path: &PathBuf, shape: &Shape, json: bool) -> Result<Rules, Failure> {
+    read_file_with(path, shape, json, KeyPolicy::Warn)
+}
+
+/// [`read_file`], with what an unknown key is.
+fn read_file_with(
+    path: &PathBuf,
+    shape: &Shape,
+    json: bool,
+    keys: KeyPolicy,
+) -> Result<Rules, Failure> {
     let bytes = std::fs::read(path)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-    match shape.converter()?.convert(&bytes) {
-        Ok(set) => Ok(Rules { set }),
+    match shape
+        .converter_with(keys)?
+        .convert_with(&bytes, Validation::Strict)
+    {
+        Ok(converted) => Ok(Rules {
+            set: converted.value,
+            warnings: converted.warnings,
+        }),
         Err(error) => {
             let error = error.with_payload(&path.display().to_string());
             print_invalid(&error, json);
@@ -698,19 +780,7 @@ fn read_file(path: &PathBuf, shape: &Shape, json: bool) -> Result<Rules, Failure
 
 fn print_invalid(error: &RuleError, json: bool) {
     if json {
-        let issues: Vec<Value> = error
-            .issues()
-            .iter()
-            .map(|i| {
-                json!({
-                    "family": i.family.to_string(),
-                    "index": i.index,
-                    "resource": i.resource,
-                    "field": i.field,
-                    "message": i.message,
-                })
-            })
-            .collect();
+        let issues: Vec<Value> = error.issues().iter().map(issue_json).collect();
         say!(
             "{}",
             json!({ "ok": false, "error": error.to_string(), "issues": issues })
@@ -722,6 +792,17 @@ fn print_invalid(error: &RuleError, json: bool) {
             say!("invalid: {issue}");
         }
     }
+}
+
+/// One rule's problem, as `--json` prints it.
+fn issue_json(issue: &RuleIssue) -> Value {
+    json!({
+        "family": issue.family.to_string(),
+        "index": issue.index,
+        "resource": issue.resource,
+        "field": issue.field,
+        "message": issue.message,
+    })
 }
 
 fn report(json: bool, value: Value, text: impl FnOnce() -> String) {

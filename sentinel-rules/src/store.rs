@@ -184,6 +184,12 @@ pub(crate) struct Access {
 }
 
 impl Store {
+    /// Whether the store keeps a revision per write (etcd, Redis, NATS), so a push can
+    /// compare and set; a file and Nacos keep none.
+    pub(crate) fn keeps_revisions(&self) -> bool {
+        !matches!(self, Store::File(_) | Store::Nacos { .. })
+    }
+
     /// Parses a store URL; text without `://` is a file path.
     pub(crate) fn parse(text: &str) -> Result<Self, Failure> {
         if !text.contains("://") {

@@ -237,7 +237,7 @@ fn validate_exit_codes_name_index_resource_and_field() {
     let bad = write(
         dir.path(),
         "bad.json",
-        r#"[{"resource": "GET:/a", "count": -1}, {"resource": "GET:/b", "grade": 9}]"#,
+        r#"[{"resource": "GET:/a", "count": -1}, {"resource": "GET:/b", "grade": 9, "count": 1}]"#,
     );
     let out = run(&["validate", &bad, "--family", "flow"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -569,6 +569,137 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
         // (Stores without revisions refuse it: see `cas_on_a_store_without_revisions_is_a_usage_error`.)
         let out = store.run(&["push", rules.as_str(), "--to"], &["--cas"]);
         assert!(out.status.success(), "{url}: {out:?}");
+    }
+}
+
+/// A one-letter typo in a key is exit 1 with a did-you-mean; an unknown key is a warning
+/// (exit 0) unless `--strict-keys`; the dashboard's extra keys are neither.
+#[test]
+fn validate_catches_a_misspelt_key_and_warns_about_unknown_ones() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let typo = write(
+        dir.path(),
+        "typo.json",
+        r#"[{"resource":"GET:/order","cuont":5}]"#,
+    );
+    let out = run(&["validate", &typo, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stdout(&out).contains(r#"unknown field "cuont" (did you mean "count"?)"#),
+        "{out:?}"
+    );
+    let unknown = write(
+        dir.path(),
+        "unknown.json",
+        r#"[{"resource":"a","count":5,"owner":"team-a","app":"shop","gmtCreate":1}]"#,
+    );
+    let out = run(&["validate", &unknown, "--family", "flow"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.contains("warning:") && text.contains("owner"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("gmtCreate") && !text.contains("\"app\""),
+        "{text}"
+    );
+    let out = run(&["--json", "validate", &unknown, "--family", "flow"]);
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(doc["warnings"][0]["field"], "owner", "{doc}");
+    let out = run(&["validate", &unknown, "--family", "flow", "--strict-keys"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // One name for the family: `paramFlow`, as in the combined document (the old spelling
+    // still works).
+    let param = write(
+        dir.path(),
+        "param.json",
+        r#"[{"resource":"a","paramIdx":0,"count":5}]"#,
+    );
+    for family in ["paramFlow", "param-flow"] {
+        let out = run(&["validate", &param, "--family", family]);
+        assert!(out.status.success(), "{family}: {out:?}");
+    }
+    // sentinel-golang's Kubernetes resources, several documents in one file.
+    let crds = write(
+        dir.path(),
+        "crds.yaml",
+        "apiVersion: datasource.sentinel.io/v1alpha1\nkind: FlowRules\nmetadata: {name: a}\n\
+         spec:\n  rules:\n    - {resource: r, threshold: 5}\n---\n\
+         apiVersion: datasource.sentinel.io/v1alpha1\nkind: SystemRules\nmetadata: {name: b}\n\
+         spec:\n  rules:\n    - {metricType: CpuUsage, triggerCount: 80}\n",
+    );
+    let out = run(&["validate", &crds, "--format", "k8s"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout(&out).contains("1 flow rule, 1 system rule"),
+        "{out:?}"
+    );
+    // Without `--format k8s`, the error says it looks like YAML.
+    let out = run(&["validate", &crds]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).contains("looks like YAML"), "{out:?}");
+    // A combined document given `--family` says to drop it.
+    let combined = write(
+        dir.path(),
+        "combined.json",
+        r#"{"flow":[{"resource":"a","count":1}]}"#,
+    );
+    let out = run(&["validate", &combined, "--family", "flow"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).contains("drop `--family`"), "{out:?}");
+}
+
+/// `schema` prints the shipped JSON Schema of the chosen format.
+#[test]
+fn schema_prints_the_shipped_schema_of_a_format() {
+    for (args, file) in [
+        (&["schema"][..], "combined"),
+        (&["schema", "--family", "flow"][..], "flow"),
+        (&["schema", "--family", "paramFlow"][..], "paramFlow"),
+        (
+            &["schema", "--format", "go", "--family", "degrade"][..],
+            "go-circuit-breaker",
+        ),
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let printed: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        let path = format!("{}/../schemas/{file}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let shipped: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(printed, shipped, "{args:?}");
+    }
+}
+
+/// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS),
+/// and `--no-cas` opts out; a file and Nacos, which keep none, are overwritten.
+#[test]
+fn push_compares_and_sets_by_default_where_the_store_keeps_revisions() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "rules.json", RULES);
+    for store in stores(dir.path(), "defaultcas")
+        .into_iter()
+        .filter(|s| !s.per_family)
+    {
+        let url = store.url.as_str();
+        for (flags, expected) in [(&[][..], store.cas), (&["--no-cas"][..], false)] {
+            let out = store.run(&["--json", "push", rules.as_str(), "--to"], flags);
+            assert!(
+                out.status.success(),
+                "{url} {flags:?}: {out:?}; is the server up? start it with \
+                 `scripts/services.sh start {}`",
+                store.service
+            );
+            let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+            assert_eq!(
+                doc["compare_and_set"],
+                Value::Bool(expected),
+                "{url} {flags:?}: {doc}"
+            );
+        }
+        let out = store.run(&["push", rules.as_str(), "--to"], &["--cas", "--no-cas"]);
+        assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
     }
 }
 

@@ -190,11 +190,13 @@ fn expected_hotspot(go: &Value) -> Value {
 }
 
 fn rust_rules(family: &str, payload: &[u8]) -> Result<Vec<Value>, String> {
+    // Lenient, as Go reads: an absent field is its zero value (strict mode refuses a rule
+    // without the field that decides it, such as a system rule without `triggerCount`).
     let set: RuleSet = match family {
-        "flow" => GoFlowJson::new().convert(payload),
-        "circuitbreaker" => GoCircuitBreakerJson::new().convert(payload),
-        "system" => GoSystemJson::new().convert(payload),
-        _ => GoHotspotJson::new().convert(payload),
+        "flow" => GoFlowJson::lenient().convert(payload),
+        "circuitbreaker" => GoCircuitBreakerJson::lenient().convert(payload),
+        "system" => GoSystemJson::lenient().convert(payload),
+        _ => GoHotspotJson::lenient().convert(payload),
     }
     .map_err(|e| e.to_string())?;
     let list = match family {

@@ -2,7 +2,7 @@
 
 use std::hash::Hash;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::codes::int_code_enum;
 use crate::rules::{Issues, RuleFamily, RuleIssue};
@@ -102,20 +102,21 @@ impl AuthorityRule {
     }
 }
 
-/// The JSON wire shape.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct AuthorityRuleWire {
-    resource: Option<String>,
-    limit_app: Option<String>,
-    strategy: Option<Int>,
-    regex: Option<crate::wire::Bool>,
+wire::wire_struct! {
+    /// The JSON wire shape (other keys are collected, see `wire::keys`). `limitApp`, the
+    /// origins the rule lists, decides what it does.
+    pub(crate) struct AuthorityRuleWire (Exact) {
+        resource: String = "resource",
+        limit_app: String = "limitApp" required,
+        strategy: Int = "strategy",
+        regex: crate::wire::Bool = "regex",
+    }
 }
 
 impl AuthorityRuleWire {
     /// Builds the typed rule, reporting what the wire gets wrong; the rule's own checks are
     /// [`AuthorityRule::validate`]'s.
-    pub(crate) fn decode(self, index: usize) -> Result<AuthorityRule, Vec<RuleIssue>> {
+    pub(crate) fn decode(self, index: usize) -> (AuthorityRule, Vec<RuleIssue>) {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Authority, index, Some(&resource));
         let regex = wire::boolean(self.regex).unwrap_or(false);
@@ -124,12 +125,12 @@ impl AuthorityRuleWire {
             wire::int(self.strategy),
             AuthorityStrategy::White,
         );
-        let rule = strategy.map(|strategy| AuthorityRule {
+        let rule = AuthorityRule {
             limit_app: self.limit_app.unwrap_or_default(),
             strategy,
             resource: resource.clone(),
             regex,
-        });
+        };
         issues.finish(rule)
     }
 }

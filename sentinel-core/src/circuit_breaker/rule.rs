@@ -2,7 +2,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::codes::int_code_enum;
 use crate::flow::LIMIT_APP_DEFAULT;
@@ -187,25 +187,26 @@ impl DegradeRule {
     }
 }
 
-/// The JSON wire shape (unknown keys such as `passCount` ignored, `null` = default).
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct DegradeRuleWire {
-    resource: Option<String>,
-    limit_app: Option<String>,
-    grade: Option<Int>,
-    count: Option<Float>,
-    time_window: Option<Int>,
-    min_request_amount: Option<Int>,
-    slow_ratio_threshold: Option<Float>,
-    stat_interval_ms: Option<Int>,
-    regex: Option<crate::wire::Bool>,
+wire::wire_struct! {
+    /// The JSON wire shape (`null` = default; other keys are collected, see `wire::keys`).
+    /// `grade` and `count` decide what the rule does.
+    pub(crate) struct DegradeRuleWire (Exact) {
+        resource: String = "resource",
+        limit_app: String = "limitApp",
+        grade: Int = "grade" required,
+        count: Float = "count" required,
+        time_window: Int = "timeWindow",
+        min_request_amount: Int = "minRequestAmount",
+        slow_ratio_threshold: Float = "slowRatioThreshold",
+        stat_interval_ms: Int = "statIntervalMs",
+        regex: crate::wire::Bool = "regex",
+    }
 }
 
 impl DegradeRuleWire {
     /// Builds the typed rule with Sentinel's defaults, reporting what the wire gets wrong;
     /// the rule's own checks are [`DegradeRule::validate`]'s.
-    pub(crate) fn decode(self, index: usize) -> Result<DegradeRule, Vec<RuleIssue>> {
+    pub(crate) fn decode(self, index: usize) -> (DegradeRule, Vec<RuleIssue>) {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&resource));
         let regex = wire::boolean(self.regex).unwrap_or(false);
@@ -218,7 +219,7 @@ impl DegradeRuleWire {
         let min_request_amount =
             issues.u32("minRequestAmount", wire::int(self.min_request_amount), 5);
         let stat_interval_ms = issues.u32("statIntervalMs", wire::int(self.stat_interval_ms), 1000);
-        let rule = grade.map(|grade| DegradeRule {
+        let rule = DegradeRule {
             limit_app: self
                 .limit_app
                 .filter(|a| !a.trim().is_empty())
@@ -231,7 +232,7 @@ impl DegradeRuleWire {
             stat_interval_ms,
             resource: resource.clone(),
             regex,
-        });
+        };
         issues.finish(rule)
     }
 }

@@ -6,7 +6,7 @@
 //! - a [`Converter`] turns bytes into a [`RuleSet`](crate::RuleSet): Sentinel JSON per family
 //!   ([`FlowJson`], [`DegradeJson`], [`SystemJson`], [`AuthorityJson`], [`ParamFlowJson`]),
 //!   the combined document ([`CombinedJson`]), sentinel-golang's JSON ([`GoFlowJson`],
-//!   [`GoCircuitBreakerJson`], [`GoSystemJson`], [`GoHotspotJson`]), or a closure through [`converter_fn`];
+//!   [`GoCircuitBreakerJson`], [`GoSystemJson`], [`GoHotspotJson`], [`GoIsolationJson`]), or a closure through [`converter_fn`];
 //! - the generic driver ([`DataSource`]) owns the loop for every backend: initial load,
 //!   dedupe, apply, status ([`SourceStatus`]), backoff and reconnect, local snapshot.
 //!
@@ -23,6 +23,8 @@
 mod converter;
 mod driver;
 mod memory;
+#[cfg(feature = "schema")]
+pub mod schema;
 mod secret;
 mod snapshot;
 mod source;
@@ -35,10 +37,12 @@ mod write;
 
 #[cfg(test)]
 pub(crate) use converter::java_converter;
+#[cfg(feature = "yaml")]
+pub use converter::KubernetesYaml;
 pub use converter::{
     converter_fn, AuthorityJson, CombinedJson, Converted, Converter, DegradeJson, FlowJson,
-    FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoSystemJson, ParamFlowJson,
-    SystemJson,
+    FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson,
+    ParamFlowJson, SystemJson,
 };
 pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode};
 pub use memory::{MemorySource, MemoryStore};

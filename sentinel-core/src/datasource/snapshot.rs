@@ -22,7 +22,9 @@ pub(crate) fn decode(
     bytes: &[u8],
     validation: Validation,
 ) -> Result<(RuleSet, Vec<RuleIssue>), RuleError> {
-    RuleSet::from_combined_json(bytes, validation)
+    // A snapshot is this crate's own output: unknown keys are not worth a warning.
+    RuleSet::from_combined_json(bytes, validation, crate::KeyPolicy::Warn)
+        .map(|loaded| (loaded.set, loaded.skipped))
 }
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).

@@ -44,6 +44,9 @@ pub struct SourceStatus {
     pub skipped: Vec<RuleIssue>,
     /// How many rules the last apply skipped in lenient mode.
     pub skipped_rules: usize,
+    /// The warnings of the last apply: unknown keys, and in lenient mode absent fields read
+    /// as Sentinel's defaults (see [`LoadReport::warnings`](crate::LoadReport::warnings)).
+    pub warnings: Vec<RuleIssue>,
     /// The families this source owns: every family it has applied. A later payload
     /// replaces all of them (a family it no longer carries is cleared for this source).
     pub families: Vec<RuleFamily>,
@@ -72,6 +75,7 @@ impl SourceStatus {
             reauthentications: 0,
             skipped: Vec::new(),
             skipped_rules: 0,
+            warnings: Vec::new(),
             families: Vec::new(),
             from_snapshot: false,
             snapshot_error: None,

@@ -22,6 +22,8 @@ pub(crate) struct Incoming {
     skipped: Vec<RuleIssue>,
     /// How many rules those are.
     skipped_rules: usize,
+    /// What loaded but deserves a look (unknown keys...).
+    warnings: Vec<RuleIssue>,
     /// `None`: already validated (by a converter that validates); the set is applied as it
     /// is. `Some(mode)`: validate here, in this mode.
     validate: Option<Validation>,
@@ -35,6 +37,7 @@ impl Incoming {
             set,
             skipped: Vec::new(),
             skipped_rules: 0,
+            warnings: Vec::new(),
             validate: Some(validation),
         }
     }
@@ -46,8 +49,15 @@ impl Incoming {
             set,
             skipped,
             skipped_rules,
+            warnings: Vec::new(),
             validate: None,
         }
+    }
+
+    /// Adds the warnings of the conversion.
+    pub(crate) fn with_warnings(mut self, warnings: Vec<RuleIssue>) -> Self {
+        self.warnings = warnings;
+        self
     }
 }
 
@@ -118,6 +128,7 @@ impl Sentinel {
             set,
             mut skipped,
             mut skipped_rules,
+            warnings,
             validate,
         } = incoming;
         let set = match validate {
@@ -183,11 +194,13 @@ impl Sentinel {
             source: source.to_owned(),
             families: counts.clone(),
             version,
+            warnings: warnings.clone(),
         });
         Ok(LoadReport {
             applied: counts,
             skipped,
             skipped_rules,
+            warnings,
             version,
         })
     }

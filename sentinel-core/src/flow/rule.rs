@@ -373,41 +373,42 @@ impl FlowRule {
     }
 }
 
-/// The JSON wire shape: every field optional, `null` meaning the default, unknown keys
-/// (`id`, `app`, `gmtCreate`...) ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct FlowRuleWire {
-    resource: Option<String>,
-    limit_app: Option<String>,
-    grade: Option<Int>,
-    count: Option<Float>,
-    strategy: Option<Int>,
-    ref_resource: Option<String>,
-    control_behavior: Option<Int>,
-    warm_up_period_sec: Option<Int>,
-    max_queueing_time_ms: Option<Int>,
-    cluster_mode: Option<Bool>,
-    cluster_config: Option<ClusterFlowConfigWire>,
-    regex: Option<Bool>,
+wire::wire_struct! {
+    /// The JSON wire shape: every field optional, `null` meaning the default; other keys
+    /// are collected (see `wire::keys`). `count` decides what the rule does.
+    pub(crate) struct FlowRuleWire (Exact) {
+        resource: String = "resource",
+        limit_app: String = "limitApp",
+        grade: Int = "grade",
+        count: Float = "count" required,
+        strategy: Int = "strategy",
+        ref_resource: String = "refResource",
+        control_behavior: Int = "controlBehavior",
+        warm_up_period_sec: Int = "warmUpPeriodSec",
+        max_queueing_time_ms: Int = "maxQueueingTimeMs",
+        cluster_mode: Bool = "clusterMode",
+        cluster_config: ClusterFlowConfigWire = "clusterConfig",
+        regex: Bool = "regex",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ClusterFlowConfigWire {
-    flow_id: Option<Int>,
-    threshold_type: Option<Int>,
-    fallback_to_local_when_fail: Option<Bool>,
-    strategy: Option<Int>,
-    sample_count: Option<Int>,
-    window_interval_ms: Option<Int>,
+wire::wire_struct! {
+    /// A flow rule's `clusterConfig`.
+    struct ClusterFlowConfigWire (Exact) {
+        flow_id: Int = "flowId",
+        threshold_type: Int = "thresholdType",
+        fallback_to_local_when_fail: Bool = "fallbackToLocalWhenFail",
+        strategy: Int = "strategy",
+        sample_count: Int = "sampleCount",
+        window_interval_ms: Int = "windowIntervalMs",
+    }
 }
 
 impl FlowRuleWire {
     /// Builds the typed rule with Sentinel's defaults. Reports what the wire gets wrong
     /// (unknown codes, out-of-range integers, `regex`); the rule's own checks are
     /// [`FlowRule::validate`]'s.
-    pub(crate) fn decode(self, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
+    pub(crate) fn decode(self, index: usize) -> (FlowRule, Vec<RuleIssue>) {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
         let regex = wire::boolean(self.regex).unwrap_or(false);
@@ -445,22 +446,19 @@ impl FlowRuleWire {
                     .map_or(d.window_interval_ms, |v| v as i32),
             }
         });
-        let rule = match (grade, strategy, behavior) {
-            (Some(grade), Some(strategy), Some(control_behavior)) => Some(FlowRule {
-                resource: resource.clone(),
-                limit_app,
-                grade,
-                count: wire::float(self.count).unwrap_or(0.0),
-                strategy,
-                ref_resource: self.ref_resource.filter(|r| !r.is_empty()),
-                control_behavior,
-                warm_up_period_sec,
-                max_queueing_time_ms,
-                cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
-                cluster_config,
-                regex,
-            }),
-            _ => None,
+        let rule = FlowRule {
+            resource: resource.clone(),
+            limit_app,
+            grade,
+            count: wire::float(self.count).unwrap_or(0.0),
+            strategy,
+            ref_resource: self.ref_resource.filter(|r| !r.is_empty()),
+            control_behavior: behavior,
+            warm_up_period_sec,
+            max_queueing_time_ms,
+            cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
+            cluster_config,
+            regex,
         };
         issues.finish(rule)
     }
@@ -469,16 +467,12 @@ impl FlowRuleWire {
 impl<'de> Deserialize<'de> for FlowRule {
     /// Reads Sentinel JSON with its defaults; an invalid rule is a deserialisation error.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let rule = FlowRuleWire::deserialize(d)?.decode(0);
-        rule.and_then(|r| {
-            let issues = r.validate(0);
-            if issues.is_empty() {
-                Ok(r)
-            } else {
-                Err(issues)
-            }
-        })
-        .map_err(|issues| {
+        let (rule, mut issues) = FlowRuleWire::deserialize(d)?.decode(0);
+        issues.extend(rule.validate(0));
+        if issues.is_empty() {
+            return Ok(rule);
+        }
+        Err({
             serde::de::Error::custom(
                 issues
                     .iter()

@@ -433,38 +433,44 @@ impl ParamFlowRule {
     }
 }
 
-/// The JSON wire shape: every field optional, `null` meaning the default, unknown keys
-/// (`id`, `app`, `gmtCreate`...) ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ParamFlowRuleWire {
-    resource: Option<String>,
-    limit_app: Option<String>,
-    grade: Option<Int>,
-    param_idx: Option<Int>,
-    param_key: Option<String>,
-    count: Option<Float>,
-    control_behavior: Option<Int>,
-    max_queueing_time_ms: Option<Int>,
-    burst_count: Option<Int>,
-    duration_in_sec: Option<Int>,
-    param_flow_item_list: Option<Vec<ParamFlowItemWire>>,
-    params_max_capacity: Option<Int>,
-    cluster_mode: Option<Bool>,
-    cluster_config: Option<ClusterConfigWire>,
-    regex: Option<Bool>,
+wire::wire_struct! {
+    /// The JSON wire shape: every field optional, `null` meaning the default; other keys
+    /// are collected (see `wire::keys`). `count` decides what the rule does.
+    pub(crate) struct ParamFlowRuleWire (Exact) {
+        resource: String = "resource",
+        limit_app: String = "limitApp",
+        grade: Int = "grade",
+        param_idx: Int = "paramIdx",
+        param_key: String = "paramKey",
+        count: Float = "count" required,
+        control_behavior: Int = "controlBehavior",
+        max_queueing_time_ms: Int = "maxQueueingTimeMs",
+        burst_count: Int = "burstCount",
+        duration_in_sec: Int = "durationInSec",
+        param_flow_item_list: Vec<ParamFlowItemWire> = "paramFlowItemList",
+        params_max_capacity: Int = "paramsMaxCapacity",
+        cluster_mode: Bool = "clusterMode",
+        cluster_config: ClusterConfigWire = "clusterConfig",
+        regex: Bool = "regex",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ParamFlowItemWire {
-    object: Option<ItemObject>,
-    count: Option<Int>,
-    class_type: Option<String>,
+wire::wire_struct! {
+    /// One of `paramFlowItemList`.
+    struct ParamFlowItemWire (Exact) {
+        object: ItemObject = "object",
+        count: Int = "count",
+        class_type: String = "classType",
+    }
+}
+
+impl wire::NestedKeys for ItemObject {
+    fn take_unknown(&mut self, _: &str, _: &mut wire::UnknownKeys) {}
 }
 
 /// An item's `object`: text, or a bare JSON scalar (written by hand, `"object": 42`).
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 enum ItemObject {
     Text(String),
@@ -472,20 +478,21 @@ enum ItemObject {
     Bool(bool),
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ClusterConfigWire {
-    flow_id: Option<Int>,
-    threshold_type: Option<Int>,
-    fallback_to_local_when_fail: Option<Bool>,
-    sample_count: Option<Int>,
-    window_interval_ms: Option<Int>,
+wire::wire_struct! {
+    /// A param-flow rule's `clusterConfig`.
+    struct ClusterConfigWire (Exact) {
+        flow_id: Int = "flowId",
+        threshold_type: Int = "thresholdType",
+        fallback_to_local_when_fail: Bool = "fallbackToLocalWhenFail",
+        sample_count: Int = "sampleCount",
+        window_interval_ms: Int = "windowIntervalMs",
+    }
 }
 
 impl ParamFlowRuleWire {
     /// Builds the typed rule with Sentinel's defaults. Reports what the wire gets wrong; the
     /// rule's own checks are [`ParamFlowRule::validate`]'s.
-    pub(crate) fn decode(self, index: usize) -> Result<ParamFlowRule, Vec<RuleIssue>> {
+    pub(crate) fn decode(self, index: usize) -> (ParamFlowRule, Vec<RuleIssue>) {
         let resource = self.resource.unwrap_or_default();
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
         let regex = wire::boolean(self.regex).unwrap_or(false);
@@ -562,25 +569,22 @@ impl ParamFlowRuleWire {
             Some(app) if !app.trim().is_empty() => app,
             _ => LIMIT_APP_DEFAULT.to_owned(),
         };
-        let rule = match (grade, behavior) {
-            (Some(grade), Some(control_behavior)) => Some(ParamFlowRule {
-                resource: resource.clone(),
-                limit_app,
-                grade,
-                param_idx,
-                param_key: self.param_key,
-                count: wire::float(self.count).unwrap_or(0.0),
-                control_behavior,
-                max_queueing_time_ms,
-                burst_count,
-                duration_in_sec,
-                param_flow_item_list: items,
-                params_max_capacity,
-                cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
-                cluster_config,
-                regex,
-            }),
-            _ => None,
+        let rule = ParamFlowRule {
+            resource: resource.clone(),
+            limit_app,
+            grade,
+            param_idx,
+            param_key: self.param_key,
+            count: wire::float(self.count).unwrap_or(0.0),
+            control_behavior: behavior,
+            max_queueing_time_ms,
+            burst_count,
+            duration_in_sec,
+            param_flow_item_list: items,
+            params_max_capacity,
+            cluster_mode: wire::boolean(self.cluster_mode).unwrap_or(false),
+            cluster_config,
+            regex,
         };
         issues.finish(rule)
     }

@@ -275,7 +275,7 @@ fn block_errors_name_the_rule_and_hide_the_value_unless_asked() {
         assert_eq!(rule.param_idx, Some(0));
         let message = err.as_ref().map(ToString::to_string).unwrap_or_default();
         assert!(
-            message.contains("param-flow") && message.contains("argument 0"),
+            message.contains("paramFlow rule") && message.contains("argument 0"),
             "{message}"
         );
         assert_eq!(message.contains("user-secret-id"), reveal, "{message}");

@@ -1,6 +1,6 @@
 //! The system rule: global thresholds for inbound traffic.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::rules::{Issues, RuleFamily, RuleIssue};
 use crate::wire::{self, Float};
@@ -116,27 +116,28 @@ impl SystemRule {
     }
 }
 
-/// The JSON wire shape.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SystemRuleWire {
-    highest_system_load: Option<Float>,
-    highest_cpu_usage: Option<Float>,
-    qps: Option<Float>,
-    avg_rt: Option<Float>,
-    max_thread: Option<Float>,
+wire::wire_struct! {
+    /// The JSON wire shape (other keys are collected, see `wire::keys`).
+    pub(crate) struct SystemRuleWire (Exact) {
+        highest_system_load: Float = "highestSystemLoad",
+        highest_cpu_usage: Float = "highestCpuUsage",
+        qps: Float = "qps",
+        avg_rt: Float = "avgRt",
+        max_thread: Float = "maxThread",
+    }
 }
 
 impl SystemRuleWire {
     /// Builds the typed rule (every threshold off unless set); the rule's checks are
     /// [`SystemRule::validate`]'s.
-    pub(crate) fn decode(self, _index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
-        Ok(SystemRule {
+    pub(crate) fn decode(self, _index: usize) -> (SystemRule, Vec<RuleIssue>) {
+        let rule = SystemRule {
             highest_system_load: wire::float(self.highest_system_load).unwrap_or(-1.0),
             highest_cpu_usage: wire::float(self.highest_cpu_usage).unwrap_or(-1.0),
             qps: wire::float(self.qps).unwrap_or(-1.0),
             avg_rt: wire::float(self.avg_rt).map_or(-1, |v| v as i64),
             max_thread: wire::float(self.max_thread).map_or(-1, |v| v as i64),
-        })
+        };
+        (rule, Vec::new())
     }
 }

@@ -4,39 +4,50 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::formats::{foreign_key, Format};
-use crate::rules::{RuleError, RuleFamily, RuleIssue, Validation};
+use super::formats::Format;
+use super::keys::{classify, RuleWire};
+use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 
-/// The payload name a converter puts in its errors. The driver renames it after the key.
-const PAYLOAD: &str = "payload";
+/// The payload name a converter puts in its errors: none (the driver names it after the key,
+/// a tool after its file).
+const PAYLOAD: &str = "";
 /// Deepest nesting the single-quote fallback parser is given (it recurses per level).
 const FALLBACK_MAX_DEPTH: usize = 64;
 /// How many wrongly typed fields of one rule are reported before giving up on that rule.
 const MAX_TYPE_ISSUES_PER_RULE: usize = 16;
 
-/// The rules of a list that may load, each with its index in the list, and the issues of the
-/// rules a lenient pass left out; or, strict, every issue.
-pub(crate) type ParsedFamily<R> = Result<(Vec<(usize, R)>, Vec<RuleIssue>), Vec<RuleIssue>>;
+/// What one family's rule list gave: the rules that may load, each with its index in the
+/// list, the issues of the rules a lenient pass left out, and the warnings (unknown keys;
+/// in lenient mode, absent fields that decide what a rule does).
+#[derive(Debug)]
+pub(crate) struct Parsed<R> {
+    pub(crate) rules: Vec<(usize, R)>,
+    pub(crate) skipped: Vec<RuleIssue>,
+    pub(crate) warnings: Vec<RuleIssue>,
+}
 
-/// How one family's rules are spelt in one format.
+/// A family's parse: [`Parsed`], or, strict, every issue.
+pub(crate) type ParsedFamily<R> = Result<Parsed<R>, Vec<RuleIssue>>;
+
+/// How one family's rules are spelt in one format, and how they are read.
 pub(crate) struct WireShape {
     pub(crate) family: RuleFamily,
     /// The format: a rule with a key of another format is refused, naming it.
     pub(crate) format: Format,
-    /// Rewrites a rule object before it is decoded (for example lower-cases its keys).
-    pub(crate) prepare: fn(Value) -> Value,
-    /// The field name to report for a decoded key path.
-    pub(crate) field_name: fn(&str) -> String,
+    /// Strict or lenient.
+    pub(crate) validation: Validation,
+    /// Whether an unknown key is a warning or an error.
+    pub(crate) keys: KeyPolicy,
 }
 
 impl WireShape {
-    /// Sentinel's (Java) spelling: keys as written.
-    pub(crate) fn java(family: RuleFamily) -> Self {
+    /// Sentinel's (Java) spelling of `family`.
+    pub(crate) fn java(family: RuleFamily, validation: Validation, keys: KeyPolicy) -> Self {
         Self {
             family,
             format: Format::java(family),
-            prepare: |v| v,
-            field_name: str::to_owned,
+            validation,
+            keys,
         }
     }
 }
@@ -56,9 +67,44 @@ pub(crate) fn parse_document(bytes: &[u8], format: &str) -> Result<Value, RuleEr
                     return Ok(value);
                 }
             }
-            Err(format_error(format, error.to_string()))
+            let mut message = error.to_string();
+            if looks_like_yaml(bytes) {
+                message.push_str(
+                    ": this looks like YAML, not JSON. Rules kept as JSON inside YAML (a \
+                     Spring or Eureka property, a Dapr component's metadata) must be taken out \
+                     of it first; sentinel-golang's Kubernetes resources (FlowRules, \
+                     CircuitBreakerRules...) are read by KubernetesYaml (the `yaml` feature; \
+                     `sentinel-rules --format k8s`)",
+                );
+            }
+            Err(format_error(format, message))
         }
     }
+}
+
+/// Whether a payload that is not JSON reads like YAML: its first line that is not blank or a
+/// comment is a document marker, a list item or a `key:` of a mapping.
+fn looks_like_yaml(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let Some(line) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+    else {
+        return false;
+    };
+    if line == "---" || line.starts_with("- ") {
+        return true;
+    }
+    line.split_once(':').is_some_and(|(key, rest)| {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && (rest.is_empty() || rest.starts_with(' '))
+    })
 }
 
 /// fastjson accepts single-quoted strings; JSON5 reads them too. Used only when strict JSON
@@ -115,86 +161,73 @@ pub(crate) fn not_a_rule_list(value: &Value, family: RuleFamily, format: &str) -
 /// Decodes every rule of one family with `decode`, then checks each decoded rule with
 /// `validate` (the rule's own validity checks), so one message lists every problem.
 ///
-/// Each rule comes with its index in the list. Strict: any issue rejects the list (every
-/// issue is returned). Lenient: invalid rules are left out and returned as the second value.
+/// Strict: any issue rejects the list (every issue is returned). Lenient: invalid rules are
+/// left out and their issues returned in [`Parsed::skipped`].
 pub(crate) fn parse_family<W, R>(
     items: Vec<Value>,
     shape: &WireShape,
-    decode: impl Fn(W, usize) -> Result<R, Vec<RuleIssue>>,
+    decode: impl Fn(W, usize) -> (R, Vec<RuleIssue>),
     validate: impl Fn(&R, usize) -> Vec<RuleIssue>,
-    validation: Validation,
 ) -> ParsedFamily<R>
 where
-    W: DeserializeOwned,
+    W: DeserializeOwned + RuleWire,
 {
-    let mut rules = Vec::with_capacity(items.len());
-    let mut issues = Vec::new();
+    let mut parsed = Parsed {
+        rules: Vec::with_capacity(items.len()),
+        skipped: Vec::new(),
+        warnings: Vec::new(),
+    };
     for (index, item) in items.into_iter().enumerate() {
-        match parse_rule(item, index, shape, &decode, &validate) {
-            Ok(rule) => rules.push((index, rule)),
-            Err(found) => issues.extend(found),
+        let (rule, issues) =
+            parse_rule(item, index, shape, &decode, &validate, &mut parsed.warnings);
+        match rule {
+            Some(rule) if issues.is_empty() => parsed.rules.push((index, rule)),
+            _ => parsed.skipped.extend(issues),
         }
     }
-    if validation == Validation::Strict && !issues.is_empty() {
-        return Err(issues);
+    if shape.validation == Validation::Strict && !parsed.skipped.is_empty() {
+        return Err(parsed.skipped);
     }
-    Ok((rules, issues))
+    Ok(parsed)
 }
 
-/// Decodes one rule. A wrongly typed field is reported and removed, and decoding is retried,
-/// so one message lists every problem of the rule (a bad `controlBehavior` and a missing
-/// `resource` together).
+/// Decodes one rule, reporting every problem it has: a wrongly typed field is reported and
+/// removed and decoding retried, then the keys it does not know are checked (see
+/// `wire::keys`), the rule is built (an unknown code read as its default) and validated. A
+/// problem of a field found early is not reported again by the later steps.
 fn parse_rule<W, R>(
     item: Value,
     index: usize,
     shape: &WireShape,
-    decode: &impl Fn(W, usize) -> Result<R, Vec<RuleIssue>>,
+    decode: &impl Fn(W, usize) -> (R, Vec<RuleIssue>),
     validate: &impl Fn(&R, usize) -> Vec<RuleIssue>,
-) -> Result<R, Vec<RuleIssue>>
+    warnings: &mut Vec<RuleIssue>,
+) -> (Option<R>, Vec<RuleIssue>)
 where
-    W: DeserializeOwned,
+    W: DeserializeOwned + RuleWire,
 {
     let family = shape.family;
-    let mut item = (shape.prepare)(unwrap_entity(item));
-    if !item.is_object() {
-        return Err(vec![RuleIssue::new(
-            family,
-            index,
-            None,
-            "",
-            format!("expected a rule object, found {}", kind(&item)),
-        )]);
-    }
-    let resource = item
-        .get("resource")
-        .and_then(Value::as_str)
+    let mut item = unwrap_entity(item);
+    let Some(object) = item.as_object() else {
+        let message = format!("expected a rule object, found {}", kind(&item));
+        return (None, vec![RuleIssue::new(family, index, None, "", message)]);
+    };
+    let resource = object
+        .iter()
+        .find(|(key, _)| W::CASE.matches(key, "resource"))
+        .and_then(|(_, value)| value.as_str())
         .map(str::to_owned);
     let resource = resource.as_deref();
-    if let Some((key, message)) = item.as_object().and_then(|o| foreign_key(o, shape.format)) {
-        return Err(vec![RuleIssue::new(family, index, resource, key, message)]);
-    }
     let mut issues = Vec::new();
+    let mut wire = None;
     for _ in 0..MAX_TYPE_ISSUES_PER_RULE {
         match serde_path_to_error::deserialize::<_, W>(&item) {
-            Ok(wire) => {
-                return match decode(wire, index) {
-                    Ok(rule) => {
-                        issues.extend(validate(&rule, index));
-                        if issues.is_empty() {
-                            Ok(rule)
-                        } else {
-                            Err(issues)
-                        }
-                    }
-                    Err(mut more) => {
-                        issues.append(&mut more);
-                        Err(issues)
-                    }
-                };
+            Ok(decoded) => {
+                wire = Some(decoded);
+                break;
             }
             Err(error) => {
-                let path = error.path().to_string();
-                let field = (shape.field_name)(&path);
+                let field = error.path().to_string();
                 issues.push(RuleIssue::new(
                     family,
                     index,
@@ -203,12 +236,94 @@ where
                     error.inner().to_string(),
                 ));
                 if !remove_path(&mut item, error.path()) {
-                    return Err(issues);
+                    return (None, issues);
                 }
             }
         }
     }
-    Err(issues)
+    let Some(wire) = wire else {
+        return (None, issues);
+    };
+    for key in wire.unknown().iter() {
+        let problem = classify(key, shape.format);
+        let issue = RuleIssue::new(
+            family,
+            index,
+            resource,
+            &key.path,
+            problem.message(&key.key),
+        );
+        if problem.is_error() || shape.keys == KeyPolicy::Deny {
+            issues.push(issue);
+        } else {
+            warnings.push(issue);
+        }
+    }
+    for field in wire.missing() {
+        if shape.validation == Validation::Strict {
+            issues.push(RuleIssue::new(
+                family,
+                index,
+                resource,
+                field,
+                "is required: it decides what the rule does (lenient mode reads Sentinel's \
+                 default)",
+            ));
+        } else {
+            warnings.push(RuleIssue::new(
+                family,
+                index,
+                resource,
+                field,
+                "is absent: read as Sentinel's default",
+            ));
+        }
+    }
+    let (rule, found) = decode(wire, index);
+    for later in [found, validate(&rule, index)] {
+        let known = issues.len();
+        for issue in later {
+            if !issues[..known].iter().any(|i| i.field == issue.field) {
+                issues.push(issue);
+            }
+        }
+    }
+    for issue in &mut issues {
+        issue.field = as_written(&item, &issue.field);
+    }
+    (Some(rule), issues)
+}
+
+/// `field` (`specificItems[0].valStr`) spelt as the payload spells its keys, for formats
+/// that match keys in any letter case.
+fn as_written(item: &Value, field: &str) -> String {
+    let mut node = Some(item);
+    let mut parts = Vec::new();
+    for segment in field.split('.') {
+        let (name, rest) = match segment.find('[') {
+            Some(at) => segment.split_at(at),
+            None => (segment, ""),
+        };
+        let found = node
+            .and_then(Value::as_object)
+            .and_then(|map| map.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)));
+        match found {
+            Some((key, value)) => {
+                parts.push(format!("{key}{rest}"));
+                node = rest
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<usize>()
+                    .ok()
+                    .map_or(Some(value), |i| value.get(i));
+            }
+            None => {
+                parts.push(segment.to_owned());
+                node = None;
+            }
+        }
+    }
+    parts.join(".")
 }
 
 /// Removes the value at `path`, so decoding can go on past it. False if it cannot.
@@ -250,18 +365,6 @@ fn unwrap_entity(item: Value) -> Value {
         {
             map.remove("rule").unwrap_or(Value::Object(Map::new()))
         }
-        other => other,
-    }
-}
-
-/// Lower-cases the keys of a rule object, for Go's case-insensitive matching.
-pub(crate) fn lowercase_keys(item: Value) -> Value {
-    match item {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k.to_ascii_lowercase(), v))
-                .collect(),
-        ),
         other => other,
     }
 }

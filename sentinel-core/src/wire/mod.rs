@@ -4,11 +4,15 @@
 
 mod formats;
 mod json;
+mod keys;
 mod scalar;
 
-pub(crate) use formats::{may_hold_foreign_key, Format};
+pub(crate) use formats::Format;
 pub(crate) use json::{
-    format_error, invalid, kind, lowercase_keys, not_a_rule_list, parse_document, parse_family,
-    rule_list, WireShape,
+    format_error, invalid, kind, not_a_rule_list, parse_document, parse_family, rule_list,
+    WireShape,
 };
+#[cfg(feature = "schema")]
+pub(crate) use keys::CARRIED_BY_STORES;
+pub(crate) use keys::{wire_struct, Checked, KeyCase, KeyText, NestedKeys, RuleWire, UnknownKeys};
 pub(crate) use scalar::{boolean, float, hash_f64, int, Bool, Float, Int};

@@ -177,3 +177,48 @@ mod tests {
         assert_eq!(b, vec![Bool(true), Bool(false), Bool(true)]);
     }
 }
+
+#[cfg(feature = "schema")]
+mod schema {
+    use std::borrow::Cow;
+
+    use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+
+    use super::{Bool, Float, Int};
+
+    impl JsonSchema for Int {
+        fn schema_name() -> Cow<'static, str> {
+            "Int".into()
+        }
+        fn inline_schema() -> bool {
+            true
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({ "type": ["integer", "string"], "description": "an integer (or its text)" })
+        }
+    }
+
+    impl JsonSchema for Float {
+        fn schema_name() -> Cow<'static, str> {
+            "Float".into()
+        }
+        fn inline_schema() -> bool {
+            true
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({ "type": ["number", "string"], "description": "a number (or its text)" })
+        }
+    }
+
+    impl JsonSchema for Bool {
+        fn schema_name() -> Cow<'static, str> {
+            "Bool".into()
+        }
+        fn inline_schema() -> bool {
+            true
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({ "type": ["boolean", "string", "integer"], "description": "a boolean (or \"true\", \"false\", 1, 0)" })
+        }
+    }
+}

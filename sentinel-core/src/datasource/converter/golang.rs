@@ -13,28 +13,29 @@ use crate::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem, Par
 use crate::rule_set::RuleSet;
 use crate::rules::{Issues, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
+use serde_json::Value;
+
 use crate::wire::{self, Bool, Float, Format, Int, WireShape};
 
 /// Declares a sentinel-golang JSON converter for one rule family.
 macro_rules! go_converter {
     (
         $(#[$meta:meta])* $name:ident, $family:expr, $wire_format:expr, $format:literal,
-        $wire:ty, $into:path, $fields:expr
+        $wire:ty, $into:path
     ) => {
-        converter_with_mode!($(#[$meta])* $name, |source, validation| {
+        converter_with_mode!($(#[$meta])* $name, |self, source, validation| {
             let document = wire::parse_document(source, $format)?;
-            let items = wire::rule_list(document, $family, $format)?;
+            let items = last_of_case_duplicates(source, wire::rule_list(document, $family, $format)?);
             let shape = WireShape {
                 family: $family,
                 format: $wire_format,
-                prepare: wire::lowercase_keys,
-                field_name: |path| go_field_name($fields, path),
+                validation,
+                keys: self.keys,
             };
-            let (rules, skipped) =
-                wire::parse_family::<$wire, _>(items, &shape, $into, Family::validate, validation)
-                    .map_err(wire::invalid)?;
-            let rules = rules.into_iter().map(|(_, rule)| rule).collect();
-            Ok(Converted::validated(RuleSet::of(rules), skipped))
+            let parsed = wire::parse_family::<$wire, _>(items, &shape, $into, Family::validate)
+                .map_err(wire::invalid)?;
+            let rules = parsed.rules.into_iter().map(|(_, rule)| rule).collect();
+            Ok(Converted::validated(RuleSet::of(rules), parsed.skipped, parsed.warnings))
         });
     };
 }
@@ -66,20 +67,7 @@ go_converter!(
     Format::GoFlow,
     "sentinel-golang flow-rule JSON",
     GoFlowRuleWire,
-    into_go_flow_rule,
-    &[
-        "resource",
-        "tokenCalculateStrategy",
-        "controlBehavior",
-        "threshold",
-        "relationStrategy",
-        "refResource",
-        "maxQueueingTimeMs",
-        "warmUpPeriodSec",
-        "warmUpColdFactor",
-        "statIntervalInMs",
-        "regex",
-    ]
+    into_go_flow_rule
 );
 
 go_converter!(
@@ -106,18 +94,7 @@ go_converter!(
     Format::GoBreaker,
     "sentinel-golang circuit-breaker JSON",
     GoBreakerRuleWire,
-    into_go_breaker_rule,
-    &[
-        "resource",
-        "strategy",
-        "retryTimeoutMs",
-        "minRequestAmount",
-        "statIntervalMs",
-        "statSlidingWindowBucketCount",
-        "maxAllowedRtMs",
-        "threshold",
-        "probeNum",
-    ]
+    into_go_breaker_rule
 );
 
 go_converter!(
@@ -139,8 +116,7 @@ go_converter!(
     Format::GoSystem,
     "sentinel-golang system-rule JSON",
     GoSystemRuleWire,
-    into_go_system_rule,
-    &["metricType", "triggerCount", "strategy"]
+    into_go_system_rule
 );
 
 go_converter!(
@@ -176,56 +152,181 @@ go_converter!(
     Format::GoHotspot,
     "sentinel-golang hotspot-rule JSON",
     GoHotspotRuleWire,
-    into_go_hotspot_rule,
-    &[
-        "resource",
-        "metricType",
-        "controlBehavior",
-        "paramIndex",
-        "paramKey",
-        "threshold",
-        "maxQueueingTimeMs",
-        "burstCount",
-        "durationInSec",
-        "paramsMaxCapacity",
-        "specificItems",
-    ]
+    into_go_hotspot_rule
 );
 
-/// Go's camelCase spelling of a lower-cased key path, for messages.
-fn go_field_name(names: &[&str], path: &str) -> String {
-    names
-        .iter()
-        .find(|name| name.eq_ignore_ascii_case(path))
-        .map_or_else(|| path.to_owned(), |name| (*name).to_owned())
+go_converter!(
+    /// sentinel-golang's isolation-rule JSON: a concurrency limit per resource, mapped onto
+    /// Sentinel's thread-count [`FlowRule`] (`FlowRule::thread`), which blocks a call when
+    /// the calls in flight plus this one would exceed the limit, as Go's isolation check does.
+    ///
+    /// | Go | Sentinel |
+    /// |---|---|
+    /// | `resource` | `resource` |
+    /// | `metricType` 0 Concurrency (the only one) | `grade` 0 (threads) |
+    /// | `threshold` | `count` |
+    ///
+    /// ```
+    /// use sentinel_core::datasource::{Converter, GoIsolationJson};
+    /// use sentinel_core::flow::FlowRule;
+    ///
+    /// let payload = br#"[{"Resource": "abc", "MetricType": 0, "Threshold": 100}]"#;
+    /// let set = GoIsolationJson::new().convert(&payload[..]).unwrap();
+    /// assert_eq!(set.flow.unwrap(), vec![FlowRule::thread("abc", 100.0)]);
+    /// ```
+    GoIsolationJson,
+    RuleFamily::Flow,
+    Format::GoIsolation,
+    "sentinel-golang isolation-rule JSON",
+    GoIsolationRuleWire,
+    into_go_isolation_rule
+);
+
+wire::wire_struct! {
+    /// sentinel-golang's isolation rule on the wire (keys in any letter case). `threshold`
+    /// decides what it does.
+    struct GoIsolationRuleWire (Insensitive) {
+        resource: String = "resource",
+        metric_type: Int = "metricType",
+        threshold: Int = "threshold" required,
+    }
 }
 
-/// sentinel-golang's flow rule on the wire, keys lower-cased.
-#[derive(Debug, Default, Deserialize)]
-struct GoFlowRuleWire {
-    resource: Option<String>,
-    #[serde(rename = "tokencalculatestrategy")]
-    token_calculate_strategy: Option<Int>,
-    #[serde(rename = "controlbehavior")]
-    control_behavior: Option<Int>,
-    threshold: Option<Float>,
-    #[serde(rename = "relationstrategy")]
-    relation_strategy: Option<Int>,
-    #[serde(rename = "refresource")]
-    ref_resource: Option<String>,
-    #[serde(rename = "maxqueueingtimems")]
-    max_queueing_time_ms: Option<Int>,
-    #[serde(rename = "warmupperiodsec")]
-    warm_up_period_sec: Option<Int>,
-    #[serde(rename = "warmupcoldfactor")]
-    warm_up_cold_factor: Option<Int>,
-    #[serde(rename = "statintervalinms")]
-    stat_interval_in_ms: Option<Int>,
-    regex: Option<Bool>,
+/// Maps a Go isolation rule onto a Sentinel thread-count flow rule.
+fn into_go_isolation_rule(wire: GoIsolationRuleWire, index: usize) -> (FlowRule, Vec<RuleIssue>) {
+    let resource = wire.resource.unwrap_or_default();
+    let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
+    match wire::int(wire.metric_type).unwrap_or(0) {
+        0 => {}
+        other => issues.add(
+            "metricType",
+            format!("unknown value {other}; expected 0 (Concurrency)"),
+        ),
+    }
+    let threshold = issues.u32("threshold", wire::int(wire.threshold), 0);
+    let rule = FlowRule::thread(resource.clone(), f64::from(threshold));
+    issues.finish(rule)
+}
+
+/// Go's `encoding/json` matches keys in any letter case, and of two keys that differ only
+/// in case the last one in the document wins. A `serde_json::Value` keeps its keys sorted,
+/// so a rule object with such keys is read again from the bytes, in document order, and
+/// only the last of each is kept.
+fn last_of_case_duplicates(source: &[u8], mut items: Vec<Value>) -> Vec<Value> {
+    let has_duplicates = |item: &Value| {
+        item.as_object().is_some_and(|map| {
+            let mut lower: Vec<String> = map.keys().map(|k| k.to_ascii_lowercase()).collect();
+            lower.sort_unstable();
+            lower.windows(2).any(|w| w[0] == w[1])
+        })
+    };
+    if !items.iter().any(has_duplicates) {
+        return items;
+    }
+    let source = source.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(source);
+    let Ok(ordered) = serde_json::from_slice::<OneOrMany>(source) else {
+        return items;
+    };
+    let ordered = match ordered {
+        OneOrMany::Many(list) => list,
+        OneOrMany::One(one) => vec![one],
+    };
+    for (item, pairs) in items.iter_mut().zip(ordered) {
+        let (Some(map), Some(pairs)) = (item.as_object_mut(), pairs.0) else {
+            continue;
+        };
+        if !has_duplicates(&Value::Object(map.clone())) {
+            continue;
+        }
+        let mut kept: Vec<(String, Value)> = Vec::new();
+        for (key, value) in pairs {
+            kept.retain(|(k, _)| !k.eq_ignore_ascii_case(&key));
+            kept.push((key, value));
+        }
+        *map = kept.into_iter().collect();
+    }
+    items
+}
+
+/// A rule list read with each object's keys in document order.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    Many(Vec<Ordered>),
+    One(Ordered),
+}
+
+/// An object's entries in document order (`None` for any other value).
+struct Ordered(Option<Vec<(String, Value)>>);
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    pairs.push(entry);
+                }
+                Ok(Ordered(Some(pairs)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Ordered, A::Error> {
+                while seq.next_element::<wire::Checked>()?.is_some() {}
+                Ok(Ordered(None))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Ordered, E> {
+                Ok(Ordered(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+wire::wire_struct! {
+    /// sentinel-golang's flow rule on the wire (keys in any letter case). `threshold`
+    /// decides what it does.
+    struct GoFlowRuleWire (Insensitive) {
+        resource: String = "resource",
+        token_calculate_strategy: Int = "tokenCalculateStrategy",
+        control_behavior: Int = "controlBehavior",
+        threshold: Float = "threshold" required,
+        relation_strategy: Int = "relationStrategy",
+        ref_resource: String = "refResource",
+        max_queueing_time_ms: Int = "maxQueueingTimeMs",
+        warm_up_period_sec: Int = "warmUpPeriodSec",
+        warm_up_cold_factor: Int = "warmUpColdFactor",
+        stat_interval_in_ms: Int = "statIntervalInMs",
+        regex: Bool = "regex",
+    }
 }
 
 /// Maps a Go flow rule onto Sentinel's; issues are what Sentinel cannot express.
-fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec<RuleIssue>> {
+fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> (FlowRule, Vec<RuleIssue>) {
     let resource = wire.resource.unwrap_or_default();
     let mut issues = Issues::new(RuleFamily::Flow, index, Some(&resource));
     let mut issue = |field: &str, message: String| issues.add(field, message);
@@ -323,30 +424,29 @@ fn into_go_flow_rule(wire: GoFlowRuleWire, index: usize) -> Result<FlowRule, Vec
         regex: false,
         cluster_config: None,
     };
-    issues.finish(Some(rule))
+    issues.finish(rule)
 }
 
-/// sentinel-golang's circuit-breaker rule on the wire, keys lower-cased.
-#[derive(Debug, Default, Deserialize)]
-struct GoBreakerRuleWire {
-    resource: Option<String>,
-    strategy: Option<Int>,
-    #[serde(rename = "retrytimeoutms")]
-    retry_timeout_ms: Option<Int>,
-    #[serde(rename = "minrequestamount")]
-    min_request_amount: Option<Int>,
-    #[serde(rename = "statintervalms")]
-    stat_interval_ms: Option<Int>,
-    #[serde(rename = "maxallowedrtms")]
-    max_allowed_rt_ms: Option<Float>,
-    threshold: Option<Float>,
+wire::wire_struct! {
+    /// sentinel-golang's circuit-breaker rule on the wire (keys in any letter case).
+    /// `strategy` and `threshold` decide what it does.
+    struct GoBreakerRuleWire (Insensitive) {
+        resource: String = "resource",
+        strategy: Int = "strategy" required,
+        retry_timeout_ms: Int = "retryTimeoutMs",
+        min_request_amount: Int = "minRequestAmount",
+        stat_interval_ms: Int = "statIntervalMs",
+        stat_sliding_window_bucket_count: Int = "statSlidingWindowBucketCount",
+        max_allowed_rt_ms: Float = "maxAllowedRtMs",
+        threshold: Float = "threshold" required,
+        probe_num: Int = "probeNum",
+    }
 }
 
 /// Maps a Go circuit-breaker rule onto Sentinel's; issues are what Sentinel cannot express.
-fn into_go_breaker_rule(
-    wire: GoBreakerRuleWire,
-    index: usize,
-) -> Result<DegradeRule, Vec<RuleIssue>> {
+fn into_go_breaker_rule(wire: GoBreakerRuleWire, index: usize) -> (DegradeRule, Vec<RuleIssue>) {
+    // Read (so a wrong type is reported) but not needed: see GoCircuitBreakerJson.
+    let _ = (wire.stat_sliding_window_bucket_count, wire.probe_num);
     let resource = wire.resource.unwrap_or_default();
     let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&resource));
     let grade = match wire::int(wire.strategy).unwrap_or(0) {
@@ -389,50 +489,38 @@ fn into_go_breaker_rule(
     .stat_interval_ms(stat_interval_ms);
     rule.time_window = retry_ms.div_ceil(1000);
     rule.limit_app = LIMIT_APP_DEFAULT.to_owned();
-    issues.finish(Some(rule))
+    issues.finish(rule)
 }
 
-/// sentinel-golang's hotspot rule on the wire, keys lower-cased.
-#[derive(Debug, Default, Deserialize)]
-struct GoHotspotRuleWire {
-    resource: Option<String>,
-    #[serde(rename = "metrictype")]
-    metric_type: Option<Int>,
-    #[serde(rename = "controlbehavior")]
-    control_behavior: Option<Int>,
-    #[serde(rename = "paramindex")]
-    param_index: Option<Int>,
-    #[serde(rename = "paramkey")]
-    param_key: Option<String>,
-    threshold: Option<Float>,
-    #[serde(rename = "maxqueueingtimems")]
-    max_queueing_time_ms: Option<Int>,
-    #[serde(rename = "burstcount")]
-    burst_count: Option<Int>,
-    #[serde(rename = "durationinsec")]
-    duration_in_sec: Option<Int>,
-    #[serde(rename = "paramsmaxcapacity")]
-    params_max_capacity: Option<Int>,
-    #[serde(rename = "specificitems")]
-    specific_items: Option<Vec<GoSpecificItemWire>>,
+wire::wire_struct! {
+    /// sentinel-golang's hotspot rule on the wire (keys in any letter case). `threshold`
+    /// decides what it does.
+    struct GoHotspotRuleWire (Insensitive) {
+        resource: String = "resource",
+        metric_type: Int = "metricType",
+        control_behavior: Int = "controlBehavior",
+        param_index: Int = "paramIndex",
+        param_key: String = "paramKey",
+        threshold: Float = "threshold" required,
+        max_queueing_time_ms: Int = "maxQueueingTimeMs",
+        burst_count: Int = "burstCount",
+        duration_in_sec: Int = "durationInSec",
+        params_max_capacity: Int = "paramsMaxCapacity",
+        specific_items: Vec<GoSpecificItemWire> = "specificItems",
+    }
 }
 
-/// One of `specificItems`, as Go's `SpecificItem` JSON spells it.
-#[derive(Debug, Default, Deserialize)]
-struct GoSpecificItemWire {
-    #[serde(rename = "valKind", alias = "valkind", alias = "ValKind")]
-    val_kind: Option<Int>,
-    #[serde(rename = "valStr", alias = "valstr", alias = "ValStr")]
-    val_str: Option<String>,
-    #[serde(alias = "Threshold")]
-    threshold: Option<Int>,
+wire::wire_struct! {
+    /// One of `specificItems`, as Go's `SpecificItem` JSON spells it.
+    struct GoSpecificItemWire (Insensitive) {
+        val_kind: Int = "valKind",
+        val_str: String = "valStr",
+        threshold: Int = "threshold",
+    }
 }
 
 /// Maps a Go hotspot rule onto a Sentinel param-flow rule.
-fn into_go_hotspot_rule(
-    wire: GoHotspotRuleWire,
-    index: usize,
-) -> Result<ParamFlowRule, Vec<RuleIssue>> {
+fn into_go_hotspot_rule(wire: GoHotspotRuleWire, index: usize) -> (ParamFlowRule, Vec<RuleIssue>) {
     let resource = wire.resource.unwrap_or_default();
     let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&resource));
     let grade = match wire::int(wire.metric_type).unwrap_or(0) {
@@ -541,21 +629,21 @@ fn into_go_hotspot_rule(
     };
     rule.params_max_capacity = (capacity > 0).then_some(capacity);
     rule.param_flow_item_list = items;
-    issues.finish(Some(rule))
+    issues.finish(rule)
 }
 
-/// sentinel-golang's system rule on the wire, keys lower-cased.
-#[derive(Debug, Default, Deserialize)]
-struct GoSystemRuleWire {
-    #[serde(rename = "metrictype")]
-    metric_type: Option<Int>,
-    #[serde(rename = "triggercount")]
-    trigger_count: Option<Float>,
-    strategy: Option<Int>,
+wire::wire_struct! {
+    /// sentinel-golang's system rule on the wire (keys in any letter case). `metricType`
+    /// and `triggerCount` decide what it does.
+    struct GoSystemRuleWire (Insensitive) {
+        metric_type: Int = "metricType" required,
+        trigger_count: Float = "triggerCount" required,
+        strategy: Int = "strategy",
+    }
 }
 
 /// Maps a Go system rule onto a Sentinel system rule with one threshold.
-fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRule, Vec<RuleIssue>> {
+fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> (SystemRule, Vec<RuleIssue>) {
     // `strategy` is read (so a wrong type is reported) but not needed: see GoSystemJson.
     let _ = wire::int(wire.strategy);
     let trigger = wire::float(wire.trigger_count).unwrap_or(0.0);
@@ -586,7 +674,44 @@ fn into_go_system_rule(wire: GoSystemRuleWire, index: usize) -> Result<SystemRul
             rule
         }
     };
-    issues.finish(Some(rule))
+    issues.finish(rule)
+}
+
+/// The schemas of sentinel-golang's JSON formats, by file name.
+#[cfg(feature = "schema")]
+pub(crate) fn go_schemas() -> Vec<(&'static str, Value)> {
+    use crate::datasource::schema::{any_case, document, rule_object};
+    let mut all = vec![
+        (
+            "go-flow",
+            "sentinel-golang flow rules",
+            rule_object::<GoFlowRuleWire>(),
+        ),
+        (
+            "go-circuit-breaker",
+            "sentinel-golang circuit-breaker rules",
+            rule_object::<GoBreakerRuleWire>(),
+        ),
+        (
+            "go-hotspot",
+            "sentinel-golang hotspot rules",
+            rule_object::<GoHotspotRuleWire>(),
+        ),
+        (
+            "go-system",
+            "sentinel-golang system rules",
+            rule_object::<GoSystemRuleWire>(),
+        ),
+        (
+            "go-isolation",
+            "sentinel-golang isolation rules",
+            rule_object::<GoIsolationRuleWire>(),
+        ),
+    ];
+    all.iter_mut().for_each(|(_, _, rule)| any_case(rule));
+    all.into_iter()
+        .map(|(name, title, rule)| (name, document(title, rule)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -726,5 +851,54 @@ mod tests {
                 .unwrap_or_default();
             assert!(fields.iter().any(|f| f == field), "{field}: {err:?}");
         }
+    }
+
+    #[test]
+    fn of_two_keys_differing_in_case_the_last_wins_as_in_go() {
+        for (payload, count) in [
+            (
+                &br#"[{"resource":"a","threshold":1,"Threshold":2}]"#[..],
+                2.0,
+            ),
+            (br#"[{"resource":"a","Threshold":2,"threshold":1}]"#, 1.0),
+            (
+                br#"{"resource":"a","THRESHOLD":3,"threshold":1,"Threshold":4}"#,
+                4.0,
+            ),
+        ] {
+            let rules = GoFlowJson::new()
+                .convert(payload)
+                .map(flow)
+                .unwrap_or_default();
+            assert_eq!(rules, vec![FlowRule::qps("a", count)], "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn go_keys_are_quoted_as_written() {
+        let err = GoHotspotJson::new()
+            .convert(
+                br#"[{"resource":"a","paramindex":0,"threshold":1,"burstcount":"x",
+                      "specificitems":[{"valkind":9,"ValStr":"1","threshold":1}]}]"#,
+            )
+            .err();
+        let fields: Vec<String> = err
+            .as_ref()
+            .map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
+            .unwrap_or_default();
+        assert!(fields.contains(&"burstcount".to_owned()), "{fields:?}");
+        assert!(
+            fields.contains(&"specificitems[0].valkind".to_owned()),
+            "{fields:?}"
+        );
+        let err = GoFlowJson::new()
+            .convert(br#"[{"resource":"a","thresold":1}]"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains(r#"unknown field "thresold" (did you mean "threshold"?)"#),
+            "{err}"
+        );
     }
 }

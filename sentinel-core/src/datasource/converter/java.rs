@@ -9,15 +9,16 @@ use crate::family::Family;
 use crate::flow::FlowRule;
 use crate::param_flow::ParamFlowRule;
 use crate::rule_set::{decode_family, InRuleSet, RuleSet, JAVA_FORMAT};
-use crate::rules::{RuleError, RuleIssue, Validation};
+use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
 use crate::wire;
+use crate::wire::RuleWire as _;
 
 /// Declares a Sentinel (Java) JSON converter for one rule family.
 macro_rules! java_converter {
     ($(#[$meta:meta])* $name:ident, $rule:ty) => {
-        converter_with_mode!($(#[$meta])* $name, |source, validation| {
-            convert_java::<$rule>(source, validation)
+        converter_with_mode!($(#[$meta])* $name, |self, source, validation| {
+            convert_java::<$rule>(source, validation, self.keys)
         });
     };
 }
@@ -77,24 +78,57 @@ java_converter!(
 fn convert_java<F: InRuleSet>(
     source: &[u8],
     validation: Validation,
+    keys: KeyPolicy,
 ) -> Result<Converted<RuleSet>, RuleError> {
     let family = F::FAMILY;
-    let fast = !wire::may_hold_foreign_key(source, wire::Format::java(family));
-    if let Some(rules) = fast.then(|| fast_path::<F>(source)).flatten() {
-        return Ok(Converted::validated(RuleSet::of(rules), Vec::new()));
+    if let Some(rules) = fast_path::<F>(source) {
+        return Ok(Converted::validated(
+            RuleSet::of(rules),
+            Vec::new(),
+            Vec::new(),
+        ));
     }
     let document = wire::parse_document(source, JAVA_FORMAT)?;
-    if !matches!(document, Value::Null | Value::Array(_) | Value::Object(_)) {
+    match &document {
+        Value::Null | Value::Array(_) => {}
+        Value::Object(map) => {
+            if let Some(hint) = combined_hint(map, family) {
+                return Err(wire::format_error(JAVA_FORMAT, hint));
+            }
+        }
         // A scalar document is a format error, not an issue of a rule.
-        return Err(wire::not_a_rule_list(&document, family, JAVA_FORMAT));
+        _ => return Err(wire::not_a_rule_list(&document, family, JAVA_FORMAT)),
     }
-    let (set, skipped) = decode_family(family, document, validation).map_err(wire::invalid)?;
-    Ok(Converted::validated(set, skipped))
+    let loaded = decode_family(family, document, validation, keys).map_err(wire::invalid)?;
+    Ok(Converted::validated(
+        loaded.set,
+        loaded.skipped,
+        loaded.warnings,
+    ))
+}
+
+/// A single object whose keys are all family names is a combined document, given to one
+/// family's converter: say so (its rules would otherwise read as one blank rule).
+fn combined_hint(map: &serde_json::Map<String, Value>, family: RuleFamily) -> Option<String> {
+    let families = |key: &String| RuleFamily::ALL.iter().any(|f| f.as_str() == key);
+    (!map.is_empty() && map.keys().all(families)).then(|| {
+        format!(
+            "this looks like a combined document (keys {}), not a list of {family} rules: \
+             drop `--family` (or read it with CombinedJson)",
+            map.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 /// The common case, a JSON list of valid rules, decoded straight from the bytes. `None` on
-/// anything else (another shape, a syntax or type error, an invalid, nested or duplicate
-/// rule): the general path then reads the payload and reports every problem.
+/// anything else (another shape, a syntax or type error, an unknown key, an absent field
+/// that decides what a rule does, an invalid, nested or duplicate rule): the general path
+/// then reads the payload and reports every problem.
+///
+/// It agrees with the general path by construction: the wire structs read every value,
+/// an unknown key's included, with the checks `serde_json::Value` makes, and collect the
+/// unknown keys, decoded; any such key sends the payload to the general path, which runs
+/// the one key check (see `wire::keys`).
 fn fast_path<F: Family>(bytes: &[u8]) -> Option<Vec<F>> {
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
     if bytes[start] != b'[' {
@@ -105,14 +139,29 @@ fn fast_path<F: Family>(bytes: &[u8]) -> Option<Vec<F>> {
         .into_iter()
         .enumerate()
         .map(|(index, wire)| {
-            let rule = F::decode(wire, index).ok()?;
-            rule.validate(index).is_empty().then_some((index, rule))
+            if !wire.unknown().is_empty() || !wire.missing().is_empty() {
+                return None;
+            }
+            let (rule, issues) = F::decode(wire, index);
+            (issues.is_empty() && rule.validate(index).is_empty()).then_some((index, rule))
         })
         .collect::<Option<_>>()?;
     let count = rules.len();
     let mut issues: Vec<RuleIssue> = Vec::new();
     let kept = F::keep_together(rules, &mut issues);
     (kept.len() == count).then_some(kept)
+}
+
+/// Whether the fast path accepts `bytes` (for the differential tests).
+#[cfg(test)]
+pub(crate) fn fast_path_accepts(bytes: &[u8], family: RuleFamily) -> bool {
+    match family {
+        RuleFamily::Flow => fast_path::<FlowRule>(bytes).is_some(),
+        RuleFamily::Degrade => fast_path::<DegradeRule>(bytes).is_some(),
+        RuleFamily::System => fast_path::<SystemRule>(bytes).is_some(),
+        RuleFamily::Authority => fast_path::<AuthorityRule>(bytes).is_some(),
+        RuleFamily::ParamFlow => fast_path::<ParamFlowRule>(bytes).is_some(),
+    }
 }
 
 macro_rules! family_converters {
@@ -145,9 +194,9 @@ converter_with_mode!(
     ///
     /// A data source's snapshot file is written in this format.
     CombinedJson,
-    |source, validation| {
-        let (set, skipped) = RuleSet::from_combined_json(source, validation)?;
-        Ok(Converted::validated(set, skipped))
+    |self, source, validation| {
+        let loaded = RuleSet::from_combined_json(source, validation, self.keys)?;
+        Ok(Converted::validated(loaded.set, loaded.skipped, loaded.warnings))
     }
 );
 
@@ -187,7 +236,7 @@ mod tests {
         ] {
             let err = FlowJson::new().convert(payload).err();
             let message = err.map(|e| e.to_string()).unwrap_or_default();
-            assert!(message.contains("param-flow"), "{message}");
+            assert!(message.contains("paramFlow"), "{message}");
         }
         let err = DegradeJson::new()
             .convert(br#"[{"resource":"a","count":5,"controlBehavior":0}]"#)
@@ -221,7 +270,7 @@ mod tests {
     #[test]
     fn nested_type_error_names_the_path() {
         let err = FlowJson::new()
-            .convert(br#"[{"resource":"a","clusterConfig":{"flowId":"zz"}}]"#)
+            .convert(br#"[{"resource":"a","count":1,"clusterConfig":{"flowId":"zz"}}]"#)
             .err();
         let issues = err.as_ref().map(RuleError::issues).unwrap_or_default();
         assert_eq!(issues.len(), 1, "{err:?}");
@@ -292,5 +341,258 @@ mod tests {
         );
         let err = c.convert(br#"{"flow":7}"#).err();
         assert_eq!(err.as_ref().map(|e| e.issues().len()), Some(1), "{err:?}");
+    }
+
+    fn fields(err: Option<RuleError>) -> Vec<String> {
+        err.map(|e| e.issues().iter().map(|i| i.field.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_key_close_to_a_field_is_an_error_naming_both() {
+        let err = FlowJson::new()
+            .convert(br#"[{"resource":"GET:/order","cuont":5}]"#)
+            .err();
+        let message = err.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(
+            message.contains(r#"unknown field "cuont" (did you mean "count"?)"#),
+            "{message}"
+        );
+        // Lenient mode skips the rule (a typo is always an error), so nothing blocks.
+        let out = FlowJson::lenient()
+            .convert_with(br#"[{"resource":"a","cuont":5}]"#, Validation::Lenient);
+        assert_eq!(out.ok().map(|o| flow(o.value)), Some(vec![]));
+        // Nested objects too.
+        let err = FlowJson::new()
+            .convert(
+                br#"[{"resource":"a","count":1,"clusterMode":true,"clusterConfig":{"flowID":1}}]"#,
+            )
+            .err();
+        assert!(fields(err).contains(&"clusterConfig.flowID".to_owned()));
+    }
+
+    #[test]
+    fn keys_stores_carry_are_ignored_and_other_keys_are_warnings() {
+        let dashboard = br#"[{"id":7,"app":"shop","ip":"10.0.0.1","port":8719,"gmtCreate":1,
+            "gmtModified":null,"resource":"a","count":1}]"#;
+        let out = FlowJson::new()
+            .convert_with(dashboard, Validation::Strict)
+            .ok();
+        assert_eq!(
+            out.map(|o| (o.warnings.len(), flow(o.value).len())),
+            Some((0, 1))
+        );
+        let unknown = br#"[{"resource":"a","count":1,"owner":"team-a"}]"#;
+        let out = FlowJson::new()
+            .convert_with(unknown, Validation::Strict)
+            .ok();
+        let warnings = out.map(|o| o.warnings).unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].field, "owner");
+        let denied = FlowJson::new().keys(KeyPolicy::Deny).convert(unknown).err();
+        assert_eq!(fields(denied), vec!["owner".to_owned()]);
+    }
+
+    #[test]
+    fn a_rule_without_the_field_that_decides_it_is_an_error_in_strict_mode() {
+        for (converter, payload, missing) in [
+            (
+                java_converter(RuleFamily::Flow),
+                &br#"[{"resource":"a"}]"#[..],
+                &["count"][..],
+            ),
+            (
+                java_converter(RuleFamily::ParamFlow),
+                br#"[{"resource":"a","paramIdx":0}]"#,
+                &["count"],
+            ),
+            (
+                java_converter(RuleFamily::Degrade),
+                br#"[{"resource":"a","timeWindow":5}]"#,
+                &["grade", "count"],
+            ),
+        ] {
+            let found = fields(converter.convert(payload).err());
+            for field in missing {
+                assert!(found.contains(&(*field).to_owned()), "{field}: {found:?}");
+            }
+            // Lenient mode keeps Java's defaults, and warns.
+            let out = converter.convert_with(payload, Validation::Lenient).ok();
+            let out = out.unwrap_or_else(|| panic!("lenient refused {payload:?}"));
+            assert_eq!(out.value.len(), 1);
+            assert_eq!(out.warnings.len(), missing.len(), "{:?}", out.warnings);
+        }
+    }
+
+    #[test]
+    fn decode_problems_do_not_hide_validation_problems() {
+        let found = fields(
+            ParamFlowJson::new()
+                .convert(br#"[{"resource":"p","count":-1}]"#)
+                .err(),
+        );
+        assert!(found.contains(&"paramIdx".to_owned()), "{found:?}");
+        assert!(found.contains(&"count".to_owned()), "{found:?}");
+        let found = fields(
+            ParamFlowJson::new()
+                .convert(br#"[{"resource":"p","count":1,"paramIdx":0,"controlBehavior":9,"durationInSec":0}]"#)
+                .err(),
+        );
+        assert!(found.contains(&"controlBehavior".to_owned()), "{found:?}");
+        assert!(found.contains(&"durationInSec".to_owned()), "{found:?}");
+    }
+
+    /// The three classes a fuzzer found where the fast path loaded what the general path
+    /// refuses.
+    #[test]
+    fn an_escaped_backslash_before_a_foreign_key_does_not_hide_it() {
+        let payload = br#"[{"resource":"C:\\","count":0,"grade":1,"paramIdx":0}]"#;
+        let message = FlowJson::new()
+            .convert(payload)
+            .err()
+            .map(|e| e.to_string());
+        assert!(message.unwrap_or_default().contains("paramFlow"));
+    }
+
+    #[test]
+    fn a_foreign_key_spelt_with_an_escape_or_long_keys_is_found() {
+        let escaped = br#"[{"resource":"a","count":0,"\u0070aramIdx":0}]"#;
+        assert!(FlowJson::new().convert(escaped).is_err());
+        let long = format!(
+            r#"[{{"resource":"a","count":0,"{}":1,"paramIdx":0}}]"#,
+            "k".repeat(29)
+        );
+        assert!(FlowJson::new().convert(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn an_ignored_field_gets_the_checks_of_any_json() {
+        let deep = format!("{}1{}", "[".repeat(130), "]".repeat(130));
+        for value in ["1e400".to_owned(), "\"\\ud800\"".to_owned(), deep] {
+            let payload = format!(r#"[{{"resource":"a","count":1,"app":{value}}}]"#);
+            for bytes in [
+                payload.clone().into_bytes(),
+                [&b"\xEF\xBB\xBF"[..], payload.as_bytes()].concat(),
+            ] {
+                assert!(
+                    matches!(
+                        FlowJson::new().convert(&bytes),
+                        Err(RuleError::Format { .. })
+                    ),
+                    "{value}"
+                );
+            }
+        }
+        let mut utf8 = br#"[{"resource":"a","count":1,"app":""#.to_vec();
+        utf8.extend_from_slice(b"\xff\"}]");
+        assert!(FlowJson::new().convert(&utf8).is_err());
+    }
+
+    #[test]
+    fn a_combined_document_given_to_one_family_says_so() {
+        let message = FlowJson::new()
+            .convert(br#"{"flow":[{"resource":"a","count":1}]}"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            message.contains("combined document") && message.contains("--family"),
+            "{message}"
+        );
+        let message = CombinedJson::new()
+            .convert(br#"[{"resource":"a","count":1}]"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.contains("--family"), "{message}");
+        // A converter does not name the payload ("payload payload: ...").
+        assert!(
+            !message.contains("payload payload") && !message.starts_with("payload"),
+            "{message}"
+        );
+    }
+}
+
+/// The fast path against the general path (`serde_json::Value` first): on any input the fast
+/// path accepts, the general path gives the same rules.
+#[cfg(test)]
+mod differential {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::rule_set::decode_family;
+
+    fn general(bytes: &[u8], family: RuleFamily) -> Option<RuleSet> {
+        let document = wire::parse_document(bytes, JAVA_FORMAT).ok()?;
+        decode_family(family, document, Validation::Strict, KeyPolicy::Deny)
+            .ok()
+            .map(|loaded| loaded.set)
+    }
+
+    /// Rule-list-like text: keys of every family, escapes, odd numbers and strings.
+    fn payload() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "resource",
+            "count",
+            "grade",
+            "paramIdx",
+            "\\u0070aramIdx",
+            "app",
+            "gmtCreate",
+            "controlBehavior",
+            "limitApp",
+            "strategy",
+            "timeWindow",
+            "qps",
+            "avgRt",
+            "cuont",
+            "durationInSec",
+            "paramFlowItemList",
+            "clusterConfig",
+            "weird",
+        ]);
+        let value = prop::sample::select(vec![
+            "0",
+            "1",
+            "-1",
+            "1e400",
+            "2.5",
+            "\"a\"",
+            "\"C:\\\\\"",
+            "\"\\ud800\"",
+            "null",
+            "true",
+            "[]",
+            "{}",
+            "{\"flowId\":1}",
+            "\"\\\\\\\"\"",
+        ]);
+        let rule = prop::collection::vec((key, value), 0..6).prop_map(|pairs| {
+            let body: Vec<String> = pairs.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", body.join(","))
+        });
+        prop::collection::vec(rule, 0..4).prop_map(|rules| format!("[{}]", rules.join(",")))
+    }
+
+    proptest! {
+        #[test]
+        fn fast_and_general_paths_agree(text in payload()) {
+            for &family in RuleFamily::ALL {
+                if fast_path_accepts(text.as_bytes(), family) {
+                    let fast = java_converter(family).convert(text.as_bytes()).ok();
+                    prop_assert_eq!(fast, general(text.as_bytes(), family), "{} {}", family, text);
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_agree(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            for &family in RuleFamily::ALL {
+                if fast_path_accepts(&bytes, family) {
+                    let fast = java_converter(family).convert(&bytes).ok();
+                    prop_assert_eq!(fast, general(&bytes, family));
+                }
+            }
+        }
     }
 }

@@ -6,17 +6,33 @@
 //! - [`CombinedJson`]: one document carrying several families,
 //!   `{"flow": [...], "degrade": [...], "system": [...], "authority": [...], "paramFlow": [...]}`;
 //! - [`GoFlowJson`] and its siblings: sentinel-golang's JSON (`threshold`,
-//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules;
+//!   `tokenCalculateStrategy`...), mapped onto Sentinel's rules ([`GoIsolationJson`]: its
+//!   concurrency limits, as thread-count flow rules);
+//! - `KubernetesYaml` (feature `yaml`): sentinel-golang's Kubernetes custom resources
+//!   (`FlowRules`, `CircuitBreakerRules`, `HotspotRules`, `IsolationRules`, `SystemRules`);
 //! - [`converter_fn`]: any closure, for a custom format.
 //!
 //! # Wire tolerance
 //!
-//! The JSON converters read what real payloads contain: unknown keys (`id`, `app`, `ip`,
-//! `gmtCreate`...) are ignored, an explicit `null` means the default, a single object where a
+//! The JSON converters read what real payloads contain: the keys stores add (`id`, `app`,
+//! `ip`, `gmtCreate`...) are ignored, an explicit `null` means the default, a single object where a
 //! list is expected is one rule, the dashboard's nested entity `{"rule": {...}, "app": ...}` is
 //! unwrapped, and an empty, whitespace-only or `null` payload is an empty list (which clears
 //! the family, as Sentinel does). Payloads written with single quotes, which Java's fastjson
 //! accepts, are read through a JSON5 fallback.
+//!
+//! # Unknown keys
+//!
+//! A key that is no field of the rule is looked at, never dropped unseen: a key of another
+//! family's format is an error (the payload was given to the wrong converter), a key close to
+//! a field is an error naming it (`unknown field "cuont" (did you mean "count"?)`), the keys
+//! real stores carry beside rules (`id`, `app`, `ip`, `port`, `gmtCreate`, `gmtModified`,
+//! `passCount`, sentinel-golang's memory-adaptive fields) are ignored, and any other key is
+//! a warning ([`Converted::warnings`], the source's status), or an error with
+//! [`KeyPolicy::Deny`](crate::KeyPolicy::Deny). In strict mode a rule without the field that decides what it does
+//! (`count` of a flow or paramFlow rule, `grade` and `count` of a degrade rule, `limitApp` of
+//! an authority rule, `threshold` of a sentinel-golang rule...) is an error; lenient mode
+//! reads Sentinel's default and warns.
 //!
 //! # Errors
 //!
@@ -33,11 +49,19 @@ use crate::rules::{RuleError, RuleIssue, Validation};
 
 mod golang;
 mod java;
+#[cfg(feature = "yaml")]
+mod kubernetes;
+#[cfg(feature = "yaml")]
+mod opensergo;
 
-pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoSystemJson};
+#[cfg(feature = "schema")]
+pub(crate) use golang::go_schemas;
+pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;
 pub use java::{AuthorityJson, CombinedJson, DegradeJson, FlowJson, ParamFlowJson, SystemJson};
+#[cfg(feature = "yaml")]
+pub use kubernetes::KubernetesYaml;
 
 /// Turns a raw value of type `S` into `T`: bytes into a [`RuleSet`](crate::rule_set::RuleSet), for
 /// data sources.
@@ -66,6 +90,9 @@ pub struct Converted<T> {
     pub value: T,
     /// Rules skipped because they are invalid (lenient mode only).
     pub skipped: Vec<RuleIssue>,
+    /// What loaded but deserves a look: unknown keys (see [`KeyPolicy`](crate::KeyPolicy)), and in lenient
+    /// mode the absent fields that decide what a rule does, read as Sentinel's defaults.
+    pub warnings: Vec<RuleIssue>,
     /// Every rule passed the families' validity checks: the engine need not run them again.
     /// Only the built-in converters, which run them, set it.
     pub(crate) validated: bool,
@@ -78,15 +105,18 @@ impl<T> Converted<T> {
         Self {
             value,
             skipped: Vec::new(),
+            warnings: Vec::new(),
             validated: false,
         }
     }
 
-    /// A conversion whose rules were all validated, with what a lenient pass skipped.
-    pub(crate) fn validated(value: T, skipped: Vec<RuleIssue>) -> Self {
+    /// A conversion whose rules were all validated, with what a lenient pass skipped and
+    /// the warnings.
+    pub(crate) fn validated(value: T, skipped: Vec<RuleIssue>, warnings: Vec<RuleIssue>) -> Self {
         Self {
             value,
             skipped,
+            warnings,
             validated: true,
         }
     }
@@ -153,13 +183,15 @@ where
 }
 
 /// Declares a bytes-to-`RuleSet` converter type that carries a validation mode (strict by
-/// default), with its constructors; `|source, validation| body` converts.
+/// default) and a key policy, with its constructors; `|self, source, validation| body`
+/// converts.
 macro_rules! converter_with_mode {
-    ($(#[$meta:meta])* $name:ident, |$source:ident, $validation:ident| $body:expr) => {
+    ($(#[$meta:meta])* $name:ident, |$self_:ident, $source:ident, $validation:ident| $body:expr) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct $name {
             validation: Validation,
+            keys: $crate::rules::KeyPolicy,
         }
 
         impl $name {
@@ -172,7 +204,14 @@ macro_rules! converter_with_mode {
             pub fn lenient() -> Self {
                 Self {
                     validation: Validation::Lenient,
+                    ..Self::default()
                 }
+            }
+
+            /// Sets what an unknown key is: a warning (the default) or an error of its rule.
+            pub fn keys(mut self, keys: $crate::rules::KeyPolicy) -> Self {
+                self.keys = keys;
+                self
             }
 
             /// Sets the validation mode used by [`Converter::convert`].
@@ -191,7 +230,7 @@ macro_rules! converter_with_mode {
             }
 
             fn convert_with(
-                &self,
+                &$self_,
                 $source: &[u8],
                 $validation: Validation,
             ) -> Result<Converted<$crate::rule_set::RuleSet>, $crate::rules::RuleError> {

@@ -297,9 +297,9 @@ impl Driver {
             return Ok(());
         }
 
-        let (mut set, skipped, skipped_rules) = if payload.is_absent() {
+        let (mut set, skipped, skipped_rules, warnings) = if payload.is_absent() {
             let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
-            (RuleSet::cleared(&owned), Vec::new(), 0)
+            (RuleSet::cleared(&owned), Vec::new(), 0, Vec::new())
         } else {
             match self.convert(&payload) {
                 Ok(converted) => converted,
@@ -329,11 +329,12 @@ impl Driver {
         }
 
         let for_snapshot = self.snapshot_file.as_ref().map(|_| set.clone());
-        let incoming = Incoming::checked(set, skipped, skipped_rules);
+        let incoming = Incoming::checked(set, skipped, skipped_rules).with_warnings(warnings);
         match self.sentinel.apply(&self.name, &self.name, Ok(incoming)) {
             Ok(report) => {
                 self.owned.extend(families);
                 let (skipped, skipped_rules) = (report.skipped, report.skipped_rules);
+                let warnings = report.warnings;
                 let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
                 self.status.send_modify(|s| {
                     s.applied_count += 1;
@@ -344,6 +345,7 @@ impl Driver {
                     s.last_error = None;
                     s.skipped = skipped;
                     s.skipped_rules = skipped_rules;
+                    s.warnings = warnings;
                     s.families = owned;
                     s.from_snapshot = false;
                 });
@@ -358,9 +360,10 @@ impl Driver {
 
     /// Converts each entry and validates it (unless its converter did), naming errors after
     /// the entry's key, and merges the entries into one set.
-    fn convert(&self, payload: &RawPayload) -> Result<(RuleSet, Vec<RuleIssue>, usize), RuleError> {
+    fn convert(&self, payload: &RawPayload) -> Result<ConvertedEntries, RuleError> {
         let mut set = RuleSet::new();
         let mut skipped = Vec::new();
+        let mut warnings = Vec::new();
         // Counted per entry: indexes restart in each.
         let mut skipped_rules = 0;
         for entry in &payload.entries {
@@ -378,6 +381,7 @@ impl Driver {
                 .convert_with(&entry.value, self.validation)
                 .map_err(|error| error.with_payload(label))?;
             let mut entry_skipped = converted.skipped;
+            warnings.extend(converted.warnings);
             let value = if converted.validated {
                 converted.value
             } else {
@@ -395,7 +399,7 @@ impl Driver {
             skipped.append(&mut entry_skipped);
             set.merge(value);
         }
-        Ok((set, skipped, skipped_rules))
+        Ok((set, skipped, skipped_rules, warnings))
     }
 
     fn rejected(
@@ -504,6 +508,10 @@ fn hex(bytes: &[u8]) -> String {
             s
         })
 }
+
+/// What converting a payload's entries gave: the rules, the issues of the rules lenient
+/// mode skipped, how many rules those are, and the warnings.
+type ConvertedEntries = (RuleSet, Vec<RuleIssue>, usize, Vec<RuleIssue>);
 
 #[cfg(test)]
 mod tests {

@@ -190,6 +190,7 @@ impl EventRecorder {
                 source: s,
                 families,
                 version,
+                ..
             } if *s == source => {
                 let rules = engine.upgrade().map(|e| e.active_rules());
                 lock(&log).applied.push(AppliedRecord {

@@ -1,0 +1,175 @@
+//! JSON Schemas of every rule format (the `schema` feature), generated from the wire types
+//! the converters read, so that an editor completes fields and flags a misspelt key before a
+//! push. The repository ships them in `schemas/`; `sentinel-rules schema` prints them.
+//!
+//! A schema accepts what its converter reads: a list of rules, one rule object or `null`;
+//! integers, numbers and booleans also as text (fastjson's leniency); the keys real stores
+//! add (`id`, `app`, `gmtCreate`...); the dashboard's nested entity `{"rule": {...}}`; and,
+//! for sentinel-golang, keys in any letter case. Any other key is refused, as
+//! `validate --strict-keys` refuses it. What a schema cannot say (ranges that depend on
+//! other fields, one authority rule per resource...) the converter still checks.
+
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde_json::{json, Map, Value};
+
+use crate::family::Family;
+use crate::rules::RuleFamily;
+use crate::wire::{RuleWire, CARRIED_BY_STORES};
+
+/// Every rule format's schema, by file name (`flow`, `combined`, `go-flow`...).
+pub fn rule_schemas() -> Vec<(&'static str, Value)> {
+    let mut all = Vec::new();
+    for &family in RuleFamily::ALL {
+        all.push((family.as_str(), java_schema(family)));
+    }
+    all.push(("combined", combined_schema()));
+    all.extend(crate::datasource::converter::go_schemas());
+    all
+}
+
+/// The schema of one family's Sentinel (Java) list.
+pub fn java_schema(family: RuleFamily) -> Value {
+    let rule = match family {
+        RuleFamily::Flow => java_rule::<crate::flow::FlowRule>(),
+        RuleFamily::Degrade => java_rule::<crate::circuit_breaker::DegradeRule>(),
+        RuleFamily::System => java_rule::<crate::system::SystemRule>(),
+        RuleFamily::Authority => java_rule::<crate::authority::AuthorityRule>(),
+        RuleFamily::ParamFlow => java_rule::<crate::param_flow::ParamFlowRule>(),
+    };
+    let entity = json!({
+        "type": "object",
+        "description": "the dashboard's entity: the rule nested under `rule`",
+        "required": ["rule"],
+        "properties": { "rule": rule.clone() }
+    });
+    document(
+        &format!("Sentinel {family} rules"),
+        json!({ "anyOf": [rule, entity] }),
+    )
+}
+
+/// The combined document's schema.
+pub fn combined_schema() -> Value {
+    let mut properties = Map::new();
+    for &family in RuleFamily::ALL {
+        let mut list = java_schema(family);
+        if let Some(map) = list.as_object_mut() {
+            map.remove("$schema");
+        }
+        properties.insert(family.as_str().to_owned(), list);
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A combined Sentinel rule document",
+        "type": ["object", "null"],
+        "properties": properties,
+        "additionalProperties": false
+    })
+}
+
+fn java_rule<F: Family>() -> Value
+where
+    F::Wire: JsonSchema,
+{
+    let mut rule = rule_object::<F::Wire>();
+    let mut required: Vec<&str> = F::Wire::REQUIRED.to_vec();
+    if F::Wire::FIELDS.contains(&"resource") {
+        required.insert(0, "resource");
+    }
+    if let Some(map) = rule.as_object_mut() {
+        map.insert("required".into(), json!(required));
+    }
+    rule
+}
+
+/// The schema of one rule object of wire type `W`, inlined, with the keys stores carry.
+pub(crate) fn rule_object<W: JsonSchema + RuleWire>() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<W>();
+    let mut value = schema.to_value();
+    drop_object_descriptions(&mut value);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+        if let Some(Value::Object(properties)) = map.get_mut("properties") {
+            for key in CARRIED_BY_STORES {
+                properties
+                    .entry(*key)
+                    .or_insert_with(|| json!({ "description": "carried by stores; ignored" }));
+            }
+        }
+    }
+    value
+}
+
+/// Removes the descriptions of objects, which are the wire structs' own docs (for this
+/// crate's readers, not a payload's author).
+fn drop_object_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("additionalProperties") {
+                map.remove("description");
+            }
+            map.values_mut().for_each(drop_object_descriptions);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_object_descriptions),
+        _ => {}
+    }
+}
+
+/// A rule list's document: a list of `rule`, one `rule`, or `null`.
+pub(crate) fn document(title: &str, rule: Value) -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "anyOf": [
+            { "type": "null" },
+            { "type": "array", "items": rule.clone() },
+            rule
+        ]
+    })
+}
+
+/// sentinel-golang's keys match in any letter case: every object's `properties` become
+/// `patternProperties` that match a key in any case (JSON Schema's regular expressions have
+/// no case flag), and nothing is required by name.
+pub(crate) fn any_case(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.remove("properties") {
+                let patterns: Map<String, Value> = properties
+                    .into_iter()
+                    .map(|(key, schema)| (any_case_pattern(&key), schema))
+                    .collect();
+                map.insert("patternProperties".into(), Value::Object(patterns));
+                map.remove("required");
+            }
+            for child in map.values_mut() {
+                any_case(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(any_case),
+        _ => {}
+    }
+}
+
+fn any_case_pattern(key: &str) -> String {
+    let mut pattern = String::from("^");
+    for c in key.chars() {
+        if c.is_ascii_alphabetic() {
+            pattern.push('[');
+            pattern.push(c.to_ascii_uppercase());
+            pattern.push(c.to_ascii_lowercase());
+            pattern.push(']');
+        } else if c.is_ascii_alphanumeric() {
+            pattern.push(c);
+        } else {
+            pattern.push('\\');
+            pattern.push(c);
+        }
+    }
+    pattern.push('$');
+    pattern
+}
