@@ -52,6 +52,16 @@ pub(crate) async fn expect_frozen_server_noticed(
         noticed_within <= Duration::from_secs(5),
         "the defaults notice a frozen server only after {noticed_within:?}"
     );
+    // The status says how the source checks its store, and the bound the test relies on.
+    let check = source
+        .status()
+        .health_check
+        .unwrap_or_else(|| panic!("{instance}: the status names no health check"));
+    assert_eq!(check.detection, noticed_within, "{check:?}");
+    assert!(
+        check.check.contains("within") || check.check.contains("PING"),
+        "{check:?}"
+    );
     let frozen = Frozen::new(instance).await;
     let since = std::time::Instant::now();
     let status = status_within(source, noticed_within + FROZEN_SLACK, |s| !s.connected)

@@ -6,7 +6,7 @@ use std::fmt;
 use async_trait::async_trait;
 use etcd_client::{Client, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use sentinel_core::datasource::{
-    RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
+    HealthCheck, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
 };
 use tokio::time::Instant;
 
@@ -364,6 +364,16 @@ async fn sleep_until_some(at: Option<Instant>) {
 
 #[async_trait]
 impl ReadableDataSource for EtcdSource {
+    fn health_check(&self) -> Option<HealthCheck> {
+        let (interval, timeout) = self.config.watch_check();
+        Some(HealthCheck::new(
+            format!(
+                "a progress request on the watch every {interval:?}, answered within {timeout:?}"
+            ),
+            self.config.frozen_server_detection(),
+        ))
+    }
+
     fn describe(&self) -> String {
         format!(
             "etcd {} at {}",

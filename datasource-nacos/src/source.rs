@@ -4,7 +4,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::{
-    RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
+    HealthCheck, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
 };
 
 use crate::client::{Client, Fetched};
@@ -170,6 +170,15 @@ pub fn dashboard_keys(app: &str) -> [ConfigKey; 5] {
 
 #[async_trait]
 impl ReadableDataSource for NacosSource {
+    fn health_check(&self) -> Option<HealthCheck> {
+        let config = self.client.config();
+        let (interval, timeout) = config.health_check();
+        Some(HealthCheck::new(
+            format!("a readiness request every {interval:?} beside the long poll, answered within {timeout:?}"),
+            config.frozen_server_detection(),
+        ))
+    }
+
     fn describe(&self) -> String {
         let keys: Vec<String> = self.keys().map(ToString::to_string).collect();
         format!(

@@ -8,7 +8,7 @@ use async_nats::jetstream::kv::{Operation, Store, Watch};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use sentinel_core::datasource::{
-    RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
+    HealthCheck, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
 };
 
 use crate::config::{MissingBucket, NatsConfig};
@@ -350,6 +350,17 @@ fn subject_matches(pattern: &str, subject: &str) -> bool {
 
 #[async_trait]
 impl ReadableDataSource for NatsSource {
+    fn health_check(&self) -> Option<HealthCheck> {
+        let config = self.connection.config();
+        Some(HealthCheck::new(
+            format!(
+                "the client's PING every {:?}; two unanswered drop the connection",
+                config.ping_interval()
+            ),
+            config.frozen_server_detection(),
+        ))
+    }
+
     fn describe(&self) -> String {
         let what = match &self.target {
             Target::Key(k) => format!("key {k}"),

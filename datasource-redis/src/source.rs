@@ -6,7 +6,9 @@ use std::fmt;
 use async_trait::async_trait;
 use futures_util::{FutureExt, StreamExt};
 use redis::aio::{PubSubSink, PubSubStream};
-use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
+use sentinel_core::datasource::{
+    HealthCheck, RawPayload, ReadableDataSource, SourceError, WatchEvent,
+};
 
 use crate::config::{Address, RedisConfig};
 use crate::connect::{Commands, Connected, Connector, Failovers};
@@ -432,6 +434,18 @@ fn keyspace_events_cover_sets_and_deletes(flags: &str) -> bool {
 
 #[async_trait]
 impl ReadableDataSource for RedisSource {
+    fn health_check(&self) -> Option<HealthCheck> {
+        let config = self.config();
+        Some(HealthCheck::new(
+            format!(
+                "a PING every {:?} on the subscription, answered within {:?}",
+                config.ping_interval(),
+                config.ping_timeout()
+            ),
+            config.frozen_server_detection(),
+        ))
+    }
+
     fn describe(&self) -> String {
         format!(
             "redis key {} ({} {}) at {}",

@@ -48,8 +48,8 @@ pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, S
 pub use memory::{MemorySource, MemoryStore};
 pub use secret::Secret;
 pub use source::{
-    address_list, BoxError, RawEntry, RawPayload, ReadableDataSource, SourceError, WatchEvent,
-    DEFAULT_MAX_PAYLOAD_BYTES,
+    address_list, BoxError, HealthCheck, RawEntry, RawPayload, ReadableDataSource, SourceError,
+    WatchEvent, DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use status::SourceStatus;
 pub use write::{

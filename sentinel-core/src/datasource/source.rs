@@ -193,6 +193,28 @@ impl SourceError {
 /// A config store that holds rule payloads: the part of a data source that differs per
 /// backend.
 ///
+/// How a backend notices a store that stops answering: what it checks, and how long a frozen
+/// store can go unnoticed at most with its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HealthCheck {
+    /// What the backend does, for example `a PING every 1s, answered within 2s`.
+    pub check: String,
+    /// The longest a frozen store goes unnoticed: after it, the status turns
+    /// `connected: false` and the driver reconnects.
+    pub detection: std::time::Duration,
+}
+
+impl HealthCheck {
+    /// A check described by `check` that notices a frozen store within `detection`.
+    pub fn new(check: impl Into<String>, detection: std::time::Duration) -> Self {
+        Self {
+            check: check.into(),
+            detection,
+        }
+    }
+}
+
 /// The generic driver ([`DataSource`](super::DataSource)) calls [`read`](Self::read) once at
 /// start and after every error (a reconnect is a full re-read), then [`watch`](Self::watch) in
 /// a loop. Converting, validating, deduplicating, applying, backoff and status are the
@@ -209,6 +231,14 @@ pub trait ReadableDataSource: Send + 'static {
     /// A short description for status and logs, for example `etcd key /rules/flow`.
     /// It must not contain secrets.
     fn describe(&self) -> String;
+
+    /// How the backend checks that its store still answers while it waits for a change (a
+    /// store that freezes without closing the connection looks healthy otherwise), shown in
+    /// [`SourceStatus::health_check`](super::SourceStatus::health_check). `None` (the
+    /// default): the backend has no such check.
+    fn health_check(&self) -> Option<HealthCheck> {
+        None
+    }
 
     /// Reads the full current value.
     async fn read(&mut self) -> Result<RawPayload, SourceError>;
@@ -234,6 +264,10 @@ pub trait ReadableDataSource: Send + 'static {
 impl ReadableDataSource for Box<dyn ReadableDataSource> {
     fn describe(&self) -> String {
         (**self).describe()
+    }
+
+    fn health_check(&self) -> Option<HealthCheck> {
+        (**self).health_check()
     }
 
     async fn read(&mut self) -> Result<RawPayload, SourceError> {

@@ -36,6 +36,9 @@ pub struct SourceStatus {
     pub kept_count: u64,
     /// Times the connection was lost.
     pub disconnects: u64,
+    /// How the backend checks that its store still answers, and how long a frozen store can
+    /// go unnoticed ([`ReadableDataSource::health_check`](super::ReadableDataSource::health_check)).
+    pub health_check: Option<super::HealthCheck>,
     /// How often the backend logged in again after the server refused its token (expired or
     /// revoked): a backend with token auth reports it; 0 for the others.
     pub reauthentications: u64,
@@ -73,6 +76,7 @@ impl SourceStatus {
             kept_count: 0,
             disconnects: 0,
             reauthentications: 0,
+            health_check: None,
             skipped: Vec::new(),
             skipped_rules: 0,
             warnings: Vec::new(),

@@ -672,3 +672,48 @@ async fn close_resumes_a_panic_of_the_driver_task() {
     let panic = closed.expect_err("close resumes the panic");
     assert!(panic.is_panic());
 }
+
+/// A backend that says how it checks its store, around the in-memory one.
+struct Checked<B>(B);
+
+#[async_trait::async_trait]
+impl<B: ReadableDataSource> ReadableDataSource for Checked<B> {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn health_check(&self) -> Option<HealthCheck> {
+        Some(HealthCheck::new(
+            "a ping every 1s, answered within 2s",
+            Duration::from_secs(3),
+        ))
+    }
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        self.0.read().await
+    }
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        self.0.watch().await
+    }
+}
+
+#[tokio::test]
+async fn the_status_says_how_the_backend_checks_its_store() {
+    let store = MemoryStore::new();
+    store.put("k", r#"[{"resource":"a","count":1}]"#);
+    let sentinel = Sentinel::new();
+    let plain = DataSource::builder(store.source("k"), FlowJson::new())
+        .name("plain")
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    assert_eq!(plain.status().health_check, None);
+    let checked = DataSource::builder(Checked(store.source("k")), FlowJson::new())
+        .name("checked")
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let check = checked.status().health_check.expect("a health check");
+    assert_eq!(check.detection, Duration::from_secs(3));
+    assert_eq!(check.check, "a ping every 1s, answered within 2s");
+    plain.close().await;
+    checked.close().await;
+}

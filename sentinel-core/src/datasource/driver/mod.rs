@@ -146,7 +146,9 @@ impl DataSourceBuilder {
         let Some(claim) = sentinel.claim_source_name(&name) else {
             return Err(DataSourceError::DuplicateName { name });
         };
-        let (status_tx, status_rx) = watch::channel(SourceStatus::new(name.clone()));
+        let mut status = SourceStatus::new(name.clone());
+        status.health_check = self.backend.health_check();
+        let (status_tx, status_rx) = watch::channel(status);
         let mut driver = Driver {
             _claim: claim,
             name: name.clone(),
