@@ -540,6 +540,7 @@ impl Inner {
         st.last_call = Some(now);
         flow.slot
             .set_live_replicas(u32::try_from(reply.live).unwrap_or(u32::MAX));
+        flow.slot.set_window_left(reply.left);
         if reply.window != st.window {
             // Tokens of an earlier window are no longer good.
             let old = flow.slot.drain();

@@ -64,6 +64,12 @@ async fn leases_report_calls_grants_replicas_and_call_times() {
         slot.tokens() > 0
     })
     .await;
+    // The slot reports what the shared window has left, for consoles.
+    assert!(
+        slot.window_left().is_some_and(|left| left < 1_000_000),
+        "{:?}",
+        slot.window_left()
+    );
 
     // A snapshot drains what it reads: take one per look, and note each metric as it shows
     // up.

@@ -77,8 +77,8 @@ use tokio::sync::watch;
 
 pub use edit::{AuthHook, EditOutcome, EditRequest, EditView};
 pub use model::{
-    Blocks, Breaker, Cluster, ResourceQuery, ResourceRow, Resources, Rules, Snapshot, SortKey,
-    Source, SourceRules, System, SPARK_SECONDS,
+    Blocks, Breaker, Cluster, ClusterFlow, ResourceQuery, ResourceRow, Resources, Rules, Snapshot,
+    SortKey, Source, SourceRules, System, SPARK_SECONDS,
 };
 pub use record::{ClusterState, Issue, RuleEvent, Transition};
 

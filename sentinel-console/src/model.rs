@@ -271,6 +271,8 @@ pub struct System {
     pub inbound_avg_rt_ms: f64,
     /// Inbound calls in flight.
     pub inbound_concurrency: u64,
+    /// The BBR capacity estimate the load check compares calls in flight with.
+    pub bbr_capacity: f64,
     /// System rules in force.
     pub system_rules: usize,
 }
@@ -284,6 +286,29 @@ pub struct Cluster {
     pub cluster_rules: usize,
     /// The backend's state from its events.
     pub state: ClusterState,
+    /// Each cluster rule's lease and what the shared window has left, by `flowId`.
+    pub flows: Vec<ClusterFlow>,
+}
+
+/// One cluster rule as the backend last reported it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterFlow {
+    /// `clusterConfig.flowId`.
+    pub flow_id: i64,
+    /// The rule's resource.
+    pub resource: String,
+    /// The limit of the whole cluster per window (`count` x live replicas for a per-instance
+    /// threshold).
+    pub limit: f64,
+    /// Tokens this replica holds in its lease.
+    pub lease: i64,
+    /// Live replicas, last known.
+    pub live_replicas: u32,
+    /// Admitted across the cluster in the current window (the limit less what is left), once
+    /// the backend reported.
+    pub admitted: Option<f64>,
+    /// Whether the rule's checks are degraded to local ones.
+    pub degraded: bool,
 }
 
 /// Everything the page shows, as one document: `GET api/snapshot` and each server-sent
@@ -529,6 +554,7 @@ impl State {
             inbound_block_qps: inbound.block_qps,
             inbound_avg_rt_ms: inbound.avg_rt_ms,
             inbound_concurrency: inbound.concurrency,
+            bbr_capacity: self.sentinel.system_capacity(),
             system_rules: self.sentinel.system_rules().rules().len(),
         }
     }
@@ -544,6 +570,32 @@ impl State {
                 .filter(|r| r.cluster_mode)
                 .count(),
             state: self.recorder.cluster(),
+            flows: self
+                .sentinel
+                .cluster_slots()
+                .iter()
+                .map(|slot| {
+                    let spec = slot.spec();
+                    let live = slot.live_replicas();
+                    let per_window = spec.count * f64::from(spec.window_ms) / 1000.0;
+                    let limit = if spec.global {
+                        per_window
+                    } else {
+                        per_window * f64::from(live)
+                    };
+                    ClusterFlow {
+                        flow_id: spec.flow_id,
+                        resource: spec.resource.clone(),
+                        limit,
+                        lease: slot.tokens(),
+                        live_replicas: live,
+                        admitted: slot
+                            .window_left()
+                            .map(|left| (limit - left as f64).max(0.0)),
+                        degraded: slot.is_degraded(),
+                    }
+                })
+                .collect(),
         }
     }
 

@@ -362,3 +362,61 @@ fn a_writer_for_an_unknown_source_or_no_runtime_is_a_typed_error() {
     let err = Console::builder(&sentinel).build().expect_err("no runtime");
     assert!(matches!(err, ConsoleError::NoRuntime), "{err}");
 }
+
+/// A cluster backend that hands out slots with a lease of 7 tokens, 3 live replicas and 40
+/// tokens left in the window, as a Redis backend would after a call.
+#[derive(Debug)]
+struct ReportingBackend;
+
+impl sentinel_core::cluster::ClusterBackend for ReportingBackend {
+    fn register(
+        &self,
+        specs: &[sentinel_core::cluster::ClusterRuleSpec],
+    ) -> Vec<Arc<sentinel_core::cluster::ClusterSlot>> {
+        specs
+            .iter()
+            .map(|spec| {
+                let slot = sentinel_core::cluster::ClusterSlot::new(spec.clone());
+                slot.add_tokens(7);
+                slot.set_live_replicas(3);
+                slot.set_window_left(40);
+                Arc::new(slot)
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn the_cluster_and_system_panels_show_leases_replicas_admitted_and_the_bbr_capacity() {
+    let sentinel = Sentinel::builder()
+        .clock(FakeClock::at_ms(1_000_000))
+        .cluster_backend(Arc::new(ReportingBackend))
+        .build();
+    let mut rule = sentinel_core::flow::FlowRule::qps("GET:/order", 100.0);
+    rule.cluster_mode = true;
+    let mut config = sentinel_core::flow::ClusterFlowConfig::default();
+    config.flow_id = Some(9);
+    config.threshold_type = 1;
+    rule.cluster_config = Some(config);
+    sentinel.flow_rules().load_rules(vec![rule]).expect("rules");
+    let console = Console::builder(&sentinel)
+        .series(Arc::new(MetricSeries::new()))
+        .build()
+        .expect("a console");
+    let snapshot = serde_json::to_value(console.snapshot(&ResourceQuery::default()))
+        .expect("the snapshot serializes");
+    let flows = &snapshot["cluster"]["flows"];
+    assert_eq!(flows.as_array().map(Vec::len), Some(1), "{flows}");
+    let flow = &flows[0];
+    assert_eq!(flow["flow_id"], 9);
+    assert_eq!(flow["resource"], "GET:/order");
+    assert_eq!(flow["limit"], 100.0, "a global threshold over a 1 s window");
+    assert_eq!(flow["lease"], 7);
+    assert_eq!(flow["live_replicas"], 3);
+    assert_eq!(flow["admitted"], 60.0, "the limit less the 40 left");
+    // Nothing completed: Sentinel's floors give the estimate of one success per bucket at
+    // the longest RT.
+    assert!(snapshot["system"]["bbr_capacity"]
+        .as_f64()
+        .is_some_and(|c| c > 0.0));
+}

@@ -107,6 +107,9 @@ pub struct ClusterSlot {
     degraded: AtomicBool,
     /// Live replicas, last known (at least 1).
     live: AtomicU32,
+    /// Tokens the store's current window had left at the backend's last call;
+    /// `UNKNOWN_LEFT` before one.
+    window_left: AtomicI64,
 }
 
 impl ClusterSlot {
@@ -118,7 +121,24 @@ impl ClusterSlot {
             misses: AtomicU64::new(0),
             degraded: AtomicBool::new(false),
             live: AtomicU32::new(1),
+            window_left: AtomicI64::new(Self::UNKNOWN_LEFT),
         }
+    }
+
+    /// What [`window_left`](Self::window_left) holds before the backend reported.
+    const UNKNOWN_LEFT: i64 = i64::MIN;
+
+    /// Records what the store's current window had left for the whole cluster (the
+    /// backend's report, for consoles).
+    pub fn set_window_left(&self, left: i64) {
+        self.window_left
+            .store(left.max(Self::UNKNOWN_LEFT + 1), Ordering::Relaxed);
+    }
+
+    /// What the store's current window had left at the backend's last call, if it reported.
+    pub fn window_left(&self) -> Option<i64> {
+        let left = self.window_left.load(Ordering::Relaxed);
+        (left != Self::UNKNOWN_LEFT).then_some(left)
     }
 
     /// The rule this slot serves.

@@ -517,4 +517,20 @@ impl Sentinel {
     pub fn has_cluster_backend(&self) -> bool {
         self.inner.cluster.is_some()
     }
+
+    /// The BBR capacity estimate system protection compares calls in flight with under high
+    /// load (`maxSuccessQps x minRt / 1000` of all inbound calls, with Sentinel's floors).
+    pub fn system_capacity(&self) -> f64 {
+        let now = self.inner.shared.clock.now_ms();
+        crate::system::bbr_capacity(&self.inner.shared.inbound, now)
+    }
+
+    /// The slot of every cluster rule in force (its spec, lease, live replicas and what the
+    /// store's window had left), when a cluster backend is installed; sorted by `flowId`.
+    pub fn cluster_slots(&self) -> Vec<Arc<crate::cluster::ClusterSlot>> {
+        let snapshot = self.inner.shared.rules.load();
+        let mut slots = snapshot.tables.flow.cluster_slots();
+        slots.sort_by_key(|s| s.spec().flow_id);
+        slots
+    }
 }

@@ -118,6 +118,17 @@ pub(crate) struct FlowTable {
     pub(crate) patterns: Patterns<FlowRule>,
 }
 
+impl FlowTable {
+    /// The cluster slot of every cluster rule of the table, in no particular order.
+    pub(crate) fn cluster_slots(&self) -> Vec<Arc<crate::cluster::ClusterSlot>> {
+        self.by_resource
+            .values()
+            .flat_map(|resource| resource.rules.iter())
+            .filter_map(|rule| rule.cluster.as_ref().map(|c| c.slot.clone()))
+            .collect()
+    }
+}
+
 fn order(rule: &FlowRule) -> u8 {
     // Sentinel's FlowRuleComparator: non-cluster first, then specific origins, `other`,
     // and `default` last.

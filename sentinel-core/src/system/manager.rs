@@ -193,8 +193,14 @@ const STATISTIC_MAX_RT_MS: u64 = 5_000;
 /// [`STATISTIC_MAX_RT_MS`] while nothing completed. So a service whose calls finish in under
 /// a millisecond, or a quiet second, still has a capacity of about 10.
 fn bbr_allows(inbound: &StatNode, now: u64, concurrency: f64) -> bool {
+    let capacity = bbr_capacity(inbound, now);
+    !(concurrency > 1.0 && concurrency > capacity)
+}
+
+/// The BBR capacity estimate of [`bbr_allows`]: the calls in flight the service is estimated
+/// to sustain.
+pub(crate) fn bbr_capacity(inbound: &StatNode, now: u64) -> f64 {
     let max_success_qps = inbound.max_success_qps(now).max(inbound.min_success_qps());
     let min_rt = inbound.min_rt(now).unwrap_or(STATISTIC_MAX_RT_MS).max(1);
-    let capacity = max_success_qps * min_rt as f64 / 1000.0;
-    !(concurrency > 1.0 && concurrency > capacity)
+    max_success_qps * min_rt as f64 / 1000.0
 }

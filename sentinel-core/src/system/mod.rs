@@ -10,7 +10,7 @@ mod rule;
 mod status;
 
 pub use manager::SystemMetric;
-pub(crate) use manager::SystemTable;
+pub(crate) use manager::{bbr_capacity, SystemTable};
 pub use rule::SystemRule;
 pub(crate) use rule::SystemRuleWire;
 pub use status::{ManualSystemStatus, ProcSystemStatus, SystemStatus};
