@@ -71,6 +71,9 @@ pub enum BlockError {
         resource: Arc<str>,
         /// The breaker's rule.
         rule: Arc<DegradeRule>,
+        /// How long until the breaker admits a probe, when it was open with its retry
+        /// timeout still running (`None` while half-open: a probe is in flight).
+        retry_in: Option<std::time::Duration>,
     },
 }
 
@@ -273,6 +276,7 @@ pub(crate) fn example(family: RuleFamily) -> BlockError {
         RuleFamily::Degrade => BlockError::CircuitBreaker {
             resource,
             rule: Arc::new(DegradeRule::error_count("r", 1.0, 1)),
+            retry_in: None,
         },
         RuleFamily::ParamFlow => BlockError::ParamFlow {
             resource,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
-use sentinel_core::flow::FlowGrade;
+use sentinel_core::flow::{ControlBehavior, FlowGrade};
 use sentinel_core::param_flow::ParamFlowGrade;
 use sentinel_core::{BlockError, RuleFamily};
 
@@ -16,16 +16,14 @@ use crate::block::BlockHandler;
 ///
 /// | blocked by | status (default) | `Retry-After` | body |
 /// |---|---|---|---|
-/// | flow, QPS | 429 | the window: 1 s, or `1 / count` s for a limit under 1 per second | `too many requests, retry later` |
+/// | flow, QPS | 429 | 1 s (the sliding second frees room within it); a rate limiter under 1 call a second: `1 / count` s, its spacing | `too many requests, retry later` |
 /// | param-flow, QPS | 429 | `durationInSec / count` s (at least 1) | `too many requests, retry later` |
-/// | circuit breaker | 503 | the breaker's `timeWindow` (the longest it stays open) | `service temporarily unavailable, retry later` |
+/// | circuit breaker | 503 | the time left until the open breaker admits a probe (`timeWindow` while one is in flight) | `service temporarily unavailable, retry later` |
 /// | flow or param-flow, concurrency | 429 | none: the wait is a call's completion | `too many requests, retry later` |
 /// | system protection | 503 | none | `service temporarily unavailable, retry later` |
 /// | authority | 403 | none: retrying does not help | `forbidden` |
 ///
-/// `Retry-After` is in whole seconds, rounded up: an upper bound of the wait that the rule
-/// sets, not the remaining time of the current window or breaker (the block error carries
-/// the rule, not the engine's state). The body names no rule, resource or origin.
+/// `Retry-After` is in whole seconds, rounded up. The body names no rule, resource or origin.
 ///
 /// ```
 /// use http::StatusCode;
@@ -97,17 +95,22 @@ impl BlockResponses {
         }
     }
 
-    /// How long the rule that blocked makes a caller wait at most, when it says (see the
-    /// table above).
+    /// How long a blocked caller should wait before it retries, when the block says (see
+    /// the table above).
     pub fn wait_of(error: &BlockError) -> Option<Duration> {
         let seconds = |s: f64| (s.is_finite() && s > 0.0).then(|| Duration::from_secs_f64(s));
         match error {
             BlockError::Flow { rule, .. } if rule.grade == FlowGrade::Qps => {
-                seconds(if rule.count < 1.0 && rule.count > 0.0 {
-                    1.0 / rule.count
-                } else {
-                    1.0
-                })
+                match rule.control_behavior {
+                    // Calls are spaced 1 / count apart.
+                    ControlBehavior::RateLimiter | ControlBehavior::WarmUpRateLimiter
+                        if rule.count > 0.0 && rule.count < 1.0 =>
+                    {
+                        seconds(1.0 / rule.count)
+                    }
+                    // The sliding second frees room within it.
+                    _ => seconds(1.0),
+                }
             }
             BlockError::ParamFlow { rule, .. } if rule.grade == ParamFlowGrade::Qps => {
                 let duration = f64::from(rule.duration_in_sec.max(1));
@@ -117,7 +120,9 @@ impl BlockResponses {
                     duration
                 })
             }
-            BlockError::CircuitBreaker { rule, .. } => seconds(f64::from(rule.time_window)),
+            BlockError::CircuitBreaker { rule, retry_in, .. } => {
+                retry_in.or_else(|| seconds(f64::from(rule.time_window)))
+            }
             _ => None,
         }
     }

@@ -86,6 +86,16 @@ impl CircuitBreaker {
         BreakerState::from_u8(self.state.load(Ordering::Acquire))
     }
 
+    /// How long until an open breaker admits a probe, at `now`; `None` unless it is open
+    /// with its retry still ahead.
+    pub(crate) fn retry_in(&self, now: u64) -> Option<std::time::Duration> {
+        if self.state() != BreakerState::Open {
+            return None;
+        }
+        let at = self.next_retry_ms.load(Ordering::Acquire);
+        (at > now).then(|| std::time::Duration::from_millis(at - now))
+    }
+
     fn transition(&self, from: BreakerState, to: BreakerState) -> bool {
         self.state
             .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)

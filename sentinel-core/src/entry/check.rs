@@ -337,6 +337,7 @@ fn finish_breakers(
                 return Err(BlockError::CircuitBreaker {
                     resource: node.name.clone(),
                     rule: breaker.rule.clone(),
+                    retry_in: breaker.retry_in(now),
                 });
             }
         }

@@ -106,23 +106,28 @@ async fn respond_with_gives_429_and_retry_after_for_a_qps_limit() {
 }
 
 #[tokio::test]
-async fn a_limit_under_one_per_second_asks_for_the_longer_wait() {
-    let (sentinel, _clock) = engine_with(vec![FlowRule::qps("GET:/slow", 0.25)]);
+async fn a_rate_limiter_under_one_call_a_second_asks_for_its_spacing() {
+    use sentinel_core::flow::ControlBehavior;
+    let rule = FlowRule::qps("GET:/slow", 0.25)
+        .control_behavior(ControlBehavior::RateLimiter)
+        .max_queueing_time_ms(1);
+    let (sentinel, _clock) = engine_with(vec![rule]);
     let response = blocked_response(sentinel, "/slow").await;
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(response.headers()["retry-after"], "4");
 }
 
 #[tokio::test]
-async fn an_open_breaker_answers_503_with_its_time_window() {
+async fn an_open_breaker_answers_503_with_the_time_left_until_its_probe() {
     use sentinel_core::circuit_breaker::DegradeRule;
-    let (sentinel, _clock) = crate::support::engine();
+    let (sentinel, clock) = crate::support::engine();
     sentinel
         .degrade_rules()
         .load_rules(vec![
             DegradeRule::error_count("GET:/pay", 1.0, 7).min_request_amount(1)
         ])
         .expect("valid rule");
+    let sentinel_handle = sentinel.clone();
     let failing = tower::service_fn(|_request: http::Request<()>| async {
         let mut response = Response::new(String::from("boom"));
         *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
@@ -149,6 +154,18 @@ async fn an_open_breaker_answers_503_with_its_time_window() {
     assert_eq!(statuses[0], StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(statuses[3], StatusCode::SERVICE_UNAVAILABLE, "{statuses:?}");
     assert_eq!(retry_after.expect("a Retry-After"), "7");
+    // 4.5 s later the breaker is still open, with 2.5 s to go: rounded up, 3.
+    clock.advance_ms(4_500);
+    let blocked = sentinel_handle
+        .entry("GET:/pay")
+        .enter()
+        .expect_err("still open");
+    assert_eq!(
+        sentinel_tower::BlockResponses::wait_of(&blocked),
+        Some(std::time::Duration::from_millis(2_500))
+    );
+    let response: Response<String> = sentinel_tower::BlockResponses::new().response(&blocked);
+    assert_eq!(response.headers()["retry-after"], "3");
 }
 
 #[tokio::test]
