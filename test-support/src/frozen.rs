@@ -1,27 +1,29 @@
-//! A frozen server under a running data source, for the backends' tests: each backend's
-//! `tests/support` includes this file (`#[path]`). It belongs in the data-source testkit
-//! (`sentinel_core::datasource::testkit`); until it moves there, this one copy serves every
-//! backend.
+//! A frozen server under a running data source (`scripts/services.sh freeze`, SIGSTOP): the
+//! backends' frozen-server tests, and the retries of a write to a server coming back.
 
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, services, status_within, wait_status, wait_until, WAIT,
+    applied_seq, status_within, wait_status, wait_until, WAIT,
 };
 use sentinel_core::datasource::{DataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 
+use crate::servers::services_script;
+use crate::services;
+
 /// Room on top of a backend's documented detection time, for a loaded machine.
-pub(crate) const FROZEN_SLACK: Duration = Duration::from_secs(3);
+pub const FROZEN_SLACK: Duration = Duration::from_secs(3);
 
 /// A services-script instance frozen (`scripts/services.sh freeze`, SIGSTOP) until this is
 /// dropped (`thaw`, SIGCONT), so a failing test never leaves the server frozen.
-pub(crate) struct Frozen(&'static str);
+#[derive(Debug)]
+pub struct Frozen(&'static str);
 
 impl Frozen {
     /// Freezes `instance`.
-    pub(crate) async fn new(instance: &'static str) -> Self {
+    pub async fn new(instance: &'static str) -> Self {
         services(&["freeze", instance]).await;
         Self(instance)
     }
@@ -30,9 +32,8 @@ impl Frozen {
 impl Drop for Frozen {
     fn drop(&mut self) {
         // Not `run_services`: a panic here, while a failed test unwinds, would abort.
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
         let _ = std::process::Command::new("bash")
-            .arg(script)
+            .arg(services_script())
             .args(["thaw", self.0])
             .status();
     }
@@ -42,7 +43,7 @@ impl Drop for Frozen {
 /// `connected: false` within `noticed_within` (the backend's documented detection time, at
 /// most 5 s) plus [`FROZEN_SLACK`], with a `last_error` that mentions each of `mentions` (the
 /// settings that bound it). Thaws the server before it returns, and prints how long it took.
-pub(crate) async fn expect_frozen_server_noticed(
+pub async fn expect_frozen_server_noticed(
     source: &DataSource,
     instance: &'static str,
     noticed_within: Duration,
@@ -86,7 +87,7 @@ pub(crate) async fn expect_frozen_server_noticed(
 /// After a thaw: waits until `sentinel`'s flow rules carry payload `seq` (written after the
 /// thaw) and `source` reports connected again, having counted the freeze as one disconnect
 /// (a check that flapped while the server came back would count more).
-pub(crate) async fn expect_resumed(source: &DataSource, sentinel: &Sentinel, seq: u64) {
+pub async fn expect_resumed(source: &DataSource, sentinel: &Sentinel, seq: u64) {
     wait_until(&format!("payload {seq} applied after the thaw"), || {
         applied_seq::<FlowRule>(sentinel) == Some(seq)
     })
@@ -97,7 +98,7 @@ pub(crate) async fn expect_resumed(source: &DataSource, sentinel: &Sentinel, seq
 
 /// Retries `op` (a write to a server that may be coming back) until it succeeds or [`WAIT`]
 /// passes.
-pub(crate) async fn retried<T, F, Fut>(what: &str, op: F) -> T
+pub async fn retried<T, F, Fut>(what: &str, op: F) -> T
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, SourceError>>,

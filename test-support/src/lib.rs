@@ -1,0 +1,43 @@
+//! The workspace's test plumbing, shared by the backends' tests and benches, the cluster
+//! backend's and the examples' tests (a dev-dependency; never published).
+//!
+//! What a third-party backend author needs stays in `sentinel-core` behind its `testkit`
+//! feature: the conformance harness and its checks, `MemoryHarness`, the waits and the
+//! recorders (`sentinel_core::datasource::testkit`). This crate holds what only makes sense
+//! inside this repository:
+//!
+//! - the test servers of `scripts/services.sh`: [`env_or`] (an address from the environment
+//!   `scripts/services.sh env` exports), [`services_path`], [`unique_key`], running the
+//!   script ([`run_services`], [`services`]) and serialising the tests that stop a shared
+//!   server ([`fault_lock`]);
+//! - cutting a client off from a server that keeps running ([`Partition`]), and how a
+//!   conformance harness stops "its server" ([`ServerControl`]);
+//! - a frozen server under a running source ([`Frozen`], [`expect_frozen_server_noticed`],
+//!   [`expect_resumed`], [`retried`]);
+//! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
+//! - the propagation benches' payloads and percentiles ([`measure_propagation`],
+//!   [`padded_flow_payload`], [`Latencies`]).
+//!
+//! ```no_run
+//! use sentinel_test_support::{env_or, unique_key};
+//!
+//! // The plain Redis of `scripts/services.sh start redis`, and a key no other test uses.
+//! let addr = env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379");
+//! let key = unique_key("rules:", "my_test");
+//! assert!(key.starts_with("rules:/my_test/"));
+//! # let _ = addr;
+//! ```
+//!
+//! `docs/adding-a-backend.md` says which helper comes from where.
+
+mod frozen;
+mod latency;
+mod output;
+mod partition;
+mod servers;
+
+pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
+pub use latency::{measure_propagation, padded_flow_payload, Latencies};
+pub use output::OutputLines;
+pub use partition::{Partition, ServerControl};
+pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
