@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use sentinel_cluster_redis::{ClusterStatus, RedisClusterBackend, RedisClusterConfig, RedisTarget};
-use sentinel_core::datasource::testkit::{env_or, unique_key, Latencies};
 use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
 use sentinel_core::Sentinel;
+use sentinel_test_support::{env_or, unique_key, Latencies};
 
 fn backend(runtime: &tokio::runtime::Runtime, exact: Option<i64>) -> RedisClusterBackend {
     let _guard = runtime.enter();

@@ -9,7 +9,7 @@ mod support;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::run_services;
+use sentinel_test_support::run_services;
 use support::*;
 
 static SERIAL: Mutex<()> = Mutex::new(());

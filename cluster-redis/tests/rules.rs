@@ -154,8 +154,8 @@ fn the_backend_needs_a_runtime_and_sane_settings() {
 /// `ClusterDegraded`, then `ClusterResumed` once Redis is reachable again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listeners_hear_when_cluster_checks_degrade_and_resume() {
-    use sentinel_core::datasource::testkit::Partition;
     use sentinel_core::SentinelEvent;
+    use sentinel_test_support::Partition;
     use std::sync::Mutex;
 
     let partition = Partition::start(&redis_addr()).await;

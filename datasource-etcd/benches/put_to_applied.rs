@@ -15,10 +15,10 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use sentinel_core::datasource::testkit::Latencies;
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
+use sentinel_test_support::Latencies;
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;

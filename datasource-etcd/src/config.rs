@@ -13,11 +13,17 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default interval between the progress requests a source sends on its open watch, to learn
 /// that the server still answers.
-pub const DEFAULT_WATCH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Default time a progress request may go unanswered (no message at all on the watch) before
-/// the connection counts as broken. With [`DEFAULT_WATCH_CHECK_INTERVAL`], a frozen server is
+/// the connection counts as broken. With [`DEFAULT_HEALTH_CHECK_INTERVAL`], a frozen server is
 /// reported disconnected within 3 s; a server must stay silent for 2 s to be taken for dead.
-pub const DEFAULT_WATCH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// The former name of [`DEFAULT_HEALTH_CHECK_INTERVAL`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_INTERVAL")]
+pub const DEFAULT_WATCH_CHECK_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
+/// The former name of [`DEFAULT_HEALTH_CHECK_TIMEOUT`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_TIMEOUT")]
+pub const DEFAULT_WATCH_CHECK_TIMEOUT: Duration = DEFAULT_HEALTH_CHECK_TIMEOUT;
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too. etcd's own default request limit
 /// (`--max-request-bytes`, 1.5 MiB) is lower, so a larger value needs that server setting.
@@ -137,7 +143,7 @@ pub struct EtcdConfig {
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) keep_alive: Option<(Duration, Duration)>,
-    pub(crate) watch_check: (Duration, Duration),
+    pub(crate) health_check: (Duration, Duration),
     pub(crate) max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<TlsConfig>,
@@ -152,7 +158,7 @@ impl fmt::Debug for EtcdConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("keep_alive", &self.keep_alive)
-            .field("watch_check", &self.watch_check)
+            .field("health_check", &self.health_check)
             .field("max_payload_bytes", &self.max_payload_bytes);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
@@ -187,16 +193,22 @@ impl EtcdConfig {
     }
 
     /// How often a source sends a progress request on its open watch, and how long it waits
-    /// for an answer (see [`EtcdConfigBuilder::watch_check`]).
+    /// for an answer (see [`EtcdConfigBuilder::health_check`]).
+    pub fn health_check(&self) -> (Duration, Duration) {
+        self.health_check
+    }
+
+    /// The former name of [`health_check`](Self::health_check).
+    #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn watch_check(&self) -> (Duration, Duration) {
-        self.watch_check
+        self.health_check
     }
 
     /// The longest a frozen server (one that keeps the connection open but answers nothing)
-    /// goes unnoticed by a watching source: the watch check's interval + timeout, 3 s by
+    /// goes unnoticed by a watching source: the health check's interval + timeout, 3 s by
     /// default.
     pub fn frozen_server_detection(&self) -> Duration {
-        self.watch_check.0 + self.watch_check.1
+        self.health_check.0 + self.health_check.1
     }
 
     /// Cap on the total size of the values one read returns.
@@ -254,7 +266,7 @@ pub struct EtcdConfigBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     keep_alive: Option<(Duration, Duration)>,
-    watch_check: (Duration, Duration),
+    health_check: (Duration, Duration),
     max_payload_bytes: usize,
     #[cfg(feature = "tls")]
     tls: Option<TlsConfig>,
@@ -269,7 +281,7 @@ impl Default for EtcdConfigBuilder {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             // etcd refuses pings more often than --grpc-keepalive-min-time (5 s by default).
             keep_alive: Some((Duration::from_secs(10), Duration::from_secs(10))),
-            watch_check: (DEFAULT_WATCH_CHECK_INTERVAL, DEFAULT_WATCH_CHECK_TIMEOUT),
+            health_check: (DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             #[cfg(feature = "tls")]
             tls: None,
@@ -333,7 +345,7 @@ impl EtcdConfigBuilder {
     /// `--grpc-keepalive-min-time` (5 s by default).
     ///
     /// These pings cannot be frequent enough to notice a frozen server quickly (etcd refuses
-    /// them under 5 s apart); the [`watch_check`](Self::watch_check) does that.
+    /// them under 5 s apart); the [`health_check`](Self::health_check) does that.
     pub fn keep_alive(mut self, keep_alive: Option<(Duration, Duration)>) -> Self {
         self.keep_alive = keep_alive;
         self
@@ -350,9 +362,15 @@ impl EtcdConfigBuilder {
     /// Progress requests need etcd 3.4 or newer; etcd 3.5 before 3.5.8 may leave one
     /// unanswered while the watch is still catching up on old revisions, which then costs
     /// one reconnect and re-read, nothing more.
-    pub fn watch_check(mut self, interval: Duration, timeout: Duration) -> Self {
-        self.watch_check = (interval, timeout);
+    pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.health_check = (interval, timeout);
         self
+    }
+
+    /// The former name of [`health_check`](Self::health_check).
+    #[deprecated(since = "0.1.1", note = "use health_check")]
+    pub fn watch_check(self, interval: Duration, timeout: Duration) -> Self {
+        self.health_check(interval, timeout)
     }
 
     /// Cap on the total size of the values one read returns (default 4 MiB).
@@ -397,8 +415,8 @@ impl EtcdConfigBuilder {
             });
         }
         for (field, value) in [
-            ("watch_check interval", self.watch_check.0),
-            ("watch_check timeout", self.watch_check.1),
+            ("health_check interval", self.health_check.0),
+            ("health_check timeout", self.health_check.1),
         ] {
             if value.is_zero() {
                 return Err(ConfigError::Zero { field });
@@ -410,7 +428,7 @@ impl EtcdConfigBuilder {
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             keep_alive: self.keep_alive,
-            watch_check: self.watch_check,
+            health_check: self.health_check,
             max_payload_bytes: self.max_payload_bytes,
             #[cfg(feature = "tls")]
             tls: self.tls,
@@ -553,25 +571,25 @@ mod tests {
     }
 
     #[test]
-    fn the_default_watch_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+    fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
         let config = EtcdConfig::builder()
             .endpoint("http://127.0.0.1:2379")
             .build()
             .expect("valid");
         assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
         assert!(
-            format!("{config:?}").contains("watch_check: (1s, 2s)"),
+            format!("{config:?}").contains("health_check: (1s, 2s)"),
             "{config:?}"
         );
         let err = EtcdConfig::builder()
             .endpoint("http://127.0.0.1:2379")
-            .watch_check(Duration::from_secs(1), Duration::ZERO)
+            .health_check(Duration::from_secs(1), Duration::ZERO)
             .build()
             .expect_err("zero");
         assert_eq!(
             err,
             ConfigError::Zero {
-                field: "watch_check timeout"
+                field: "health_check timeout"
             }
         );
     }

@@ -96,9 +96,9 @@
 //!   timeout (10 s by default).
 //! - A server that freezes without closing the connection (`SIGSTOP`, a stalled VM, a
 //!   partition) is noticed by the watch check
-//!   ([`EtcdConfigBuilder::watch_check`]): every [`DEFAULT_WATCH_CHECK_INTERVAL`] (1 s) a
+//!   ([`EtcdConfigBuilder::health_check`]): every [`DEFAULT_HEALTH_CHECK_INTERVAL`] (1 s) a
 //!   watching source sends a progress request on its watch stream, and a stream silent for
-//!   [`DEFAULT_WATCH_CHECK_TIMEOUT`] (2 s) after one is a broken connection. The status then
+//!   [`DEFAULT_HEALTH_CHECK_TIMEOUT`] (2 s) after one is a broken connection. The status then
 //!   says `connected: false`, with a `last_error` naming both settings, within 3 s by default
 //!   ([`EtcdConfig::frozen_server_detection`]); a server must stay silent for 2 s to be taken
 //!   for dead, which a busy one on a loaded machine is not. HTTP/2 keep-alive pings (10 s and
@@ -125,9 +125,12 @@ mod writer;
 #[cfg(feature = "tls")]
 pub use config::TlsConfig;
 pub use config::{
-    ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_CHECK_INTERVAL, DEFAULT_WATCH_CHECK_TIMEOUT,
+    ConfigError, EtcdConfig, EtcdConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
 };
+#[allow(deprecated)]
+pub use config::{DEFAULT_WATCH_CHECK_INTERVAL, DEFAULT_WATCH_CHECK_TIMEOUT};
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::EtcdSource;
 pub use writer::{EtcdRuleTarget, EtcdRuleWriter};

@@ -61,7 +61,7 @@ impl fmt::Display for Target {
 ///   - A broken stream is [`SourceError::Connection`]; the watch and the client are dropped and
 ///     the next `read` connects again.
 ///   - While it waits, the source sends a progress request on the watch every
-///     [`watch_check`](crate::EtcdConfigBuilder::watch_check) interval (1 s by default);
+///     [`health_check`](crate::EtcdConfigBuilder::health_check) interval (1 s by default);
 ///     a stream that then stays silent for the check's timeout (2 s) is
 ///     [`SourceError::Connection`] too, naming both settings. A frozen server is so noticed
 ///     within 3 s by default.
@@ -254,7 +254,7 @@ impl EtcdSource {
                     "etcd watch opened"
                 );
                 self.watch = Some(stream);
-                self.check_at = Instant::now() + self.config.watch_check.0;
+                self.check_at = Instant::now() + self.config.health_check.0;
                 self.check_sent = None;
                 Ok(())
             }
@@ -365,7 +365,7 @@ async fn sleep_until_some(at: Option<Instant>) {
 #[async_trait]
 impl ReadableDataSource for EtcdSource {
     fn health_check(&self) -> Option<HealthCheck> {
-        let (interval, timeout) = self.config.watch_check();
+        let (interval, timeout) = self.config.health_check();
         Some(HealthCheck::new(
             format!(
                 "a progress request on the watch every {interval:?}, answered within {timeout:?}"
@@ -479,7 +479,7 @@ impl EtcdSource {
             let Some(stream) = self.watch.as_mut() else {
                 continue;
             };
-            let (interval, timeout) = self.config.watch_check;
+            let (interval, timeout) = self.config.health_check;
             let answer_by = self.check_sent.map(|sent| sent + timeout);
             let waited = tokio::select! {
                 message = stream.message() => Waited::Message(message),

@@ -13,8 +13,7 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, fault_lock, flow_payload, next_value, read, run_services, services, unique_key,
-    values, watch, WAIT,
+    applied_seq, flow_payload, next_value, read, values, watch, WAIT,
 };
 use sentinel_core::datasource::{
     DataSource, FlowJson, ReadableDataSource, SourceError, WatchEvent,
@@ -22,6 +21,7 @@ use sentinel_core::datasource::{
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdSource};
+use sentinel_test_support::{fault_lock, run_services, services, unique_key};
 use support::{
     auth_endpoints, builder, config, endpoints, expect_frozen_server_noticed, expect_resumed,
     fault_endpoints, freeze_endpoints, retried, writer,
@@ -509,7 +509,7 @@ async fn several_endpoints_with_the_first_down_read_from_the_next() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_frozen_server_is_reported_disconnected_within_the_watch_check() {
+async fn a_frozen_server_is_reported_disconnected_within_the_health_check() {
     services(&["start", "etcd-freeze"]).await;
     // The default watch check and keep-alive: what a user gets.
     let defaults = EtcdConfig::builder()

@@ -21,8 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, expect_all_conformance, expect_conformance_skipping,
-    fault_lock, flow_payload, services, unique_key, wait_status, wait_until, ConformanceHarness,
-    EventRecorder, ServerControl, Unsupported, WAIT,
+    flow_payload, wait_status, wait_until, ConformanceHarness, EventRecorder, Unsupported, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -32,6 +31,7 @@ use sentinel_core::flow::FlowRule;
 use sentinel_core::system::SystemRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource, WriteError};
+use sentinel_test_support::{fault_lock, services, unique_key, ServerControl};
 use support::{auth_endpoints, builder, config, endpoints, fault_endpoints, writer};
 
 /// The conformance kit's view of one etcd key.

@@ -24,7 +24,10 @@ pub const DEFAULT_DELETE_SETTLE: Duration = Duration::from_millis(500);
 
 /// Default size cap: the data-source framework's cap, 4 MiB, the largest file Java
 /// Sentinel's file source accepts.
-pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES as DEFAULT_MAX_SIZE;
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
+/// The former name of [`DEFAULT_MAX_PAYLOAD_BYTES`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_MAX_PAYLOAD_BYTES")]
+pub const DEFAULT_MAX_SIZE: usize = DEFAULT_MAX_PAYLOAD_BYTES;
 
 /// How often a source whose directory is missing checks for it again: 1 s.
 pub(crate) const MISSING_DIR_RETRY: Duration = Duration::from_secs(1);
@@ -32,7 +35,7 @@ pub(crate) const MISSING_DIR_RETRY: Duration = Duration::from_secs(1);
 /// Why [`FileSourceBuilder::build`] refused its settings.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum ConfigError {
     /// The path does not end in a file name (for example `/`, `..` or an empty path).
     #[error("path {path:?} does not name a file")]
     NoFileName {
@@ -47,6 +50,10 @@ pub enum BuildError {
     ZeroMaxSize,
 }
 
+/// The former name of [`ConfigError`].
+#[deprecated(since = "0.1.1", note = "use ConfigError")]
+pub type BuildError = ConfigError;
+
 /// The checked settings of a [`FileSource`].
 #[derive(Debug, Clone)]
 pub(crate) struct FileConfig {
@@ -59,7 +66,7 @@ pub(crate) struct FileConfig {
     pub(crate) debounce: Duration,
     pub(crate) delete_settle: Duration,
     pub(crate) poll: Option<Duration>,
-    pub(crate) max_size: usize,
+    pub(crate) max_payload_bytes: usize,
 }
 
 impl FileConfig {
@@ -83,9 +90,9 @@ impl FileConfig {
 /// let source = FileSource::builder("/etc/sentinel/rules.json")
 ///     .debounce(Duration::from_millis(20))
 ///     .delete_settle(Duration::from_secs(1))
-///     .max_size(1024 * 1024)
+///     .max_payload_bytes(1024 * 1024)
 ///     .build()?;
-/// # Ok::<(), sentinel_datasource_file::BuildError>(())
+/// # Ok::<(), sentinel_datasource_file::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until build() is called"]
@@ -94,7 +101,7 @@ pub struct FileSourceBuilder {
     debounce: Duration,
     delete_settle: Duration,
     poll: Option<Duration>,
-    max_size: usize,
+    max_payload_bytes: usize,
 }
 
 impl FileSourceBuilder {
@@ -104,7 +111,7 @@ impl FileSourceBuilder {
             debounce: DEFAULT_DEBOUNCE,
             delete_settle: DEFAULT_DELETE_SETTLE,
             poll: None,
-            max_size: DEFAULT_MAX_SIZE,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
 
@@ -139,22 +146,28 @@ impl FileSourceBuilder {
     /// Sets the size cap in bytes. A larger file is not read: the source returns
     /// [`SourceError::TooLarge`](sentinel_core::datasource::SourceError::TooLarge).
     ///
-    /// Default [`DEFAULT_MAX_SIZE`] (4 MiB).
-    pub fn max_size(mut self, bytes: usize) -> Self {
-        self.max_size = bytes;
+    /// Default [`DEFAULT_MAX_PAYLOAD_BYTES`] (4 MiB).
+    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
         self
+    }
+
+    /// The former name of [`max_payload_bytes`](Self::max_payload_bytes).
+    #[deprecated(since = "0.1.1", note = "use max_payload_bytes")]
+    pub fn max_size(self, bytes: usize) -> Self {
+        self.max_payload_bytes(bytes)
     }
 
     /// Checks the settings and creates the source. Nothing is read or watched until the
     /// first [`read`](sentinel_core::datasource::ReadableDataSource::read).
-    pub fn build(self) -> Result<FileSource, BuildError> {
+    pub fn build(self) -> Result<FileSource, ConfigError> {
         if self.poll == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroPollInterval);
+            return Err(ConfigError::ZeroPollInterval);
         }
-        if self.max_size == 0 {
-            return Err(BuildError::ZeroMaxSize);
+        if self.max_payload_bytes == 0 {
+            return Err(ConfigError::ZeroMaxSize);
         }
-        let (dir, file_name) = split(&self.path).ok_or_else(|| BuildError::NoFileName {
+        let (dir, file_name) = split(&self.path).ok_or_else(|| ConfigError::NoFileName {
             path: self.path.clone(),
         })?;
         Ok(FileSource::from_config(FileConfig {
@@ -164,7 +177,7 @@ impl FileSourceBuilder {
             debounce: self.debounce,
             delete_settle: self.delete_settle,
             poll: self.poll,
-            max_size: self.max_size,
+            max_payload_bytes: self.max_payload_bytes,
         }))
     }
 }
@@ -203,15 +216,15 @@ mod tests {
     fn rejects_unusable_settings() {
         assert!(matches!(
             FileSource::builder("/").build(),
-            Err(BuildError::NoFileName { .. })
+            Err(ConfigError::NoFileName { .. })
         ));
         assert!(matches!(
             FileSource::builder("r.json").poll(Duration::ZERO).build(),
-            Err(BuildError::ZeroPollInterval)
+            Err(ConfigError::ZeroPollInterval)
         ));
         assert!(matches!(
-            FileSource::builder("r.json").max_size(0).build(),
-            Err(BuildError::ZeroMaxSize)
+            FileSource::builder("r.json").max_payload_bytes(0).build(),
+            Err(ConfigError::ZeroMaxSize)
         ));
     }
 }

@@ -84,7 +84,7 @@
 //! # Size caps
 //!
 //! Two caps apply, both 4 MiB by default:
-//! - the source's own, [`FileSourceBuilder::max_size`]: a larger file is not read at all, so a
+//! - the source's own, [`FileSourceBuilder::max_payload_bytes`]: a larger file is not read at all, so a
 //!   runaway file cannot take the process's memory. The source returns
 //!   [`SourceError::TooLarge`] once per change of the file; the driver counts it as a rejected
 //!   payload, shows it in its status, keeps the rules and goes on watching, so the file is
@@ -149,8 +149,11 @@ use async_trait::async_trait;
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 use tokio::time::Instant;
 
+#[allow(deprecated)]
+pub use config::{BuildError, DEFAULT_MAX_SIZE};
 pub use config::{
-    BuildError, FileSourceBuilder, DEFAULT_DEBOUNCE, DEFAULT_DELETE_SETTLE, DEFAULT_MAX_SIZE,
+    ConfigError, FileSourceBuilder, DEFAULT_DEBOUNCE, DEFAULT_DELETE_SETTLE,
+    DEFAULT_MAX_PAYLOAD_BYTES,
 };
 pub use writer::FileRuleWriter;
 
@@ -191,7 +194,7 @@ enum Wake {
 
 impl FileSource {
     /// A source for `path` with default settings. Same as `FileSource::builder(path).build()`.
-    pub fn new(path: impl Into<PathBuf>) -> Result<Self, BuildError> {
+    pub fn new(path: impl Into<PathBuf>) -> Result<Self, ConfigError> {
         Self::builder(path).build()
     }
 
@@ -321,7 +324,7 @@ impl FileSource {
     }
 
     async fn snapshot(&self) -> Result<Snapshot, SourceError> {
-        snapshot::take(self.config.path.clone(), self.config.max_size).await
+        snapshot::take(self.config.path.clone(), self.config.max_payload_bytes).await
     }
 
     /// Reads the file; returns the payload to report if it differs from the last report.
@@ -477,7 +480,7 @@ impl fmt::Debug for FileSource {
             .field("debounce", &self.config.debounce)
             .field("delete_settle", &self.config.delete_settle)
             .field("poll", &self.config.poll)
-            .field("max_size", &self.config.max_size)
+            .field("max_payload_bytes", &self.config.max_payload_bytes)
             .field("watching", &self.watch.is_some())
             .field("closed", &self.closed)
             .finish_non_exhaustive()

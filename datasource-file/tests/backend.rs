@@ -279,7 +279,7 @@ async fn size_cap_is_enforced() {
     fs::write(&path, [b'x'; 17]).expect("write");
     let mut source = FileSource::builder(&path)
         .debounce(DEBOUNCE)
-        .max_size(16)
+        .max_payload_bytes(16)
         .build()
         .expect("valid settings");
     match source.read().await {

@@ -638,7 +638,7 @@ async fn file_size_cap_shows_in_status_and_recovers() {
     fs::write(&path, flow_payload(1)).expect("write");
     let engine = Engine::new();
     let file = FileSource::builder(&path)
-        .max_size(256)
+        .max_payload_bytes(256)
         .build()
         .expect("valid settings");
     let source = engine

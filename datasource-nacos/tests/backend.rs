@@ -15,8 +15,7 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, fault_lock, flow_payload, read, services, values, wait_status, wait_until, watch,
-    Partition, WAIT,
+    applied_seq, flow_payload, read, values, wait_status, wait_until, watch, WAIT,
 };
 use sentinel_core::datasource::{
     AuthorityJson, DataSource, DegradeJson, FlowJson, ParamFlowJson, ReadableDataSource,
@@ -27,6 +26,7 @@ use sentinel_core::Sentinel;
 use sentinel_datasource_nacos::{
     dashboard_keys, ConfigKey, NacosConfig, NacosRuleWriter, NacosSource,
 };
+use sentinel_test_support::{fault_lock, services, Partition};
 use support::{
     addr, auth_addr, builder, config, expect_frozen_server_noticed, expect_resumed, fault_addr,
     freeze_addr, retried, unique_id, unique_key, writer, ADMIN,

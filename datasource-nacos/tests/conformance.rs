@@ -14,10 +14,11 @@ mod support;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
-    check_ordered_updates, expect_all_conformance, expect_conformance_skipping, fault_lock,
-    services, ConformanceHarness, ServerControl, Unsupported,
+    check_ordered_updates, expect_all_conformance, expect_conformance_skipping, ConformanceHarness,
+    Unsupported,
 };
 use sentinel_datasource_nacos::{ConfigKey, NacosRuleWriter, NacosSource};
+use sentinel_test_support::{fault_lock, services, ServerControl};
 use support::{addr, config, fault_addr, retried, unique_key, writer};
 
 /// The conformance kit's view of one Nacos config.

@@ -15,10 +15,10 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sentinel_core::datasource::testkit::{measure_propagation, padded_flow_payload};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_nats::{NatsConfig, NatsRuleWriter, NatsSource};
+use sentinel_test_support::{measure_propagation, padded_flow_payload};
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;

@@ -14,7 +14,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// noticed within three intervals: 3 s by default (the client library's own default, 60 s,
 /// would take 3 minutes), while a server has to stay silent for over 2 s to be taken for
 /// dead.
-pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// The former name of [`DEFAULT_HEALTH_CHECK_INTERVAL`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_INTERVAL")]
+pub const DEFAULT_PING_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -77,7 +80,7 @@ pub struct NatsConfig {
     pub(crate) auth: Auth,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
-    pub(crate) ping_interval: Duration,
+    pub(crate) health_check_interval: Duration,
     pub(crate) max_payload_bytes: usize,
     pub(crate) missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
@@ -100,16 +103,23 @@ impl NatsConfig {
         self.request_timeout
     }
 
-    /// How often the client PINGs an idle connection.
+    /// How often the client PINGs an idle connection (see
+    /// [`NatsConfigBuilder::health_check_interval`]).
+    pub fn health_check_interval(&self) -> Duration {
+        self.health_check_interval
+    }
+
+    /// The former name of [`health_check_interval`](Self::health_check_interval).
+    #[deprecated(since = "0.1.1", note = "use health_check_interval")]
     pub fn ping_interval(&self) -> Duration {
-        self.ping_interval
+        self.health_check_interval
     }
 
     /// The longest a frozen server (one that keeps the connection open but answers nothing)
-    /// goes unnoticed: three [`ping_interval`](Self::ping_interval)s, 3 s by default (the
+    /// goes unnoticed: three [`health_check_interval`](Self::health_check_interval)s, 3 s by default (the
     /// client drops a connection with two PINGs unanswered when the third is due).
     pub fn frozen_server_detection(&self) -> Duration {
-        self.ping_interval * 3
+        self.health_check_interval * 3
     }
 
     /// What a missing bucket means.
@@ -134,7 +144,7 @@ impl NatsConfig {
         let options = async_nats::ConnectOptions::new()
             .connection_timeout(self.connect_timeout)
             .request_timeout(Some(self.request_timeout))
-            .ping_interval(self.ping_interval)
+            .ping_interval(self.health_check_interval)
             .max_reconnects(None::<usize>);
         let options = match &self.auth {
             Auth::None => options,
@@ -163,7 +173,7 @@ pub struct NatsConfigBuilder {
     auth: Auth,
     connect_timeout: Duration,
     request_timeout: Duration,
-    ping_interval: Duration,
+    health_check_interval: Duration,
     max_payload_bytes: usize,
     missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
@@ -177,7 +187,7 @@ impl Default for NatsConfigBuilder {
             auth: Auth::None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            ping_interval: DEFAULT_PING_INTERVAL,
+            health_check_interval: DEFAULT_HEALTH_CHECK_INTERVAL,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             missing_bucket: MissingBucket::Fail,
             #[cfg(feature = "tls")]
@@ -198,17 +208,19 @@ impl NatsConfigBuilder {
         self
     }
 
-    /// Authenticates with a user and password.
-    pub fn user_and_password(
-        mut self,
-        user: impl Into<String>,
-        password: impl Into<String>,
-    ) -> Self {
+    /// Authenticates with a user and password. The password is never logged.
+    pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.auth = Auth::UserPassword {
             user: user.into(),
             password: Secret::new(password),
         };
         self
+    }
+
+    /// The former name of [`credentials`](Self::credentials).
+    #[deprecated(since = "0.1.1", note = "use credentials")]
+    pub fn user_and_password(self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials(user, password)
     }
 
     /// Authenticates with a token.
@@ -246,9 +258,15 @@ impl NatsConfigBuilder {
     /// `connected: false`: a server that freezes without closing the connection (`SIGSTOP`,
     /// a stalled VM, a partition) is noticed within three intervals (3 s by default). Any
     /// message from the server counts as an answer, so a busy connection sends no PINGs.
-    pub fn ping_interval(mut self, interval: Duration) -> Self {
-        self.ping_interval = interval;
+    pub fn health_check_interval(mut self, interval: Duration) -> Self {
+        self.health_check_interval = interval;
         self
+    }
+
+    /// The former name of [`health_check_interval`](Self::health_check_interval).
+    #[deprecated(since = "0.1.1", note = "use health_check_interval")]
+    pub fn ping_interval(self, interval: Duration) -> Self {
+        self.health_check_interval(interval)
     }
 
     /// Cap on the total size of the values a source reads (default 4 MiB).
@@ -267,9 +285,17 @@ impl NatsConfigBuilder {
     /// Requires TLS and trusts this CA certificate file (PEM) for the servers.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls_root_certificate(mut self, path: impl Into<PathBuf>) -> Self {
+    pub fn tls_ca_certificate_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.tls_root = Some(path.into());
         self
+    }
+
+    /// The former name of [`tls_ca_certificate_file`](Self::tls_ca_certificate_file).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    #[deprecated(since = "0.1.1", note = "use tls_ca_certificate_file")]
+    pub fn tls_root_certificate(self, path: impl Into<PathBuf>) -> Self {
+        self.tls_ca_certificate_file(path)
     }
 
     /// Checks the settings.
@@ -294,7 +320,10 @@ impl NatsConfigBuilder {
         for (field, zero) in [
             ("connect_timeout", self.connect_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
-            ("ping_interval", self.ping_interval.is_zero()),
+            (
+                "health_check_interval",
+                self.health_check_interval.is_zero(),
+            ),
             ("max_payload_bytes", self.max_payload_bytes == 0),
         ] {
             if zero {
@@ -306,7 +335,7 @@ impl NatsConfigBuilder {
             auth: self.auth,
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
-            ping_interval: self.ping_interval,
+            health_check_interval: self.health_check_interval,
             max_payload_bytes: self.max_payload_bytes,
             missing_bucket: self.missing_bucket,
             #[cfg(feature = "tls")]
@@ -322,7 +351,7 @@ mod tests {
     #[test]
     fn debug_and_describe_never_show_secrets() {
         for builder in [
-            NatsConfig::builder().user_and_password("app", "s3cret-pw"),
+            NatsConfig::builder().credentials("app", "s3cret-pw"),
             NatsConfig::builder().token("s3cret-pw"),
             NatsConfig::builder().nkey("s3cret-pw"),
         ] {
@@ -350,25 +379,25 @@ mod tests {
     }
 
     #[test]
-    fn the_default_ping_interval_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+    fn the_default_health_check_interval_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
         let config = NatsConfig::builder()
             .servers(["127.0.0.1:4222"])
             .build()
             .expect("valid");
         assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
         assert!(
-            format!("{config:?}").contains("ping_interval: 1s"),
+            format!("{config:?}").contains("health_check_interval: 1s"),
             "{config:?}"
         );
         let err = NatsConfig::builder()
             .servers(["127.0.0.1:4222"])
-            .ping_interval(Duration::ZERO)
+            .health_check_interval(Duration::ZERO)
             .build()
             .expect_err("zero");
         assert_eq!(
             err,
             ConfigError::Zero {
-                field: "ping_interval"
+                field: "health_check_interval"
             }
         );
     }

@@ -21,7 +21,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = NatsConfig::builder()
 //!     .servers(["nats://10.0.0.1:4222"])
-//!     .user_and_password("app", "apppw")
+//!     .credentials("app", "apppw")
 //!     .build()?;
 //!
 //! // The key holds Sentinel's flow rule JSON: [{"resource":"GET:/order","count":5}]
@@ -53,7 +53,8 @@
 //!   the source listens for disconnects from before its read until the watch ends.
 //! - A server that freezes without closing the connection (`SIGSTOP`, a stalled VM, a
 //!   partition) is noticed by the client's PINGs, sent every
-//!   [`ping_interval`](NatsConfigBuilder::ping_interval) (default [`DEFAULT_PING_INTERVAL`],
+//!   [`health_check_interval`](NatsConfigBuilder::health_check_interval) (default
+//!   [`DEFAULT_HEALTH_CHECK_INTERVAL`],
 //!   1 s) on an idle connection: with two unanswered when the third is due, the client
 //!   drops the connection and the source reports `connected: false`, within 3 s by default
 //!   ([`NatsConfig::frozen_server_detection`]); the error in the status names the interval.
@@ -76,7 +77,7 @@
 //! # Features
 //!
 //! `tls`: TLS through rustls (ring) and
-//! `NatsConfigBuilder::tls_root_certificate`.
+//! `NatsConfigBuilder::tls_ca_certificate_file`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
@@ -84,9 +85,11 @@ mod connect;
 mod source;
 mod writer;
 
+#[allow(deprecated)]
+pub use config::DEFAULT_PING_INTERVAL;
 pub use config::{
     ConfigError, MissingBucket, NatsConfig, NatsConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::NatsSource;

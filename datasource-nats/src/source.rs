@@ -56,7 +56,7 @@ impl Target {
 ///   watch ends, so a connection lost during the read or while the watch is being set up
 ///   ends them too, at once, rather than leaving a watch that waits on a dead connection.
 /// - A server that freezes without closing the connection is noticed by the client's PINGs
-///   ([`ping_interval`](crate::NatsConfigBuilder::ping_interval)): within 3 s by default.
+///   ([`health_check_interval`](crate::NatsConfigBuilder::health_check_interval)): within 3 s by default.
 /// - A bucket that does not exist is an error naming it, or, with
 ///   [`MissingBucket::Wait`], no rules until someone creates it.
 pub struct NatsSource {
@@ -144,7 +144,7 @@ impl NatsSource {
                 "{}: the connection to NATS was lost (the client PINGs an idle connection every \
                  {:?} and drops it when two PINGs go unanswered)",
                 self.op(what),
-                self.connection.config().ping_interval
+                self.connection.config().health_check_interval
             ),
             source: None,
         }
@@ -355,7 +355,7 @@ impl ReadableDataSource for NatsSource {
         Some(HealthCheck::new(
             format!(
                 "the client's PING every {:?}; two unanswered drop the connection",
-                config.ping_interval()
+                config.health_check_interval
             ),
             config.frozen_server_detection(),
         ))

@@ -12,13 +12,13 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, flow_payload, next_value, read, services, values, wait_until, EventRecorder,
-    Partition, WAIT,
+    applied_seq, flow_payload, next_value, read, values, wait_until, EventRecorder, WAIT,
 };
 use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_nats::{MissingBucket, NatsSource, WriteError};
+use sentinel_test_support::{services, Partition};
 use support::{
     addr, auth_addr, bucket_writer, builder, config, expect_frozen_server_noticed, expect_resumed,
     freeze_addr, retried, unique_bucket,
@@ -234,7 +234,7 @@ async fn a_connection_lost_between_the_read_and_the_watch_ends_the_watch_at_once
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_frozen_server_is_reported_disconnected_within_three_ping_intervals() {
+async fn a_frozen_server_is_reported_disconnected_within_three_health_check_intervals() {
     services(&["start", "nats-freeze"]).await;
     let bucket = unique_bucket("frozen");
     // The default ping interval: what a user gets.
@@ -288,7 +288,7 @@ async fn a_missing_bucket_fails_naming_it_or_is_waited_for() {
 async fn wrong_credentials_are_an_auth_error_without_the_secret() {
     let bucket = unique_bucket("auth");
     for cfg in [
-        builder(&auth_addr()).user_and_password("app", "not-the-pw-123"),
+        builder(&auth_addr()).credentials("app", "not-the-pw-123"),
         builder(&auth_addr()),
     ] {
         let cfg = cfg.build().expect("valid");
@@ -303,7 +303,7 @@ async fn wrong_credentials_are_an_auth_error_without_the_secret() {
     }
     // The right ones work.
     let right = builder(&auth_addr())
-        .user_and_password("app", "apppw")
+        .credentials("app", "apppw")
         .build()
         .expect("valid");
     let w = bucket_writer(right.clone(), &bucket).await;
@@ -359,7 +359,7 @@ async fn tls_with_the_servers_ca_reads_and_follows_the_key() {
     use support::{tls_addr, tls_ca};
     let bucket = unique_bucket("tls");
     let cfg = builder(&tls_addr())
-        .tls_root_certificate(tls_ca())
+        .tls_ca_certificate_file(tls_ca())
         .build()
         .expect("valid tls config");
     let w = bucket_writer(cfg.clone(), &bucket).await;

@@ -17,10 +17,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
-    check_ordered_updates, expect_all_conformance, expect_conformance_skipping, fault_lock,
-    services, ConformanceHarness, ServerControl, Unsupported, WAIT,
+    check_ordered_updates, expect_all_conformance, expect_conformance_skipping, ConformanceHarness,
+    Unsupported, WAIT,
 };
 use sentinel_datasource_nats::{NatsRuleWriter, NatsSource};
+use sentinel_test_support::{fault_lock, services, ServerControl};
 use support::{addr, bucket_writer, config, fault_addr, unique_bucket};
 
 /// The conformance kit's view of one key of a bucket.

@@ -11,13 +11,19 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one command (GET, SUBSCRIBE, the writer's transaction).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default interval between PINGs on the subscription connection, which otherwise only reads:
-/// with [`DEFAULT_PING_TIMEOUT`], a server that freezes (a `SIGSTOP`, a stalled VM) is reported
+/// with [`DEFAULT_HEALTH_CHECK_TIMEOUT`], a server that freezes (a `SIGSTOP`, a stalled VM) is reported
 /// disconnected within 3 s.
-pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Default time a PING on the subscription may go unanswered before the connection counts as
 /// broken: 2 s, far above a Redis server's answer time on a loaded machine, so a busy server
 /// is not taken for a dead one.
-pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// The former name of [`DEFAULT_HEALTH_CHECK_INTERVAL`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_INTERVAL")]
+pub const DEFAULT_PING_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
+/// The former name of [`DEFAULT_HEALTH_CHECK_TIMEOUT`].
+#[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_TIMEOUT")]
+pub const DEFAULT_PING_TIMEOUT: Duration = DEFAULT_HEALTH_CHECK_TIMEOUT;
 /// Default cap on the size of the value a source reads: the data-source framework's cap
 /// (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -247,8 +253,7 @@ impl fmt::Debug for RedisConfig {
             .field("db", &self.db)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
-            .field("ping_interval", &self.ping_interval)
-            .field("ping_timeout", &self.ping_timeout)
+            .field("health_check", &(self.ping_interval, self.ping_timeout))
             .field("max_payload_bytes", &self.max_payload_bytes);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
@@ -282,19 +287,28 @@ impl RedisConfig {
         self.request_timeout
     }
 
-    /// How often a source PINGs its subscription connection.
+    /// How often a source PINGs its subscription connection, and how long a PING may go
+    /// unanswered before the connection counts as broken (see
+    /// [`RedisConfigBuilder::health_check`]).
+    pub fn health_check(&self) -> (Duration, Duration) {
+        (self.ping_interval, self.ping_timeout)
+    }
+
+    /// The former name of the interval of [`health_check`](Self::health_check).
+    #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_interval(&self) -> Duration {
         self.ping_interval
     }
 
-    /// How long a PING may go unanswered before the connection counts as broken.
+    /// The former name of the timeout of [`health_check`](Self::health_check).
+    #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_timeout(&self) -> Duration {
         self.ping_timeout
     }
 
     /// The longest a frozen server (one that keeps its connections open but answers nothing)
-    /// goes unnoticed by a source: [`ping_interval`](Self::ping_interval) +
-    /// [`ping_timeout`](Self::ping_timeout), 3 s by default.
+    /// goes unnoticed by a source: the [`health_check`](Self::health_check)'s interval +
+    /// timeout, 3 s by default.
     pub fn frozen_server_detection(&self) -> Duration {
         self.ping_interval + self.ping_timeout
     }
@@ -365,8 +379,8 @@ impl Default for RedisConfigBuilder {
             db: 0,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            ping_interval: DEFAULT_PING_INTERVAL,
-            ping_timeout: DEFAULT_PING_TIMEOUT,
+            ping_interval: DEFAULT_HEALTH_CHECK_INTERVAL,
+            ping_timeout: DEFAULT_HEALTH_CHECK_TIMEOUT,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             #[cfg(feature = "tls")]
             tls: None,
@@ -456,26 +470,35 @@ impl RedisConfigBuilder {
     }
 
     /// Time allowed for one command: GET, SUBSCRIBE, CONFIG GET, the writer's transaction
-    /// (default 5 s). The PING on the subscription has its own
-    /// [`ping_timeout`](Self::ping_timeout).
+    /// (default 5 s). The PING on the subscription has its own timeout, in
+    /// [`health_check`](Self::health_check).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// How often a source PINGs its subscription connection (default 1 s). A subscription
-    /// only reads, so without pings a server that freezes or vanishes without closing the
-    /// connection (a `SIGSTOP`, a network partition) would go unnoticed; a PING unanswered
-    /// after [`ping_timeout`](Self::ping_timeout) counts as a broken connection. A frozen
-    /// server is so reported disconnected within interval + timeout (3 s by default).
+    /// How often a source PINGs its subscription connection (default 1 s), and how long a
+    /// PING may go unanswered before the connection counts as broken (default 2 s). A
+    /// subscription only reads, so without pings a server that freezes or vanishes without
+    /// closing the connection (a `SIGSTOP`, a network partition) would go unnoticed. A frozen
+    /// server is so reported disconnected within interval + timeout (3 s by default). A
+    /// shorter timeout notices a frozen server sooner; too short takes a busy server (or a
+    /// starved client) for a dead one and reconnects for nothing.
+    pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.ping_interval = interval;
+        self.ping_timeout = timeout;
+        self
+    }
+
+    /// Sets the interval of [`health_check`](Self::health_check) alone.
+    #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
         self
     }
 
-    /// How long a PING on the subscription may go unanswered before the connection counts as
-    /// broken (default 2 s). Shorter notices a frozen server sooner; too short takes a busy
-    /// server (or a starved client) for a dead one and reconnects for nothing.
+    /// Sets the timeout of [`health_check`](Self::health_check) alone.
+    #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_timeout(mut self, timeout: Duration) -> Self {
         self.ping_timeout = timeout;
         self
@@ -514,8 +537,8 @@ impl RedisConfigBuilder {
         for (field, zero) in [
             ("connect_timeout", self.connect_timeout.is_zero()),
             ("request_timeout", self.request_timeout.is_zero()),
-            ("ping_interval", self.ping_interval.is_zero()),
-            ("ping_timeout", self.ping_timeout.is_zero()),
+            ("health_check interval", self.ping_interval.is_zero()),
+            ("health_check timeout", self.ping_timeout.is_zero()),
             ("max_payload_bytes", self.max_payload_bytes == 0),
         ] {
             if zero {
@@ -696,23 +719,20 @@ mod tests {
     }
 
     #[test]
-    fn the_default_ping_settings_notice_a_frozen_server_within_3_s_and_debug_shows_them() {
+    fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_them() {
         let config = RedisConfig::builder().server("h").build().expect("valid");
         assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
         let debug = format!("{config:?}");
-        assert!(
-            debug.contains("ping_interval: 1s") && debug.contains("ping_timeout: 2s"),
-            "{debug}"
-        );
+        assert!(debug.contains("health_check: (1s, 2s)"), "{debug}");
         let err = RedisConfig::builder()
             .server("h")
-            .ping_timeout(Duration::ZERO)
+            .health_check(Duration::from_secs(1), Duration::ZERO)
             .build()
             .expect_err("zero");
         assert_eq!(
             err,
             ConfigError::Zero {
-                field: "ping_timeout"
+                field: "health_check timeout"
             }
         );
     }

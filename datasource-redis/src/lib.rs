@@ -90,9 +90,9 @@
 //!
 //! A server that stops answering without closing its connections (`SIGSTOP`, a stalled VM,
 //! a network partition) is noticed by the PING a source sends on its subscription every
-//! [`ping_interval`](RedisConfigBuilder::ping_interval) (default [`DEFAULT_PING_INTERVAL`],
-//! 1 s): unanswered within [`ping_timeout`](RedisConfigBuilder::ping_timeout) (default
-//! [`DEFAULT_PING_TIMEOUT`], 2 s) it is a broken connection, and the source's status turns
+//! [`health_check`](RedisConfigBuilder::health_check) interval (default
+//! [`DEFAULT_HEALTH_CHECK_INTERVAL`], 1 s): unanswered within its timeout (default
+//! [`DEFAULT_HEALTH_CHECK_TIMEOUT`], 2 s) it is a broken connection, and the source's status turns
 //! `connected: false` with a `last_error` that names both settings. A frozen server is so
 //! reported within interval + timeout, 3 s by default
 //! ([`RedisConfig::frozen_server_detection`]); a server must leave a PING unanswered for 2 s
@@ -125,9 +125,11 @@ mod writer;
 pub use config::TlsConfig;
 pub use config::{
     ConfigError, RedisConfig, RedisConfigBuilder, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT,
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT, DEFAULT_MAX_PAYLOAD_BYTES,
     DEFAULT_REQUEST_TIMEOUT,
 };
+#[allow(deprecated)]
+pub use config::{DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT};
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::{ChangeMode, RedisSource};
 pub use writer::{RedisRuleTarget, RedisRuleWriter};

@@ -57,8 +57,8 @@ impl ChangeMode {
 ///     [`WatchEvent::Resync`], and the driver reads the key again.
 ///   - `Payload`: the message's payload is the new value, [`WatchEvent::Changed`].
 ///   - The subscription is PINGed every
-///     [`ping_interval`](crate::RedisConfigBuilder::ping_interval) (1 s by default). A PING
-///     unanswered within [`ping_timeout`](crate::RedisConfigBuilder::ping_timeout) (2 s) or a
+///     [`health_check`](crate::RedisConfigBuilder::health_check) interval (1 s by default). A
+///     PING unanswered within its timeout (2 s) or a
 ///     subscription the server closes (a restart, `CLIENT KILL TYPE pubsub`) is
 ///     [`SourceError::Connection`], naming both settings: both connections are dropped and
 ///     the driver's next read connects again, subscribes again and re-reads the key, so a
@@ -439,8 +439,7 @@ impl ReadableDataSource for RedisSource {
         Some(HealthCheck::new(
             format!(
                 "a PING every {:?} on the subscription, answered within {:?}",
-                config.ping_interval(),
-                config.ping_timeout()
+                config.ping_interval, config.ping_timeout
             ),
             config.frozen_server_detection(),
         ))

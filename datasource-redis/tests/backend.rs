@@ -18,8 +18,7 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, fault_lock, flow_payload, read, services, until_within, wait_status, wait_until,
-    watch, WAIT,
+    applied_seq, flow_payload, read, until_within, wait_status, wait_until, watch, WAIT,
 };
 use sentinel_core::datasource::{
     DataSource, DataSourceError, FlowJson, ReadableDataSource, SourceError, StartMode, WatchEvent,
@@ -27,6 +26,7 @@ use sentinel_core::datasource::{
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
+use sentinel_test_support::{fault_lock, services};
 use support::{
     addr, append_set_while_down, auth_addr, builder, config, expect_frozen_server_noticed,
     expect_resumed, fault_addr, freeze_addr, keyspace_addr, master_name, raw, retried, run,
@@ -320,7 +320,10 @@ async fn a_sentinel_failover_is_followed_at_once_and_no_write_after_it_is_lost()
     // PINGs a minute apart: only the sentinel's +switch-master can make the source leave the
     // demoted master within the waits below.
     let config = sentinel_builder()
-        .ping_interval(Duration::from_secs(60))
+        .health_check(
+            Duration::from_secs(60),
+            sentinel_datasource_redis::DEFAULT_HEALTH_CHECK_TIMEOUT,
+        )
         .build()
         .expect("valid sentinel config");
     let t = live(config, unique_key("failover"), ChangeMode::Notify).await;
@@ -432,9 +435,9 @@ async fn put_until_ok(t: &Live, seq: u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_frozen_server_is_reported_disconnected_within_ping_interval_and_timeout() {
+async fn a_frozen_server_is_reported_disconnected_within_the_health_check() {
     services(&["start", "redis-freeze"]).await;
-    // The default ping settings: what a user gets.
+    // The default health check: what a user gets.
     let config = RedisConfig::builder()
         .server(freeze_addr())
         .build()
@@ -488,7 +491,10 @@ async fn cluster_a_key_on_a_later_shard_is_read_and_watched() {
         .cluster([nodes.as_str()])
         .connect_timeout(Duration::from_secs(2))
         .request_timeout(Duration::from_secs(2))
-        .ping_interval(Duration::from_secs(1))
+        .health_check(
+            Duration::from_secs(1),
+            sentinel_datasource_redis::DEFAULT_HEALTH_CHECK_TIMEOUT,
+        )
         .build()
         .expect("valid cluster config");
     // A key whose slot the first node does not serve.

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
-    check_ordered_updates, expect_all_conformance, fault_lock, services, ConformanceHarness,
-    ServerControl, Unsupported, WAIT,
+    check_ordered_updates, expect_all_conformance, ConformanceHarness, Unsupported, WAIT,
 };
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
+use sentinel_test_support::{fault_lock, services, ServerControl};
 use support::{
     addr, append_set_while_down, config, fault_addr, keyspace_addr, raw, run, unique_key, writer,
 };

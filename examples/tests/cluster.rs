@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, unique_key, OutputLines};
+use sentinel_test_support::{env_or, unique_key, OutputLines};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use examples::console_service::{console_service, ConsoleService, ConsoleServiceConfig};
 use fantoccini::{Client, ClientBuilder, Locator};
 use sentinel_core::circuit_breaker::BreakerState;
-use sentinel_core::datasource::testkit::{env_or, unique_key, until_within};
+use sentinel_core::datasource::testkit::until_within;
 use sentinel_core::{Sentinel, SentinelEvent};
+use sentinel_test_support::{env_or, unique_key};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "console-test-token";

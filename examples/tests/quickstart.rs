@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::OutputLines;
+use sentinel_test_support::OutputLines;
 
 /// How long the quickstart may take to print each awaited line.
 const WAIT: Duration = Duration::from_secs(30);

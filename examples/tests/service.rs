@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sentinel_core::datasource::testkit::{env_or, unique_key, OutputLines};
+use sentinel_test_support::{env_or, unique_key, OutputLines};
 
 /// How long the service may take to print each awaited line.
 const WAIT: Duration = Duration::from_secs(20);

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::OutputLines;
+use sentinel_test_support::OutputLines;
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sentinel_core::datasource::testkit::{env_or, services_path, unique_key};
+use sentinel_test_support::{env_or, services_path, unique_key};
 
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str =

@@ -6,15 +6,14 @@
 
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
+use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
+use sentinel_test_support::{env_or, services_path};
 
-#[path = "../../../testing/frozen_server.rs"]
-mod frozen_server;
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
-pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
 
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd` \

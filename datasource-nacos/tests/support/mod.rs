@@ -7,15 +7,14 @@
 
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, WAIT};
+use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_nacos::{ConfigKey, NacosConfig, NacosConfigBuilder, NacosRuleWriter};
+use sentinel_test_support::env_or;
 
-#[path = "../../../testing/frozen_server.rs"]
-mod frozen_server;
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
-pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
 
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str =
@@ -49,7 +48,7 @@ pub(crate) const ADMIN: (&str, &str) = ("admin", "adminpw");
 
 /// A dataId no other test (or earlier run) uses.
 pub(crate) fn unique_id(test: &str) -> String {
-    sentinel_core::datasource::testkit::unique_key("sentinel-test", test).replace('/', "-")
+    sentinel_test_support::unique_key("sentinel-test", test).replace('/', "-")
 }
 
 /// A key in `SENTINEL_GROUP` no other test uses.

@@ -7,14 +7,13 @@
 
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, WAIT};
+use sentinel_core::datasource::testkit::WAIT;
 use sentinel_datasource_nats::{NatsConfig, NatsConfigBuilder, NatsRuleWriter};
+use sentinel_test_support::env_or;
 
-#[path = "../../../testing/frozen_server.rs"]
-mod frozen_server;
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
-pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
 
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start nats` \
@@ -51,15 +50,12 @@ pub(crate) fn tls_addr() -> String {
 
 /// The TLS server's CA certificate file.
 pub(crate) fn tls_ca() -> std::path::PathBuf {
-    sentinel_core::datasource::testkit::services_path(
-        "SENTINEL_NATS_TLS_CA",
-        "nats-tls/certs/ca.pem",
-    )
+    sentinel_test_support::services_path("SENTINEL_NATS_TLS_CA", "nats-tls/certs/ca.pem")
 }
 
 /// A bucket name no other test (or earlier run) uses.
 pub(crate) fn unique_bucket(test: &str) -> String {
-    sentinel_core::datasource::testkit::unique_key("sentinel", test).replace(['/', '.'], "_")
+    sentinel_test_support::unique_key("sentinel", test).replace(['/', '.'], "_")
 }
 
 /// A config builder for the server at `addr`, with short timeouts so failures show quickly.

@@ -9,15 +9,14 @@ use std::io::Write;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use sentinel_core::datasource::testkit::{env_or, services_path, WAIT};
+use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_redis::{RedisConfig, RedisConfigBuilder, RedisRuleWriter};
+use sentinel_test_support::{env_or, services_path};
 
-#[path = "../../../testing/frozen_server.rs"]
-mod frozen_server;
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
-pub(crate) use frozen_server::{expect_frozen_server_noticed, expect_resumed, retried};
+pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
 
 /// What to run when a server is missing.
 pub(crate) const START_HINT: &str =
@@ -89,7 +88,7 @@ pub(crate) fn cluster_addrs() -> String {
 
 /// A key under `rules:` (where the ACL user may read) no other test uses.
 pub(crate) fn unique_key(test: &str) -> String {
-    sentinel_core::datasource::testkit::unique_key("rules:", test)
+    sentinel_test_support::unique_key("rules:", test)
 }
 
 /// A config builder for the server at `addr`, with short timeouts so failures show quickly.
@@ -98,7 +97,10 @@ pub(crate) fn builder(addr: &str) -> RedisConfigBuilder {
         .server(addr)
         .connect_timeout(Duration::from_secs(2))
         .request_timeout(Duration::from_secs(2))
-        .ping_interval(Duration::from_secs(1))
+        .health_check(
+            Duration::from_secs(1),
+            sentinel_datasource_redis::DEFAULT_HEALTH_CHECK_TIMEOUT,
+        )
 }
 
 /// A config for the server at `addr`, with short timeouts.

@@ -69,7 +69,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let mut config = NatsConfig::builder().servers(servers);
     if let Some((user, password)) = examples::Login::from_env()?.pair()? {
-        config = config.user_and_password(user, password);
+        config = config.credentials(user, password);
     }
     let config = config.build()?;
     let writer = NatsRuleWriter::create_bucket(config.clone(), &args.bucket, 5).await?;
