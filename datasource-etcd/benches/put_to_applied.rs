@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
-use sentinel_test_support::Latencies;
+use sentinel_test_support::{bench_exit, env_or, Latencies};
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;
@@ -31,16 +31,12 @@ fn payload(seq: usize) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let endpoints = std::env::var("SENTINEL_ETCD_ENDPOINTS")
-        .unwrap_or_else(|_| "http://127.0.0.1:23790".to_owned());
-    match run(&endpoints).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("put_to_applied: {error} (start etcd with `scripts/services.sh start etcd`)");
-            ExitCode::FAILURE
-        }
-    }
+    let endpoints = env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790");
+    bench_exit(
+        "put_to_applied",
+        run(&endpoints).await,
+        "start etcd with `scripts/services.sh start etcd`",
+    )
 }
 
 async fn run(endpoints: &str) -> Result<bool, Box<dyn std::error::Error>> {
@@ -99,14 +95,8 @@ async fn run(endpoints: &str) -> Result<bool, Box<dyn std::error::Error>> {
         "from the put's answer to applied (watch + convert + apply): {}",
         after_put.summary()
     );
-    println!(
-        "etcd put -> applied over {SAMPLES} updates: {} (budget p99 <= {} ms)",
-        samples.summary(),
-        BUDGET_P99.as_millis()
-    );
-    if samples.percentile(99.0) > BUDGET_P99 {
-        println!("OVER BUDGET");
-        return Ok(false);
-    }
-    Ok(true)
+    Ok(samples.report_against(
+        &format!("etcd put -> applied over {SAMPLES} updates"),
+        BUDGET_P99,
+    ))
 }

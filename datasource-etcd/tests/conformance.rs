@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     applied_seq, check_ordered_updates, expect_all_conformance, expect_conformance_skipping,
-    flow_payload, wait_status, wait_until, ConformanceHarness, EventRecorder, Unsupported, WAIT,
+    flow_payload, wait_status, wait_until, ConformanceHarness, EventRecorder, WAIT,
 };
 use sentinel_core::datasource::{
     CombinedJson, DataSource, DataSourceError, FlowJson, RawPayload, ReadableDataSource,
@@ -123,21 +123,7 @@ impl ConformanceHarness for EtcdHarness {
         .await;
     }
 
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        self.control.stop().await
-    }
-
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        self.control.start().await
-    }
-
-    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if !self.control.writable_while_down() {
-            return Err(Unsupported);
-        }
-        self.write(bytes).await;
-        Ok(())
-    }
+    sentinel_test_support::server_control!(control);
 
     fn timeout(&self) -> Duration {
         WAIT

@@ -18,6 +18,7 @@ use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{Sentinel, SentinelEvent};
 use sentinel_datasource_file::{FileSource, DEFAULT_DEBOUNCE};
+use sentinel_test_support::Latencies;
 use tokio::sync::mpsc;
 
 const UPDATES: u64 = 100;
@@ -44,11 +45,13 @@ fn main() -> ExitCode {
         ("rename", save_atomically as fn(&Path, &[u8])),
         ("in-place", rewrite_in_place),
     ] {
-        let mut latencies = runtime.block_on(measure(writer));
-        latencies.sort();
-        let p50 = percentile(&latencies, 50);
-        let p99 = percentile(&latencies, 99);
-        let max = latencies[latencies.len() - 1];
+        let mut latencies = Latencies::with_capacity(UPDATES as usize);
+        for sample in runtime.block_on(measure(writer)) {
+            latencies.record(sample);
+        }
+        let p50 = latencies.percentile(50.0);
+        let p99 = latencies.percentile(99.0);
+        let max = latencies.percentile(100.0);
         let verdict = if p99 <= BUDGET_P99 {
             "within budget"
         } else {
@@ -125,12 +128,6 @@ fn save_atomically(path: &Path, bytes: &[u8]) {
 /// Truncate and write in place.
 fn rewrite_in_place(path: &Path, bytes: &[u8]) {
     fs::write(path, bytes).expect("write");
-}
-
-/// The `p`th percentile (nearest rank) of sorted values.
-fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    let rank = (sorted.len() * p).div_ceil(100).max(1);
-    sorted[rank - 1]
 }
 
 fn ms(d: Duration) -> f64 {

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_nacos::{ConfigKey, NacosConfig, NacosRuleWriter, NacosSource};
-use sentinel_test_support::{measure_propagation, padded_flow_payload};
+use sentinel_test_support::{bench_exit, env_or, measure_propagation, padded_flow_payload};
 
 const WARMUP: usize = 10;
 const SAMPLES: usize = 100;
@@ -28,18 +28,12 @@ const BUDGET_P99: Duration = Duration::from_millis(5);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let addr =
-        std::env::var("SENTINEL_NACOS_ADDR").unwrap_or_else(|_| "127.0.0.1:18848".to_owned());
-    match run(&addr).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!(
-                "publish_to_applied: {error} (start rnacos with `scripts/services.sh start nacos`)"
-            );
-            ExitCode::FAILURE
-        }
-    }
+    let addr = env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848");
+    bench_exit(
+        "publish_to_applied",
+        run(&addr).await,
+        "start rnacos with `scripts/services.sh start nacos`",
+    )
 }
 
 async fn run(addr: &str) -> Result<bool, Box<dyn std::error::Error>> {
@@ -78,14 +72,8 @@ async fn run(addr: &str) -> Result<bool, Box<dyn std::error::Error>> {
     writer.delete(&key).await?;
 
     println!("nacos: the publish call alone: {}", writes.summary());
-    println!(
-        "nacos: publish -> applied over {SAMPLES} updates: {} (budget p99 <= {} ms)",
-        latencies.summary(),
-        BUDGET_P99.as_millis()
-    );
-    if latencies.percentile(99.0) > BUDGET_P99 {
-        println!("OVER BUDGET");
-        return Ok(false);
-    }
-    Ok(true)
+    Ok(latencies.report_against(
+        &format!("nacos: publish -> applied over {SAMPLES} updates"),
+        BUDGET_P99,
+    ))
 }

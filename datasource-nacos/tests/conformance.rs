@@ -15,7 +15,6 @@ mod support;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     check_ordered_updates, expect_all_conformance, expect_conformance_skipping, ConformanceHarness,
-    Unsupported,
 };
 use sentinel_datasource_nacos::{ConfigKey, NacosRuleWriter, NacosSource};
 use sentinel_test_support::{fault_lock, services, ServerControl};
@@ -64,21 +63,7 @@ impl ConformanceHarness for NacosHarness {
         retried("delete", || self.writer.delete(&self.key)).await;
     }
 
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        self.control.stop().await
-    }
-
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        self.control.start().await
-    }
-
-    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if !self.control.writable_while_down() {
-            return Err(Unsupported);
-        }
-        self.write(bytes).await;
-        Ok(())
-    }
+    sentinel_test_support::server_control!(control);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_nats::{NatsConfig, NatsRuleWriter, NatsSource};
-use sentinel_test_support::{measure_propagation, padded_flow_payload};
+use sentinel_test_support::{bench_exit, env_or, measure_propagation, padded_flow_payload};
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;
@@ -27,15 +27,12 @@ const BUDGET_P99: Duration = Duration::from_millis(2);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let addr = std::env::var("SENTINEL_NATS_ADDR").unwrap_or_else(|_| "127.0.0.1:14222".to_owned());
-    match run(&addr).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("put_to_applied: {error} (start NATS with `scripts/services.sh start nats`)");
-            ExitCode::FAILURE
-        }
-    }
+    let addr = env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222");
+    bench_exit(
+        "put_to_applied",
+        run(&addr).await,
+        "start NATS with `scripts/services.sh start nats`",
+    )
 }
 
 async fn run(addr: &str) -> Result<bool, Box<dyn std::error::Error>> {
@@ -76,14 +73,8 @@ async fn run(addr: &str) -> Result<bool, Box<dyn std::error::Error>> {
         "nats: the put call alone (with its JetStream ack): {}",
         writes.summary()
     );
-    println!(
-        "nats: put -> applied over {SAMPLES} updates: {} (budget p99 <= {} ms)",
-        latencies.summary(),
-        BUDGET_P99.as_millis()
-    );
-    if latencies.percentile(99.0) > BUDGET_P99 {
-        println!("OVER BUDGET");
-        return Ok(false);
-    }
-    Ok(true)
+    Ok(latencies.report_against(
+        &format!("nats: put -> applied over {SAMPLES} updates"),
+        BUDGET_P99,
+    ))
 }

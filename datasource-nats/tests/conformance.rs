@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     check_ordered_updates, expect_all_conformance, expect_conformance_skipping, ConformanceHarness,
-    Unsupported, WAIT,
+    WAIT,
 };
 use sentinel_datasource_nats::{NatsRuleWriter, NatsSource};
 use sentinel_test_support::{fault_lock, services, ServerControl};
@@ -88,21 +88,7 @@ impl ConformanceHarness for NatsHarness {
         self.store(None).await;
     }
 
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        self.control.stop().await
-    }
-
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        self.control.start().await
-    }
-
-    async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
-        if !self.control.writable_while_down() {
-            return Err(Unsupported);
-        }
-        self.write(bytes).await;
-        Ok(())
-    }
+    sentinel_test_support::server_control!(control);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

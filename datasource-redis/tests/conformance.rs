@@ -126,13 +126,7 @@ impl ConformanceHarness for RedisHarness {
         self.store(None).await;
     }
 
-    async fn stop_server(&self) -> Result<(), Unsupported> {
-        self.control.stop().await
-    }
-
-    async fn start_server(&self) -> Result<(), Unsupported> {
-        self.control.start().await
-    }
+    sentinel_test_support::server_control!(control, stop_start);
 
     async fn write_while_down(&self, bytes: &[u8]) -> Result<(), Unsupported> {
         match self.control {

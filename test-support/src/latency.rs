@@ -37,6 +37,21 @@ impl Latencies {
         self.samples[rank.clamp(1, self.samples.len()) - 1]
     }
 
+    /// Prints `{label}: {summary} (budget p99 <= {budget} ms)`, then `OVER BUDGET` when the
+    /// 99th percentile is over `budget`: a bench's verdict. True when within the budget.
+    pub fn report_against(&mut self, label: &str, budget: Duration) -> bool {
+        println!(
+            "{label}: {} (budget p99 <= {} ms)",
+            self.summary(),
+            budget.as_millis()
+        );
+        if self.percentile(99.0) > budget {
+            println!("OVER BUDGET");
+            return false;
+        }
+        true
+    }
+
     /// `p50 {..} ms, p99 {..} ms, max {..} ms`.
     pub fn summary(&mut self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -110,6 +125,24 @@ where
         }
     }
     Ok((applied, writes))
+}
+
+/// A propagation bench's exit status: success when `outcome` is within its budget, failure
+/// past it, and on an error, failure with `{bench}: {error} ({start_hint})` on stderr (the
+/// hint names the services-script command that starts the server).
+pub fn bench_exit(
+    bench: &str,
+    outcome: Result<bool, Box<dyn std::error::Error>>,
+    start_hint: &str,
+) -> std::process::ExitCode {
+    match outcome {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("{bench}: {error} ({start_hint})");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]

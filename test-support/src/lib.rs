@@ -11,12 +11,13 @@
 //!   script ([`run_services`], [`services`]) and serialising the tests that stop a shared
 //!   server ([`fault_lock`]);
 //! - cutting a client off from a server that keeps running ([`Partition`]), and how a
-//!   conformance harness stops "its server" ([`ServerControl`]);
+//!   conformance harness stops "its server" ([`ServerControl`], and [`server_control!`] for
+//!   the harness's methods);
 //! - a frozen server under a running source ([`Frozen`], [`expect_frozen_server_noticed`],
 //!   [`expect_resumed`], [`retried`]);
 //! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
 //! - the propagation benches' payloads and percentiles ([`measure_propagation`],
-//!   [`padded_flow_payload`], [`Latencies`]).
+//!   [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
 //!
 //! ```no_run
 //! use sentinel_test_support::{env_or, unique_key};
@@ -31,13 +32,20 @@
 //! `docs/adding-a-backend.md` says which helper comes from where.
 
 mod frozen;
+mod harness;
 mod latency;
 mod output;
 mod partition;
 mod servers;
 
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
-pub use latency::{measure_propagation, padded_flow_payload, Latencies};
+pub use latency::{bench_exit, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
+
+// What `server_control!` names in the crate that calls it.
+#[doc(hidden)]
+pub use sentinel_core::datasource::testkit::{
+    ConformanceHarness as __ConformanceHarness, Unsupported as __Unsupported,
+};

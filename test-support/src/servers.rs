@@ -15,10 +15,14 @@ pub fn env_or(name: &str, default: &str) -> String {
 }
 
 /// A path the services script made: the value of the environment variable `name` (which
-/// `scripts/services.sh env` exports), or `relative` under the workspace's `.services/`.
+/// `scripts/services.sh env` exports), or `relative` under the script's data folder (as the
+/// script finds it: `SENTINEL_SERVICES_DIR`, or the workspace's `.services/`).
 pub fn services_path(name: &str, relative: &str) -> PathBuf {
-    match std::env::var_os(name).filter(|v| !v.is_empty()) {
-        Some(path) => PathBuf::from(path),
+    if let Some(path) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    match std::env::var_os("SENTINEL_SERVICES_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(relative),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../.services")
             .join(relative),
