@@ -95,6 +95,24 @@
 //!
 //! Param-flow cluster rules, concurrency (thread-grade) cluster rules and a token-server mode
 //! are out of scope; such rules are refused when loaded while a backend is installed.
+//!
+//! # Settings
+//!
+//! [`RedisClusterConfig`] (from [`RedisClusterConfig::new`]; its fields are public, with
+//! builder methods for the common ones), checked when the backend starts:
+//!
+//! | setting | default | what |
+//! | --- | --- | --- |
+//! | [`prefix`](RedisClusterConfig::prefix) | `sentinel:cluster` | the keys' prefix |
+//! | [`replica_id`](RedisClusterConfig::replica_id) | `<pid>-<random>` | this replica's name in the membership |
+//! | [`call_timeout`](RedisClusterConfig::call_timeout) | 5 ms | the budget of one lease call |
+//! | [`heartbeat_ttl`](RedisClusterConfig::heartbeat_ttl) | 2 s | how long a silent replica still counts |
+//! | [`exact_flow`](RedisClusterConfig::exact_flow) | none | a `flowId` decided call by call (exact mode) |
+//!
+//! # More
+//!
+//! [docs/cluster.md](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/cluster.md) (modes, failure, the load tool) and
+//! [docs/stores.md](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/stores.md) (the Redis deployments).
 
 mod backend;
 mod config;

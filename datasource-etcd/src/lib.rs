@@ -115,6 +115,37 @@
 //! # Features
 //!
 //! `tls`: connects to `https://` endpoints through rustls and adds `TlsConfig`.
+//!
+//! # Settings
+//!
+//! [`EtcdConfigBuilder`], checked by [`build`](EtcdConfigBuilder::build) (a zero value is a
+//! [`ConfigError`] naming the setting):
+//!
+//! | setting | default | what |
+//! | --- | --- | --- |
+//! | [`endpoints`](EtcdConfigBuilder::endpoints), [`endpoint`](EtcdConfigBuilder::endpoint) | none (required) | `http://host:port`, or `https://` with `tls` |
+//! | [`credentials`](EtcdConfigBuilder::credentials) | none | user and password |
+//! | [`connect_timeout`](EtcdConfigBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (5 s) | one connection |
+//! | [`request_timeout`](EtcdConfigBuilder::request_timeout) | [`DEFAULT_REQUEST_TIMEOUT`] (10 s) | one request |
+//! | [`health_check`](EtcdConfigBuilder::health_check) | 1 s, 2 s | progress requests on the watch |
+//! | [`keep_alive`](EtcdConfigBuilder::keep_alive) | 10 s, 10 s | HTTP/2 pings |
+//! | [`max_payload_bytes`](EtcdConfigBuilder::max_payload_bytes) | [`DEFAULT_MAX_PAYLOAD_BYTES`] (4 MiB) | one read |
+//! | `tls` (feature `tls`) | none | CA, client identity, domain |
+//!
+//! # Status and health
+//!
+//! The driver publishes a [`SourceStatus`](sentinel_core::datasource::SourceStatus)
+//! (`DataSource::status`, or `status_watch` to wait on changes): `connected`, `last_error`
+//! (secret-free), `disconnects`, the counts of applied, rejected and unchanged updates, and
+//! `health_check`: what this source checks (a progress request on the open watch every interval, answered within the timeout) and
+//! `detection`, the longest a frozen server goes unnoticed (3 s by default).
+//! The same figures reach the dashboard transport and the console.
+//!
+//! # More
+//!
+//! [Stores](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/stores.md) (this backend beside the others, and the write recipes),
+//! [sources' health](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/sources.md) (detection times, and the settings renamed in 0.1.1),
+//! [formats](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/formats.md), [adding a backend](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/adding-a-backend.md).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;

@@ -10,9 +10,9 @@ use tokio::time::Instant;
 
 use crate::config::{ConfigKey, NacosConfig};
 
-/// The separators of `Listening-Configs`: between the fields of one config, and after each.
-const FIELD: char = '\u{2}';
-const CONFIG: char = '\u{1}';
+mod wire;
+
+use wire::{config_fields, excerpt, parse_changed, transport_error, CONFIG, FIELD};
 
 /// A config as the server holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,90 +459,5 @@ impl Client {
     }
 }
 
-/// The fields that name a config (`dataId`, `group`, and `tenant` outside the default
-/// namespace), then `extra`.
-fn config_fields<'a>(
-    key: &'a ConfigKey,
-    tenant: Option<&'a str>,
-    extra: &[(&'a str, &'a str)],
-) -> Vec<(&'a str, &'a str)> {
-    let mut fields = vec![
-        ("dataId", key.data_id.as_str()),
-        ("group", key.group.as_str()),
-    ];
-    if let Some(tenant) = tenant {
-        fields.push(("tenant", tenant));
-    }
-    fields.extend_from_slice(extra);
-    fields
-}
-
-/// The changed configs in a listener answer: URL-encoded `dataId%02group[%02tenant]%01`...
-fn parse_changed(body: &[u8]) -> Vec<ConfigKey> {
-    let text = String::from_utf8_lossy(body);
-    let decoded = percent_encoding::percent_decode_str(text.trim()).decode_utf8_lossy();
-    decoded
-        .split(CONFIG)
-        .filter_map(|config| {
-            let mut fields = config.split(FIELD);
-            let data_id = fields.next().filter(|d| !d.is_empty())?;
-            let group = fields.next()?;
-            Some(ConfigKey::new(data_id, group))
-        })
-        .collect()
-}
-
-/// The start of a server's answer, for an error message.
-fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
-/// What kind of transport failure `e` is, without its URL.
-fn transport_error(e: &reqwest::Error) -> &'static str {
-    if e.is_timeout() {
-        "no answer in time"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else if e.is_body() || e.is_decode() {
-        "the connection broke while reading the answer"
-    } else {
-        "the request failed"
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn md5_is_lowercase_hex_of_the_bytes() {
-        assert_eq!(content_md5(b""), "d41d8cd98f00b204e9800998ecf8427e");
-        assert_eq!(content_md5(b"[]"), "d751713988987e9331980363e24189ce");
-    }
-
-    #[test]
-    fn listener_answers_are_decoded() {
-        let body = b"orders-flow-rules%02SENTINEL_GROUP%01orders-degrade-rules%02SENTINEL_GROUP%02dev%01\n";
-        assert_eq!(
-            parse_changed(body),
-            vec![
-                ConfigKey::new("orders-flow-rules", "SENTINEL_GROUP"),
-                ConfigKey::new("orders-degrade-rules", "SENTINEL_GROUP"),
-            ]
-        );
-        assert!(parse_changed(b"").is_empty());
-        assert!(parse_changed(b"%02%01").is_empty());
-    }
-
-    #[test]
-    fn excerpts_are_short() {
-        let long = "x".repeat(500);
-        assert_eq!(excerpt(long.as_bytes()).len(), 203);
-        assert_eq!(excerpt(b" ok \n"), "ok");
-    }
-}
+mod tests;

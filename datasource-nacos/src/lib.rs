@@ -93,6 +93,37 @@
 //! Nacos's. Expected to work with Nacos 1.x and 2.x (both serve the v1 Open API, and 2.x
 //! still answers v1 long polls), and with Nacos 3.x where the v1 client API is on or its
 //! legacy adapter is installed (3.0 turned the v1 API off by default).
+//!
+//! # Settings
+//!
+//! [`NacosConfigBuilder`], checked by [`build`](NacosConfigBuilder::build) (a zero value is a
+//! [`ConfigError`] naming the setting):
+//!
+//! | setting | default | what |
+//! | --- | --- | --- |
+//! | [`servers`](NacosConfigBuilder::servers) | none (required) | `host:port` of each server |
+//! | [`context_path`](NacosConfigBuilder::context_path), [`namespace`](NacosConfigBuilder::namespace) | `/nacos`, public | where the configs live |
+//! | [`credentials`](NacosConfigBuilder::credentials) | none | user and password |
+//! | [`connect_timeout`](NacosConfigBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (3 s) | one connection |
+//! | [`request_timeout`](NacosConfigBuilder::request_timeout) | [`DEFAULT_REQUEST_TIMEOUT`] (5 s) | one request |
+//! | [`health_check`](NacosConfigBuilder::health_check) | 1 s, 2 s | the server's liveness |
+//! | [`long_poll_timeout`](NacosConfigBuilder::long_poll_timeout) | [`DEFAULT_LONG_POLL_TIMEOUT`] (30 s) | one long poll |
+//! | [`max_payload_bytes`](NacosConfigBuilder::max_payload_bytes) | [`DEFAULT_MAX_PAYLOAD_BYTES`] (4 MiB) | one read |
+//!
+//! # Status and health
+//!
+//! The driver publishes a [`SourceStatus`](sentinel_core::datasource::SourceStatus)
+//! (`DataSource::status`, or `status_watch` to wait on changes): `connected`, `last_error`
+//! (secret-free), `disconnects`, the counts of applied, rejected and unchanged updates, and
+//! `health_check`: what this source checks (a readiness request every interval beside the long poll, answered within the timeout) and
+//! `detection`, the longest a frozen server goes unnoticed (3 s by default).
+//! The same figures reach the dashboard transport and the console.
+//!
+//! # More
+//!
+//! [Stores](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/stores.md) (this backend beside the others, and the write recipes),
+//! [sources' health](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/sources.md) (detection times, and the settings renamed in 0.1.1),
+//! [formats](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/formats.md), [adding a backend](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/adding-a-backend.md).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;

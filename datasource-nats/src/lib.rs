@@ -78,6 +78,37 @@
 //!
 //! `tls`: TLS through rustls (ring) and
 //! `NatsConfigBuilder::tls_ca_certificate_file`.
+//!
+//! # Settings
+//!
+//! [`NatsConfigBuilder`], checked by [`build`](NatsConfigBuilder::build) (a zero value is a
+//! [`ConfigError`] naming the setting):
+//!
+//! | setting | default | what |
+//! | --- | --- | --- |
+//! | [`servers`](NatsConfigBuilder::servers) | none (required) | `nats://host:port` |
+//! | [`credentials`](NatsConfigBuilder::credentials), [`token`](NatsConfigBuilder::token), [`nkey`](NatsConfigBuilder::nkey), [`creds_file`](NatsConfigBuilder::creds_file) | none | one way to authenticate |
+//! | [`connect_timeout`](NatsConfigBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (3 s) | one connection |
+//! | [`request_timeout`](NatsConfigBuilder::request_timeout) | [`DEFAULT_REQUEST_TIMEOUT`] (5 s) | one JetStream request |
+//! | [`health_check_interval`](NatsConfigBuilder::health_check_interval) | [`DEFAULT_HEALTH_CHECK_INTERVAL`] (1 s) | the client's PINGs |
+//! | [`max_payload_bytes`](NatsConfigBuilder::max_payload_bytes) | [`DEFAULT_MAX_PAYLOAD_BYTES`] (4 MiB) | one read |
+//! | [`missing_bucket`](NatsConfigBuilder::missing_bucket) | [`MissingBucket::Fail`] | a bucket that does not exist |
+//! | `tls_ca_certificate_file` (feature `tls`) | none | a CA certificate file |
+//!
+//! # Status and health
+//!
+//! The driver publishes a [`SourceStatus`](sentinel_core::datasource::SourceStatus)
+//! (`DataSource::status`, or `status_watch` to wait on changes): `connected`, `last_error`
+//! (secret-free), `disconnects`, the counts of applied, rejected and unchanged updates, and
+//! `health_check`: what this source checks (the client's PING every interval, two unanswered dropping the connection) and
+//! `detection`, the longest a frozen server goes unnoticed (three intervals, 3 s by default).
+//! The same figures reach the dashboard transport and the console.
+//!
+//! # More
+//!
+//! [Stores](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/stores.md) (this backend beside the others, and the write recipes),
+//! [sources' health](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/sources.md) (detection times, and the settings renamed in 0.1.1),
+//! [formats](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/formats.md), [adding a backend](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/adding-a-backend.md).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;

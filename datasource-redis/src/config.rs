@@ -6,6 +6,15 @@ use std::time::Duration;
 
 use sentinel_core::datasource::{address_list, Secret};
 
+mod address;
+
+pub(crate) use address::{Address, Deployment};
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
+
+#[cfg(feature = "tls")]
+mod tls;
+
 /// Default time allowed to open a connection (TCP, handshake, AUTH, SELECT).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one command (GET, SUBSCRIBE, the writer's transaction).
@@ -77,108 +86,6 @@ pub enum ConfigError {
     },
 }
 
-/// A host and port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Address {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
-
-impl Address {
-    /// Parses `host:port`, `host`, `[v6]:port` or `[v6]`, with an optional `redis://` prefix.
-    fn parse(text: &str, default_port: u16) -> Result<Self, ConfigError> {
-        let invalid = |reason| ConfigError::InvalidAddress {
-            address: text.to_owned(),
-            reason,
-        };
-        let rest = text.trim();
-        let rest = rest.strip_prefix("redis://").unwrap_or(rest);
-        let rest = rest.trim_end_matches('/');
-        if rest.contains('@') {
-            return Err(invalid(
-                "credentials belong in the builder (credentials or password), not in the address",
-            ));
-        }
-        if rest.contains("://") {
-            return Err(invalid("only host:port or redis://host:port is accepted"));
-        }
-        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-            let (host, tail) = v6.split_once(']').ok_or_else(|| invalid("unclosed '['"))?;
-            match tail.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None if tail.is_empty() => (host, None),
-                None => return Err(invalid("unexpected text after ']'")),
-            }
-        } else {
-            match rest.rsplit_once(':') {
-                Some((_, _)) if rest.matches(':').count() > 1 => {
-                    return Err(invalid("write an IPv6 address as [addr]:port"))
-                }
-                Some((host, port)) => (host, Some(port)),
-                None => (rest, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(invalid("empty host"));
-        }
-        let port = match port {
-            Some(p) => p.parse::<u16>().map_err(|_| invalid("bad port"))?,
-            None => default_port,
-        };
-        if port == 0 {
-            return Err(invalid("port 0"));
-        }
-        Ok(Self {
-            host: host.to_owned(),
-            port,
-        })
-    }
-}
-
-impl fmt::Display for Address {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "[{}]:{}", self.host, self.port)
-        } else {
-            write!(f, "{}:{}", self.host, self.port)
-        }
-    }
-}
-
-/// Where the rules live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Deployment {
-    /// One server (or a proxy in front of several).
-    Server(Address),
-    /// The master that these Redis Sentinels name, looked up again on every reconnect.
-    Sentinel {
-        sentinels: Vec<Address>,
-        master: String,
-    },
-    /// A Redis Cluster reached through any of these nodes.
-    #[cfg(feature = "cluster")]
-    Cluster(Vec<Address>),
-}
-
-impl fmt::Display for Deployment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let join = |list: &[Address]| {
-            list.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        match self {
-            Deployment::Server(a) => write!(f, "{a}"),
-            Deployment::Sentinel { sentinels, master } => {
-                write!(f, "master {master} of sentinels {}", join(sentinels))
-            }
-            #[cfg(feature = "cluster")]
-            Deployment::Cluster(nodes) => write!(f, "cluster {}", join(nodes)),
-        }
-    }
-}
-
 /// An ACL user (or the default user) and its password. The password never appears in
 /// `Debug` output, logs or errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,45 +93,6 @@ pub(crate) struct Credentials {
     /// `None` authenticates as the default user (`requirepass`).
     pub(crate) user: Option<String>,
     pub(crate) password: Secret,
-}
-
-/// TLS to the servers (the `tls` feature): rustls, with the system's root certificates or the
-/// CA given here.
-#[cfg(feature = "tls")]
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct TlsConfig {
-    pub(crate) ca_pem: Option<Vec<u8>>,
-}
-
-#[cfg(feature = "tls")]
-impl TlsConfig {
-    /// TLS with the system's root certificates.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Trusts this CA certificate (PEM) for the servers' certificates, instead of the system
-    /// roots.
-    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca_pem = Some(pem.into());
-        self
-    }
-
-    pub(crate) fn certificates(&self) -> redis::TlsCertificates {
-        redis::TlsCertificates {
-            client_tls: None,
-            root_cert: self.ca_pem.clone(),
-        }
-    }
-}
-
-#[cfg(feature = "tls")]
-impl fmt::Debug for TlsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsConfig")
-            .field("ca_certificate", &self.ca_pem.is_some())
-            .finish()
-    }
 }
 
 /// How to reach Redis. Built with [`RedisConfig::builder`].
@@ -606,134 +474,4 @@ impl RedisConfigBuilder {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addresses_parse_with_default_ports() {
-        let a = Address::parse("redis://10.0.0.1:7000/", 6379).expect("valid");
-        assert_eq!((a.host.as_str(), a.port), ("10.0.0.1", 7000));
-        let a = Address::parse("cache.local", 6379).expect("valid");
-        assert_eq!((a.host.as_str(), a.port), ("cache.local", 6379));
-        let a = Address::parse("[::1]:6380", 6379).expect("valid");
-        assert_eq!(
-            (a.host.as_str(), a.port, a.to_string()),
-            ("::1", 6380, "[::1]:6380".into())
-        );
-        for bad in [
-            "",
-            ":1",
-            "h:0",
-            "h:x",
-            "::1",
-            "redis://u:p@h:1",
-            "rediss://h",
-            "[::1",
-        ] {
-            assert!(
-                Address::parse(bad, 6379).is_err(),
-                "{bad:?} must be refused"
-            );
-        }
-    }
-
-    #[test]
-    fn credentials_in_an_address_are_refused_without_echoing_them_in_the_reason() {
-        let err = Address::parse("redis://app:s3cret@h:1", 6379).expect_err("refused");
-        let ConfigError::InvalidAddress { reason, .. } = err else {
-            panic!("{err:?}")
-        };
-        assert!(!reason.contains("s3cret"));
-    }
-
-    #[test]
-    fn one_deployment_only() {
-        let err = RedisConfig::builder()
-            .server("a:1")
-            .sentinel(["b:2"], "m")
-            .build()
-            .expect_err("two deployments");
-        assert_eq!(err, ConfigError::SeveralDeployments);
-        assert_eq!(
-            RedisConfig::builder().build().expect_err("none"),
-            ConfigError::NoAddress
-        );
-        assert_eq!(
-            RedisConfig::builder()
-                .sentinel(["b"], " ")
-                .build()
-                .expect_err("no name"),
-            ConfigError::EmptyMasterName
-        );
-    }
-
-    #[test]
-    fn sentinels_split_and_default_to_26379() {
-        let config = RedisConfig::builder()
-            .sentinel(["s1,s2:26400"], "mymaster")
-            .build()
-            .expect("valid");
-        assert_eq!(
-            config.describe(),
-            "master mymaster of sentinels s1:26379,s2:26400"
-        );
-    }
-
-    #[test]
-    fn debug_and_describe_never_show_the_password() {
-        let config = RedisConfig::builder()
-            .server("h:1")
-            .credentials("app", "s3cret-pw")
-            .db(2)
-            .build()
-            .expect("valid");
-        let debug = format!("{config:?}");
-        assert!(
-            !debug.contains("s3cret-pw") && debug.contains("app"),
-            "{debug}"
-        );
-        assert_eq!(config.describe(), "h:1 as app db 2");
-        let builder = RedisConfig::builder().server("h").password("s3cret-pw");
-        assert!(!format!("{builder:?}").contains("s3cret-pw"));
-    }
-
-    #[test]
-    fn zero_limits_and_negative_databases_are_refused() {
-        let err = RedisConfig::builder()
-            .server("h")
-            .request_timeout(Duration::ZERO)
-            .build()
-            .expect_err("zero");
-        assert_eq!(
-            err,
-            ConfigError::Zero {
-                field: "request_timeout"
-            }
-        );
-        let err = RedisConfig::builder()
-            .server("h")
-            .db(-1)
-            .build()
-            .expect_err("negative");
-        assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
-    }
-
-    #[test]
-    fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_them() {
-        let config = RedisConfig::builder().server("h").build().expect("valid");
-        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
-        let debug = format!("{config:?}");
-        assert!(debug.contains("health_check: (1s, 2s)"), "{debug}");
-        let err = RedisConfig::builder()
-            .server("h")
-            .health_check(Duration::from_secs(1), Duration::ZERO)
-            .build()
-            .expect_err("zero");
-        assert_eq!(
-            err,
-            ConfigError::Zero {
-                field: "health_check timeout"
-            }
-        );
-    }
-}
+mod tests;

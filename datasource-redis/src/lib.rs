@@ -113,6 +113,37 @@
 //!
 //! - `cluster`: Redis Cluster.
 //! - `tls`: TLS through rustls (`TlsConfig`), with the system's roots or a given CA.
+//!
+//! # Settings
+//!
+//! [`RedisConfigBuilder`], checked by [`build`](RedisConfigBuilder::build) (a zero value is a
+//! [`ConfigError`] naming the setting):
+//!
+//! | setting | default | what |
+//! | --- | --- | --- |
+//! | [`server`](RedisConfigBuilder::server), [`sentinel`](RedisConfigBuilder::sentinel), `cluster` (feature `cluster`) | none (required) | the deployment |
+//! | [`credentials`](RedisConfigBuilder::credentials), [`password`](RedisConfigBuilder::password) | none | ACL user and password, or `requirepass` |
+//! | [`db`](RedisConfigBuilder::db) | 0 | the database |
+//! | [`connect_timeout`](RedisConfigBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (5 s) | one connection |
+//! | [`request_timeout`](RedisConfigBuilder::request_timeout) | [`DEFAULT_REQUEST_TIMEOUT`] (5 s) | one command |
+//! | [`health_check`](RedisConfigBuilder::health_check) | 1 s, 2 s | PINGs on the subscription |
+//! | [`max_payload_bytes`](RedisConfigBuilder::max_payload_bytes) | [`DEFAULT_MAX_PAYLOAD_BYTES`] (4 MiB) | one value |
+//! | `tls` (feature `tls`) | none | a CA certificate |
+//!
+//! # Status and health
+//!
+//! The driver publishes a [`SourceStatus`](sentinel_core::datasource::SourceStatus)
+//! (`DataSource::status`, or `status_watch` to wait on changes): `connected`, `last_error`
+//! (secret-free), `disconnects`, the counts of applied, rejected and unchanged updates, and
+//! `health_check`: what this source checks (a PING on the subscription every interval, answered within the timeout) and
+//! `detection`, the longest a frozen server goes unnoticed (3 s by default).
+//! The same figures reach the dashboard transport and the console.
+//!
+//! # More
+//!
+//! [Stores](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/stores.md) (this backend beside the others, and the write recipes),
+//! [sources' health](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/sources.md) (detection times, and the settings renamed in 0.1.1),
+//! [formats](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/formats.md), [adding a backend](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/adding-a-backend.md).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;

@@ -2,6 +2,18 @@
 //!
 //! The repository README's code is compiled as this crate's doctests (see [`readme`]), so
 //! it cannot go stale.
+//!
+//! Each program is a binary behind the feature of the same name (`quickstart`, `memory` and
+//! `custom_converter` need none): `etcd`, `redis`, `nacos`, `nats` (a rule source and a
+//! simulated workload), `service` (axum behind `sentinel-tower`), `transport` (the dashboard),
+//! `otel`, `cluster` and `console`. Run one with, for example,
+//! `cargo run -p examples --features etcd --bin etcd -- --help`; the README gives the
+//! commands, the servers come from `scripts/services.sh`. The pieces here:
+//!
+//! - [`Load`] and [`report`]: the workload's arguments and its one-line report per second;
+//! - [`Login`]: a store's user and password from the environment, or asked on the terminal;
+//! - [`init_tracing`], [`exit_on_error`] and [`error_chain`]: a program's logging, exit
+//!   status and error message.
 
 #[cfg(feature = "console")]
 pub mod console_service;

@@ -94,6 +94,27 @@
 //!
 //! Without the feature, [`ResourceKey::from_fn`] can read axum's `MatchedPath` request
 //! extension the same way (allocating the name).
+//!
+//! # Settings
+//!
+//! | on [`SentinelLayer`] | default | what |
+//! | --- | --- | --- |
+//! | [`resource_key`](SentinelLayer::resource_key) | [`ResourceKey::method_and_path`] | how a request names its resource |
+//! | [`origin_header`](SentinelLayer::origin_header) | none | the header naming the caller, for `limitApp` and authority rules |
+//! | [`arg`](SentinelLayer::arg) | none | a hot-parameter argument ([`ParamSource`]: header, query, path segment, peer IP) |
+//! | [`error_if`](SentinelLayer::error_if) | `5xx` | which responses count as errors for the breakers |
+//! | [`on_block`](SentinelLayer::on_block), [`respond_with`](SentinelLayer::respond_with) | [`SentinelError::Blocked`] | what a blocked request gets |
+//!
+//! # Observing it
+//!
+//! The layer adds no state of its own: what it admits, blocks and times is the engine's, read
+//! with `Sentinel::resource_stats`, the `metrics` facade (feature `metrics` of
+//! `sentinel-core`) or the dashboard transport, per resource name.
+//!
+//! # More
+//!
+//! [docs/tower.md](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/tower.md) (recipes: axum, origins, hot parameters, responses) and
+//! [docs/guarding.md](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/guarding.md) (each rule family, exactly).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;

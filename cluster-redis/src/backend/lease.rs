@@ -1,0 +1,461 @@
+//! The background work of the backend: lease calls and heartbeats, applying their replies,
+//! the breaker, and the two tasks (network: leases and heartbeats; expiry: drops a lease
+//! when its window ends).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Inner {
+    pub(super) fn set_status(&self, status: ClusterStatus) {
+        self.status.send_if_modified(|s| {
+            if *s == status {
+                false
+            } else {
+                *s = status;
+                true
+            }
+        });
+    }
+
+    pub(super) async fn conn(&self) -> Result<Conn, RedisError> {
+        if let Some(c) = lock(&self.conn).clone() {
+            return Ok(c);
+        }
+        let c = connect(&self.config.target, self.config.connect_timeout).await?;
+        *lock(&self.conn) = Some(c.clone());
+        Ok(c)
+    }
+
+    /// One lease-script call, under the call budget (`budget` overrides it; `None`: the
+    /// caller bounds it).
+    pub(super) async fn call(
+        &self,
+        flow: &Flow,
+        r: Request,
+        budget: Option<Duration>,
+    ) -> Result<LeaseReply, RedisError> {
+        let mut conn = self.conn().await?;
+        let spec = flow.slot.spec();
+        let per_window = spec.count * f64::from(spec.window_ms) / 1000.0;
+        let args = [
+            self.config.replica_id.clone(),
+            r.want.to_string(),
+            per_window.to_string(),
+            u8::from(spec.global).to_string(),
+            spec.window_ms.to_string(),
+            self.config.heartbeat_ttl.as_millis().to_string(),
+            r.back.to_string(),
+            r.back_window.to_string(),
+            u8::from(r.all_or_nothing).to_string(),
+        ];
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
+        let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
+        let started = Instant::now();
+        let run = conn.run(&self.scripts.lease, &keys, &args);
+        let bounded = async {
+            match budget {
+                Some(budget) => tokio::time::timeout(budget, run).await,
+                None => Ok(run.await),
+            }
+        };
+        let values = match bounded.await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                // A broken connection, or a demoted master (READONLY): reconnect next time.
+                if !e.is_timeout() {
+                    *lock(&self.conn) = None;
+                }
+                return Err(e);
+            }
+            Err(_) => return Err(over_budget()),
+        };
+        metrics::histogram!("sentinel_cluster_redis_call_seconds")
+            .record(started.elapsed().as_secs_f64());
+        let reply = LeaseReply::from_values(&values).ok_or_else(|| {
+            RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the lease script answered an unexpected shape",
+            ))
+        })?;
+        record_reply(spec.flow_id, &reply);
+        Ok(reply)
+    }
+
+    pub(super) fn succeeded(&self) {
+        let mut b = lock(&self.breaker);
+        b.failures = 0;
+        b.failing_since = None;
+        let was_open = std::mem::replace(&mut b.open, false);
+        drop(b);
+        if was_open {
+            for f in lock(&self.flows).iter() {
+                f.slot.set_degraded(false);
+            }
+            self.counters.resumed.fetch_add(1, Ordering::Relaxed);
+            metrics::gauge!("sentinel_cluster_degraded").set(0.0);
+            tracing::info!(replica = %self.config.replica_id, "cluster flow checks resumed on Redis");
+            if let Some(events) = self.events.get() {
+                events.resumed(&format!("redis replica {}", self.config.replica_id));
+            }
+        }
+        self.set_status(ClusterStatus::Live);
+    }
+
+    pub(super) fn failed(&self, error: &RedisError) {
+        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("sentinel_cluster_redis_failures_total").increment(1);
+        let mut b = lock(&self.breaker);
+        let now = Instant::now();
+        b.failures = b.failures.saturating_add(1);
+        let since = *b.failing_since.get_or_insert(now);
+        b.next_probe = now + self.config.probe_interval;
+        // One slow call (a starved process) does not open it: failures that persist do.
+        let opens = !b.open
+            && b.failures >= self.config.failures_to_open
+            && now.saturating_duration_since(since) >= self.config.open_after;
+        if opens {
+            b.open = true;
+        }
+        drop(b);
+        if opens {
+            // Probes reconnect: the connection in hand may be silently dead.
+            *lock(&self.conn) = None;
+            for f in lock(&self.flows).iter() {
+                f.slot.set_degraded(true);
+            }
+            self.counters.degraded.fetch_add(1, Ordering::Relaxed);
+            metrics::gauge!("sentinel_cluster_degraded").set(1.0);
+            metrics::counter!("sentinel_cluster_degraded_total").increment(1);
+            tracing::warn!(
+                replica = %self.config.replica_id,
+                error = %error,
+                "Redis unreachable: cluster flow checks degraded to local checks"
+            );
+            if let Some(events) = self.events.get() {
+                events.degraded(
+                    &format!("redis replica {}", self.config.replica_id),
+                    &format!("Redis unreachable: {error}"),
+                );
+            }
+            self.set_status(ClusterStatus::Degraded {
+                error: error.to_string(),
+            });
+        }
+    }
+
+    /// Records a reply: live replicas, the window, the granted tokens.
+    pub(super) fn apply(&self, flow: &Flow, reply: LeaseReply, sent: Instant, request: Request) {
+        let mut st = lock(&flow.state);
+        let now = Instant::now();
+        st.last_call = Some(now);
+        flow.slot
+            .set_live_replicas(u32::try_from(reply.live).unwrap_or(u32::MAX));
+        flow.slot.set_window_left(reply.left);
+        if reply.window != st.window {
+            // Tokens of an earlier window are no longer good.
+            let old = flow.slot.drain();
+            self.strand(old);
+            st.last_left = 0;
+            st.window = reply.window;
+            st.exhausted = false;
+        }
+        // Redis measured the time left after we sent: the window cannot end before this.
+        let left_ms = u64::try_from(reply.ms_left).unwrap_or(0).saturating_sub(1);
+        let deadline = sent + Duration::from_millis(left_ms);
+        st.deadline = Some(deadline);
+        if request.back > 0 {
+            self.counters
+                .given_back
+                .fetch_add(u64::try_from(request.back).unwrap_or(0), Ordering::Relaxed);
+        }
+        if reply.granted > 0 {
+            self.counters
+                .granted
+                .fetch_add(u64::try_from(reply.granted).unwrap_or(0), Ordering::Relaxed);
+            if now >= deadline {
+                self.strand(reply.granted);
+            } else {
+                flow.slot.add_tokens(reply.granted);
+                st.last_left += reply.granted;
+            }
+        }
+        if request.want > 0 && !request.all_or_nothing && (reply.granted == 0 || reply.left <= 0) {
+            st.exhausted = true;
+        }
+    }
+
+    pub(super) fn strand(&self, tokens: i64) {
+        if tokens > 0 {
+            self.counters
+                .stranded
+                .fetch_add(u64::try_from(tokens).unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+
+    /// Drops the lease of a window that ended. Returns when the next one ends.
+    pub(super) fn expire(&self, flow: &Flow, now: Instant) -> Option<Instant> {
+        let mut st = lock(&flow.state);
+        match st.deadline {
+            Some(d) if now >= d => {
+                let old = flow.slot.drain();
+                self.strand(old);
+                st.last_left = 0;
+                st.deadline = None;
+                st.exhausted = false;
+                None
+            }
+            other => other,
+        }
+    }
+
+    /// What this flow needs from Redis now, if anything.
+    pub(super) fn plan(&self, flow: &Flow, now: Instant) -> Option<Request> {
+        self.expire(flow, now);
+        let cfg = &self.config;
+        let mut st = lock(&flow.state);
+        let slot = &flow.slot;
+        let tokens = slot.tokens();
+        let consumed = (st.last_left - tokens).max(0);
+        st.last_left = tokens;
+        let demand = consumed as f64 + slot.take_misses() as f64;
+        let dt = now
+            .saturating_duration_since(st.last_sample)
+            .as_secs_f64()
+            .max(1e-4);
+        st.last_sample = now;
+        let instant = demand / dt;
+        let horizon = cfg.lease_horizon.as_secs_f64();
+        let alpha = (dt / horizon).min(1.0);
+        st.rate += alpha * (instant - st.rate);
+        st.used_rate += alpha * (consumed as f64 / dt - st.used_rate);
+        if demand > 0.0 {
+            st.last_activity = Some(now);
+        }
+        let active = st
+            .last_activity
+            .is_some_and(|t| now.saturating_duration_since(t) < cfg.idle_return);
+        let heartbeat_due = st
+            .last_call
+            .is_none_or(|t| now.saturating_duration_since(t) >= cfg.heartbeat_ttl / 3);
+        if !active && tokens > 0 {
+            let back = slot.drain();
+            st.last_left = 0;
+            return Some(Request {
+                want: 0,
+                back,
+                back_window: st.window,
+                all_or_nothing: false,
+            });
+        }
+        if active && !flow.exact && !st.exhausted {
+            let live = f64::from(slot.live_replicas());
+            let spec = slot.spec();
+            let limit = spec.window_limit(slot.live_replicas()) as f64;
+            // A replica taking k times its fair share may hold a lease k times larger: the
+            // leases of all replicas together stay within 2 x max_lease_fraction of the
+            // limit (the fair part and the used part), whatever the skew.
+            let fair_per_s = limit / (f64::from(spec.window_ms) / 1000.0) / live;
+            let weight = (st.used_rate / fair_per_s.max(1e-9)).clamp(1.0, live);
+            let cap = (limit * cfg.max_lease_fraction * weight / live)
+                .floor()
+                .max(1.0);
+            // Up fast (the instant rate), down smoothly.
+            let want = (st.rate.max(instant) * horizon).ceil().clamp(1.0, cap) as i64;
+            if tokens <= want / 2 {
+                return Some(Request {
+                    want,
+                    back: 0,
+                    back_window: 0,
+                    all_or_nothing: false,
+                });
+            }
+        }
+        heartbeat_due.then_some(Request::HEARTBEAT)
+    }
+
+    /// Leaves a flow's membership and gives back its remainder.
+    pub(super) async fn leave(&self, flow: &Flow) {
+        let back = flow.slot.drain();
+        let (window, window_ms) = (lock(&flow.state).window, flow.slot.spec().window_ms);
+        let Ok(mut conn) = self.conn().await else {
+            return;
+        };
+        let args = [
+            self.config.replica_id.clone(),
+            back.to_string(),
+            window.to_string(),
+            window_ms.to_string(),
+        ];
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
+        let run = conn.run(&self.scripts.leave, &keys, &args);
+        if let Ok(Ok(_)) = tokio::time::timeout(self.config.call_timeout, run).await {
+            self.counters
+                .given_back
+                .fetch_add(u64::try_from(back).unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+
+    /// One pass of the network task.
+    pub(super) async fn tick(self: &Arc<Self>) {
+        let leaving: Vec<Arc<Flow>> = std::mem::take(&mut *lock(&self.leaving));
+        let open = lock(&self.breaker).open;
+        if !open {
+            for flow in leaving {
+                self.leave(&flow).await;
+            }
+        }
+        let flows: Vec<Arc<Flow>> = lock(&self.flows).clone();
+        let now = Instant::now();
+        if open {
+            if now < lock(&self.breaker).next_probe {
+                return;
+            }
+            // The probe: a heartbeat of the first flow, or a connect.
+            let probe = match flows.first() {
+                Some(flow) => {
+                    let sent = Instant::now();
+                    self.call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
+                        .await
+                        .map(|r| self.apply(flow, r, sent, Request::HEARTBEAT))
+                }
+                None => self.conn().await.map(drop),
+            };
+            match probe {
+                Ok(()) => self.succeeded(),
+                Err(e) => self.failed(&e),
+            }
+            return;
+        }
+        if flows.is_empty() {
+            match self.conn().await {
+                Ok(_) => self.succeeded(),
+                Err(e) => self.failed(&e),
+            }
+            return;
+        }
+        let failing = lock(&self.breaker).failures > 0;
+        let mut called = false;
+        for flow in &flows {
+            if flow.in_flight.load(Ordering::Acquire) {
+                self.expire(flow, now);
+                continue;
+            }
+            let Some(request) = self.plan(flow, now) else {
+                continue;
+            };
+            called = true;
+            match self.lease_call(flow, request).await {
+                Ok(()) => self.succeeded(),
+                Err(e) => {
+                    self.failed(&e);
+                    if lock(&self.breaker).open {
+                        return;
+                    }
+                }
+            }
+        }
+        // After a failure, a tick without a call sends a heartbeat (wanting no token), so
+        // that a failure that persists opens the breaker within `open_after`.
+        if failing && !called {
+            let flow = &flows[0];
+            let sent = Instant::now();
+            match self
+                .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
+                .await
+            {
+                Ok(reply) => {
+                    self.succeeded();
+                    self.apply(flow, reply, sent, Request::HEARTBEAT);
+                }
+                Err(e) => self.failed(&e),
+            }
+        }
+    }
+
+    /// A lease call on its own task, awaited for the call budget. Over the budget it counts
+    /// as a failure, and its reply, if one comes, still goes into the lease (a grant is
+    /// never lost to a slow reply); until then no other lease call of the flow goes out.
+    pub(super) async fn lease_call(
+        self: &Arc<Self>,
+        flow: &Arc<Flow>,
+        request: Request,
+    ) -> Result<(), RedisError> {
+        flow.in_flight.store(true, Ordering::Release);
+        let inner = self.clone();
+        let task_flow = flow.clone();
+        let mut call = tokio::spawn(async move {
+            let sent = Instant::now();
+            let result = inner.call(&task_flow, request, Some(LATE_REPLY_WAIT)).await;
+            match &result {
+                Ok(reply) => inner.apply(&task_flow, *reply, sent, request),
+                Err(_) if request.back > 0 => {
+                    // Not given back: it stays counted in Redis for its window.
+                    inner.strand(request.back);
+                }
+                Err(_) => {}
+            }
+            task_flow.in_flight.store(false, Ordering::Release);
+            result.map(drop)
+        });
+        match tokio::time::timeout(self.config.call_timeout, &mut call).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => {
+                flow.in_flight.store(false, Ordering::Release);
+                Err(RedisError::from((
+                    redis::ErrorKind::Io,
+                    "lease call task failed",
+                    join.to_string(),
+                )))
+            }
+            Err(_) => Err(over_budget()),
+        }
+    }
+}
+
+pub(super) async fn network_task(weak: Weak<Inner>) {
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        if inner.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        inner.tick().await;
+        let tick = inner.config.tick;
+        drop(inner);
+        tokio::time::sleep(tick).await;
+    }
+}
+
+pub(super) async fn expiry_task(weak: Weak<Inner>) {
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        if inner.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        let flows: Vec<Arc<Flow>> = lock(&inner.flows).clone();
+        let mut next = now + Duration::from_millis(10);
+        for flow in &flows {
+            if let Some(d) = inner.expire(flow, now) {
+                next = next.min(d);
+            }
+        }
+        drop(inner);
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+/// A lease reply in the `metrics` facade, labelled by the rule's `flowId` (one series per
+/// cluster rule: bounded by the rules, not by traffic).
+fn record_reply(flow_id: i64, reply: &LeaseReply) {
+    let flow = flow_id.to_string();
+    if reply.granted > 0 {
+        metrics::counter!("sentinel_cluster_tokens_granted_total", "flow_id" => flow.clone())
+            .increment(reply.granted.unsigned_abs());
+    }
+    metrics::gauge!("sentinel_cluster_live_replicas", "flow_id" => flow.clone())
+        .set(reply.live as f64);
+    metrics::gauge!("sentinel_cluster_window_tokens_left", "flow_id" => flow)
+        .set(reply.left as f64);
+}

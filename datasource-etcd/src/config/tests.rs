@@ -1,0 +1,104 @@
+//! Unit tests of `config`.
+
+use super::*;
+
+#[test]
+fn credentials_in_an_endpoint_are_refused_without_echoing_them() {
+    let err = EtcdConfig::builder()
+        .endpoint("http://app:s3cret-pw@127.0.0.1:2379")
+        .build()
+        .expect_err("user info in the URL");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("s3cret-pw"), "{shown}");
+    assert!(shown.contains("credentials("), "{shown}");
+}
+
+#[test]
+fn debug_redacts_the_password() {
+    let config = EtcdConfig::builder()
+        .endpoint("http://127.0.0.1:2379")
+        .credentials("app", "s3cret-pw")
+        .build()
+        .expect("valid config");
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cret-pw"), "{shown}");
+    assert!(shown.contains("app"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    let builder = format!(
+        "{:?}",
+        EtcdConfig::builder().credentials("app", "s3cret-pw")
+    );
+    assert!(!builder.contains("s3cret-pw"), "{builder}");
+}
+
+#[test]
+fn endpoints_are_split_and_checked() {
+    let config = EtcdConfig::builder()
+        .endpoints(["http://a:1, http://b:2", "c:3"])
+        .build()
+        .expect("valid config");
+    assert_eq!(config.endpoints(), ["http://a:1", "http://b:2", "c:3"]);
+
+    assert_eq!(
+        EtcdConfig::builder().build().err(),
+        Some(ConfigError::NoEndpoints)
+    );
+    assert!(matches!(
+        EtcdConfig::builder().endpoint("ftp://x:1").build(),
+        Err(ConfigError::InvalidEndpoint { .. })
+    ));
+    assert!(matches!(
+        EtcdConfig::builder().endpoint("http://").build(),
+        Err(ConfigError::InvalidEndpoint { .. })
+    ));
+    #[cfg(not(feature = "tls"))]
+    assert!(matches!(
+        EtcdConfig::builder().endpoint("https://x:1").build(),
+        Err(ConfigError::InvalidEndpoint { .. })
+    ));
+}
+
+#[test]
+fn rejects_empty_user_and_zero_timeouts() {
+    let base = || EtcdConfig::builder().endpoint("http://127.0.0.1:2379");
+    assert_eq!(
+        base().credentials("", "pw").build().err(),
+        Some(ConfigError::EmptyUser)
+    );
+    assert_eq!(
+        base().request_timeout(Duration::ZERO).build().err(),
+        Some(ConfigError::Zero {
+            field: "request_timeout"
+        })
+    );
+    assert_eq!(
+        base().connect_timeout(Duration::ZERO).build().err(),
+        Some(ConfigError::Zero {
+            field: "connect_timeout"
+        })
+    );
+}
+
+#[test]
+fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
+    let config = EtcdConfig::builder()
+        .endpoint("http://127.0.0.1:2379")
+        .build()
+        .expect("valid");
+    assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+    assert!(
+        format!("{config:?}").contains("health_check: (1s, 2s)"),
+        "{config:?}"
+    );
+    let err = EtcdConfig::builder()
+        .endpoint("http://127.0.0.1:2379")
+        .health_check(Duration::from_secs(1), Duration::ZERO)
+        .build()
+        .expect_err("zero");
+    assert_eq!(
+        err,
+        ConfigError::Zero {
+            field: "health_check timeout"
+        }
+    );
+}

@@ -1,0 +1,131 @@
+//! Unit tests of `config`.
+
+use super::*;
+
+#[test]
+fn addresses_parse_with_default_ports() {
+    let a = Address::parse("redis://10.0.0.1:7000/", 6379).expect("valid");
+    assert_eq!((a.host.as_str(), a.port), ("10.0.0.1", 7000));
+    let a = Address::parse("cache.local", 6379).expect("valid");
+    assert_eq!((a.host.as_str(), a.port), ("cache.local", 6379));
+    let a = Address::parse("[::1]:6380", 6379).expect("valid");
+    assert_eq!(
+        (a.host.as_str(), a.port, a.to_string()),
+        ("::1", 6380, "[::1]:6380".into())
+    );
+    for bad in [
+        "",
+        ":1",
+        "h:0",
+        "h:x",
+        "::1",
+        "redis://u:p@h:1",
+        "rediss://h",
+        "[::1",
+    ] {
+        assert!(
+            Address::parse(bad, 6379).is_err(),
+            "{bad:?} must be refused"
+        );
+    }
+}
+
+#[test]
+fn credentials_in_an_address_are_refused_without_echoing_them_in_the_reason() {
+    let err = Address::parse("redis://app:s3cret@h:1", 6379).expect_err("refused");
+    let ConfigError::InvalidAddress { reason, .. } = err else {
+        panic!("{err:?}")
+    };
+    assert!(!reason.contains("s3cret"));
+}
+
+#[test]
+fn one_deployment_only() {
+    let err = RedisConfig::builder()
+        .server("a:1")
+        .sentinel(["b:2"], "m")
+        .build()
+        .expect_err("two deployments");
+    assert_eq!(err, ConfigError::SeveralDeployments);
+    assert_eq!(
+        RedisConfig::builder().build().expect_err("none"),
+        ConfigError::NoAddress
+    );
+    assert_eq!(
+        RedisConfig::builder()
+            .sentinel(["b"], " ")
+            .build()
+            .expect_err("no name"),
+        ConfigError::EmptyMasterName
+    );
+}
+
+#[test]
+fn sentinels_split_and_default_to_26379() {
+    let config = RedisConfig::builder()
+        .sentinel(["s1,s2:26400"], "mymaster")
+        .build()
+        .expect("valid");
+    assert_eq!(
+        config.describe(),
+        "master mymaster of sentinels s1:26379,s2:26400"
+    );
+}
+
+#[test]
+fn debug_and_describe_never_show_the_password() {
+    let config = RedisConfig::builder()
+        .server("h:1")
+        .credentials("app", "s3cret-pw")
+        .db(2)
+        .build()
+        .expect("valid");
+    let debug = format!("{config:?}");
+    assert!(
+        !debug.contains("s3cret-pw") && debug.contains("app"),
+        "{debug}"
+    );
+    assert_eq!(config.describe(), "h:1 as app db 2");
+    let builder = RedisConfig::builder().server("h").password("s3cret-pw");
+    assert!(!format!("{builder:?}").contains("s3cret-pw"));
+}
+
+#[test]
+fn zero_limits_and_negative_databases_are_refused() {
+    let err = RedisConfig::builder()
+        .server("h")
+        .request_timeout(Duration::ZERO)
+        .build()
+        .expect_err("zero");
+    assert_eq!(
+        err,
+        ConfigError::Zero {
+            field: "request_timeout"
+        }
+    );
+    let err = RedisConfig::builder()
+        .server("h")
+        .db(-1)
+        .build()
+        .expect_err("negative");
+    assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
+}
+
+#[test]
+fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_them() {
+    let config = RedisConfig::builder().server("h").build().expect("valid");
+    assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
+    let debug = format!("{config:?}");
+    assert!(debug.contains("health_check: (1s, 2s)"), "{debug}");
+    let err = RedisConfig::builder()
+        .server("h")
+        .health_check(Duration::from_secs(1), Duration::ZERO)
+        .build()
+        .expect_err("zero");
+    assert_eq!(
+        err,
+        ConfigError::Zero {
+            field: "health_check timeout"
+        }
+    );
+}
