@@ -16,38 +16,26 @@
 /// since the attribute does not reach into a macro call.
 #[macro_export]
 macro_rules! server_control {
+    (@delegate $method:ident, $control:ident, $call:ident) => {
+        fn $method<'life0, 'async_trait>(
+            &'life0 self,
+        ) -> ::std::pin::Pin<
+            ::std::boxed::Box<
+                dyn ::std::future::Future<Output = ::std::result::Result<(), $crate::__Unsupported>>
+                    + ::std::marker::Send
+                    + 'async_trait,
+            >,
+        >
+        where
+            'life0: 'async_trait,
+            Self: 'async_trait,
+        {
+            ::std::boxed::Box::pin(self.$control.$call())
+        }
+    };
     ($control:ident, stop_start) => {
-        fn stop_server<'life0, 'async_trait>(
-            &'life0 self,
-        ) -> ::std::pin::Pin<
-            ::std::boxed::Box<
-                dyn ::std::future::Future<Output = ::std::result::Result<(), $crate::__Unsupported>>
-                    + ::std::marker::Send
-                    + 'async_trait,
-            >,
-        >
-        where
-            'life0: 'async_trait,
-            Self: 'async_trait,
-        {
-            ::std::boxed::Box::pin(self.$control.stop())
-        }
-
-        fn start_server<'life0, 'async_trait>(
-            &'life0 self,
-        ) -> ::std::pin::Pin<
-            ::std::boxed::Box<
-                dyn ::std::future::Future<Output = ::std::result::Result<(), $crate::__Unsupported>>
-                    + ::std::marker::Send
-                    + 'async_trait,
-            >,
-        >
-        where
-            'life0: 'async_trait,
-            Self: 'async_trait,
-        {
-            ::std::boxed::Box::pin(self.$control.start())
-        }
+        $crate::server_control!(@delegate stop_server, $control, stop);
+        $crate::server_control!(@delegate start_server, $control, start);
     };
     ($control:ident) => {
         $crate::server_control!($control, stop_start);
