@@ -60,7 +60,8 @@
 //! # Promote and demote
 //!
 //! [`RuleSet::promote`] moves shadow rules into the enforced set, [`RuleSet::demote`] the
-//! other way; `sentinel-rules promote` and `demote` do it on a store with compare-and-set.
+//! other way; [`move_stored_rules`] does either on a store's combined document with
+//! compare-and-set, and `sentinel-rules promote` and `demote` call it.
 //!
 //! [`SentinelEvent::ShadowBlocked`]: crate::SentinelEvent::ShadowBlocked
 //! [`SentinelEvent::ShadowBreakerStateChanged`]: crate::SentinelEvent::ShadowBreakerStateChanged
@@ -68,14 +69,18 @@
 mod check;
 mod counter;
 mod promote;
+mod store;
 mod table;
 mod wire;
 
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use check::{check, complete, ShadowCall};
 pub use promote::{RuleSelector, ShadowMoveError};
+pub use store::{move_stored_rules, ShadowMove, ShadowMoved, ShadowStoreError};
 pub(crate) use table::{next, ShadowSnapshot};
 pub(crate) use wire::{decode_section, keep_valid};
 
