@@ -674,7 +674,17 @@ async fn watch(
                 families, version, ..
             } => {
                 // Read here, as the update lands: the rules of exactly this version.
-                let after = engine.upgrade().map(|s| format::active(&s)).unwrap_or_default();
+                let engine = engine.upgrade();
+                let after = engine.as_ref().map(format::active).unwrap_or_default();
+                // The shadow rules the store holds now, per family (they only count
+                // would-blocks; the services' own consoles show those).
+                let shadow: serde_json::Map<String, Value> = sentinel_core::RuleFamily::ALL
+                    .iter()
+                    .filter_map(|f| {
+                        let n = engine.as_ref().map_or(0, |s| s.shadow_rule_count(*f));
+                        (n > 0).then(|| (f.to_string(), json!(n)))
+                    })
+                    .collect();
                 let mut before = before.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let changes = format::diff(&before, &after);
                 *before = after;
@@ -684,6 +694,7 @@ async fn watch(
                     "rules": families.iter().map(|(f, n)| (f.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "changed": format::watch_text(&changes),
                     "changes": changes,
+                    "shadow": shadow,
                 })
             }
             SentinelEvent::RulesRejected { error, .. } => {
@@ -751,11 +762,17 @@ async fn watch(
             say!("{line}");
         } else {
             let detail = match line["event"].as_str() {
-                Some("applied") => format!(
-                    "{}: {}",
-                    line["rules"],
-                    line["changed"].as_str().unwrap_or("")
-                ),
+                Some("applied") => {
+                    let shadow = match line["shadow"].as_object() {
+                        Some(map) if !map.is_empty() => format!(" shadow {}", line["shadow"]),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{}{shadow}: {}",
+                        line["rules"],
+                        line["changed"].as_str().unwrap_or("")
+                    )
+                }
                 Some("connected") => String::new(),
                 _ => line["error"].to_string(),
             };

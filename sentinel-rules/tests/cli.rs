@@ -596,16 +596,28 @@ fn promote_and_demote_move_shadow_rules_and_a_lost_race_changes_nothing() {
         let now = stored(&store);
         let enforced = now.flow.as_deref().expect("flow");
         assert_eq!(enforced.len(), 1, "{url}");
-        assert_eq!(enforced[0].count, 10.0, "{url}: the tried limit replaced the old one");
+        assert_eq!(
+            enforced[0].count, 10.0,
+            "{url}: the tried limit replaced the old one"
+        );
         let shadow = now.shadow.as_deref().expect("a shadow section");
         assert_eq!(shadow.flow.as_deref().map(<[_]>::len), Some(0), "{url}");
 
         let out = store.run(&["demote", "--family", "flow", "--index", "0", "--at"], &[]);
         assert!(out.status.success(), "{url}: {out:?}");
-        assert!(stdout(&out).contains("demoted 1 flow rule(s)"), "{url}: {out:?}");
+        assert!(
+            stdout(&out).contains("demoted 1 flow rule(s)"),
+            "{url}: {out:?}"
+        );
         let now = stored(&store);
         assert_eq!(now.flow.as_deref().map(<[_]>::len), Some(0), "{url}");
-        assert_eq!(now.shadow.as_deref().and_then(|s| s.flow.as_ref()).map(Vec::len), Some(1));
+        assert_eq!(
+            now.shadow
+                .as_deref()
+                .and_then(|s| s.flow.as_ref())
+                .map(Vec::len),
+            Some(1)
+        );
 
         // Someone else writes after the revision we read: the promote loses and writes nothing.
         push(&theirs_file, &store);
@@ -615,12 +627,18 @@ fn promote_and_demote_move_shadow_rules_and_a_lost_race_changes_nothing() {
             &["--if-revision", &seen],
         );
         assert_eq!(out.status.code(), Some(5), "{url}: {out:?}");
-        assert!(stderr(&out).contains("nothing was changed"), "{url}: {out:?}");
+        assert!(
+            stderr(&out).contains("nothing was changed"),
+            "{url}: {out:?}"
+        );
         assert_eq!(stored(&store), theirs, "{url}: the losing promote wrote");
         // No shadow rule to promote: a usage error naming what is missing.
         let out = store.run(&["promote", "--family", "degrade", "--at"], &[]);
         assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
-        assert!(stderr(&out).contains("no shadow degrade rule"), "{url}: {out:?}");
+        assert!(
+            stderr(&out).contains("no shadow degrade rule"),
+            "{url}: {out:?}"
+        );
     }
 }
 
