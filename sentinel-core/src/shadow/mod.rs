@@ -195,7 +195,7 @@ impl Sentinel {
     }
 
     /// How many shadow rules the source named `source` supplies (`api` for
-    /// [`load_rules`](Sentinel::load_rules) and its siblings).
+    /// [`RuleManager::load_rules`](crate::RuleManager::load_rules) and its siblings).
     pub fn shadow_rules_of_source(&self, source: &str) -> usize {
         self.shadow_snapshot().map_or(0, |s| s.of_source(source))
     }
