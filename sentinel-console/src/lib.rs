@@ -56,6 +56,7 @@
 mod edit;
 mod model;
 mod record;
+mod shadow;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -81,6 +82,7 @@ pub use model::{
     SortKey, Source, SourceRules, System, SPARK_SECONDS,
 };
 pub use record::{ClusterState, Issue, RuleEvent, Transition};
+pub use shadow::ShadowRow;
 
 use edit::{Editing, Writer};
 use record::Recorder;
@@ -333,6 +335,7 @@ impl Console {
             .route("/api/sources", get(|s: AxumState<Arc<State>>| async move { Json(s.sources()) }))
             .route("/api/system", get(|s: AxumState<Arc<State>>| async move { Json(s.system()) }))
             .route("/api/cluster", get(|s: AxumState<Arc<State>>| async move { Json(s.cluster()) }))
+            .route("/api/shadow", get(|s: AxumState<Arc<State>>| async move { Json(s.shadow()) }))
             .route("/api/sources/{name}/edit", get(edit_view))
             .route("/api/sources/{name}/rules", axum::routing::put(edit_rules))
             .with_state(self.state.clone())

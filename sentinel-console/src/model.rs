@@ -197,6 +197,8 @@ pub struct Source {
     pub last_rejection: Option<RuleEvent>,
     /// What the console writes to when editing, if this source is editable.
     pub writer: Option<String>,
+    /// How many shadow rules it supplies.
+    pub shadow_rules: usize,
 }
 
 impl Source {
@@ -228,6 +230,7 @@ impl Source {
             from_snapshot: status.from_snapshot,
             last_rejection,
             writer,
+            shadow_rules: status.shadow_rules,
         }
     }
 }
@@ -335,6 +338,8 @@ pub struct Snapshot {
     pub system: System,
     /// Cluster flow control.
     pub cluster: Cluster,
+    /// Shadow rules and their would-blocks.
+    pub shadow: Vec<crate::shadow::ShadowRow>,
 }
 
 /// How many transitions and rule events a snapshot carries.
@@ -613,6 +618,7 @@ impl State {
             rule_events: self.recorder.rule_events(EVENTS_IN_SNAPSHOT),
             system: self.system(),
             cluster: self.cluster(),
+            shadow: self.shadow(),
         }
     }
 }

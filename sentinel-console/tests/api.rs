@@ -420,3 +420,49 @@ async fn the_cluster_and_system_panels_show_leases_replicas_admitted_and_the_bbr
         .as_f64()
         .is_some_and(|c| c > 0.0));
 }
+
+/// The shadow panel: each shadow rule's would-blocks in `api/shadow` and in the snapshot,
+/// and the page has the panel.
+#[tokio::test]
+async fn the_shadow_panel_shows_would_blocks_per_rule() {
+    let (sentinel, _clock, series) = engine();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![sentinel_core::flow::FlowRule::qps(
+            "GET:/order",
+            100.0,
+        )])
+        .expect("rules");
+    let shadow = sentinel_core::RuleSet::new()
+        .with_flow(vec![sentinel_core::flow::FlowRule::qps("GET:/order", 10.0)]);
+    sentinel.load_shadow_rules(shadow).expect("shadow rules");
+    for _ in 0..150 {
+        drop(sentinel.entry("GET:/order").enter());
+    }
+    let console = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console");
+    let router: axum::Router = console.router();
+    let (status, rows) = call(&router, "GET", "/api/shadow", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(rows[0]["resource"], "GET:/order", "{rows}");
+    assert_eq!(rows[0]["family"], "flow");
+    assert_eq!(rows[0]["kind"], "qps");
+    assert_eq!(rows[0]["this_second"], 90, "{rows}");
+    assert_eq!(rows[0]["total"], 90);
+    let snapshot = serde_json::to_value(console.snapshot(&ResourceQuery::default()))
+        .expect("the snapshot serializes");
+    assert_eq!(snapshot["shadow"], rows);
+    let router: axum::Router = router;
+    let page = router
+        .oneshot(Request::get("/").body(Body::empty()).expect("a request"))
+        .await
+        .expect("an answer");
+    let html = page.into_body().collect().await.expect("a body").to_bytes();
+    let html = String::from_utf8_lossy(&html);
+    assert!(
+        html.contains("id=\"shadow-body\""),
+        "the page has the shadow panel"
+    );
+}

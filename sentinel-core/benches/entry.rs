@@ -63,8 +63,18 @@ fn entry_exit(c: &mut Criterion) {
         ("qps_rule", true, false),
         ("qps_rule_and_breaker", true, true),
     ];
-    for (name, flow, breaker) in cases {
-        let sentinel = engine(flow, breaker);
+    let shadow_qps = || {
+        let sentinel = Sentinel::new();
+        let rules = sentinel_core::RuleSet::new().with_flow(vec![FlowRule::qps("r", 1e12)]);
+        sentinel.load_shadow_rules(rules).expect("valid rule");
+        sentinel
+    };
+    let engines = cases
+        .into_iter()
+        .map(|(name, flow, breaker)| (name, engine(flow, breaker)))
+        // One shadow QPS rule and no enforced rule: compare with `qps_rule`.
+        .chain([("shadow_qps_rule", shadow_qps())]);
+    for (name, sentinel) in engines {
         let handle = sentinel.resource("r");
         group.bench_function(BenchmarkId::new(name, "1_thread_handle"), |b| {
             b.iter(|| drop(std::hint::black_box(handle.entry().enter())))

@@ -60,6 +60,36 @@ pub enum SentinelEvent {
         /// The backend.
         backend: String,
     },
+    /// A shadow rule would have blocked a call (see [`crate::shadow`]); the call passed.
+    /// At most one per rule per second: sent on the rule's first would-block of a second.
+    ShadowBlocked {
+        /// The resource called.
+        resource: String,
+        /// The shadow rule's family.
+        family: RuleFamily,
+        /// The shadow rule, as a JSON object in the combined document's spelling.
+        rule: String,
+        /// When (engine clock, ms).
+        at_ms: u64,
+        /// Would-blocks of this rule in the second before this one.
+        previous_second: u64,
+        /// Would-blocks of this rule so far, before this call.
+        total: u64,
+    },
+    /// A shadow circuit breaker would have changed state (its own state machine, fed the
+    /// same completions as the enforced breakers; it never blocks a call).
+    ShadowBreakerStateChanged {
+        /// The resource.
+        resource: String,
+        /// The shadow breaker's rule.
+        rule: DegradeRule,
+        /// The previous state.
+        from: BreakerState,
+        /// The new state.
+        to: BreakerState,
+        /// What tripped it, as in [`BreakerStateChanged`](Self::BreakerStateChanged).
+        value: Option<f64>,
+    },
 }
 
 /// Receives [`SentinelEvent`]s. Any `Fn(&SentinelEvent) + Send + Sync` is a listener.
@@ -133,6 +163,19 @@ impl EventBus {
             }
             SentinelEvent::ClusterResumed { backend } => {
                 tracing::info!(backend = %backend, "cluster flow checks resumed")
+            }
+            SentinelEvent::ShadowBlocked {
+                resource,
+                family,
+                previous_second,
+                ..
+            } => {
+                tracing::info!(resource = %resource, family = %family, previous_second, "shadow rule would block")
+            }
+            SentinelEvent::ShadowBreakerStateChanged {
+                resource, from, to, ..
+            } => {
+                tracing::info!(resource = %resource, from = %from, to = %to, "shadow circuit breaker would change state")
             }
         }
         for listener in self.listeners.load().iter() {

@@ -62,6 +62,7 @@ pub mod param_flow;
 mod rule_set;
 mod rules;
 pub mod series;
+pub mod shadow;
 mod stat;
 pub mod system;
 #[cfg(feature = "metrics")]
@@ -81,4 +82,5 @@ pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandl
 pub use events::{EventListener, SentinelEvent};
 pub use rule_set::RuleSet;
 pub use rules::{KeyPolicy, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
+pub use shadow::ShadowRuleStats;
 pub use stat::{NodeStats, SecondStats};

@@ -35,6 +35,10 @@ macro_rules! rule_set {
         #[non_exhaustive]
         pub struct RuleSet {
             $($(#[$doc])* pub $field: Option<Vec<$rule>>,)*
+            /// Shadow rules: evaluated on live traffic like enforced ones, never blocking
+            /// (see [`crate::shadow`]). `None`: the payload carries no shadow section.
+            /// A shadow set's own `shadow` is always `None`.
+            pub shadow: Option<Box<RuleSet>>,
         }
 
         impl RuleSet {
@@ -47,8 +51,13 @@ macro_rules! rule_set {
                 families
             }
 
-            /// Number of rules carried, over all families.
+            /// Number of rules carried, over all families, shadow rules included.
             pub fn len(&self) -> usize {
+                self.enforced_len() + self.shadow.as_ref().map_or(0, |s| s.len())
+            }
+
+            /// Number of enforced (not shadow) rules carried, over all families.
+            pub fn enforced_len(&self) -> usize {
                 0 $(+ self.$field.as_ref().map_or(0, Vec::len))*
             }
 
@@ -56,6 +65,7 @@ macro_rules! rule_set {
             pub fn cleared(families: &[RuleFamily]) -> Self {
                 Self {
                     $($field: families.contains(&RuleFamily::$variant).then(Vec::new),)*
+                    shadow: None,
                 }
             }
 
@@ -67,6 +77,9 @@ macro_rules! rule_set {
                     }
                 }
                 $(join(&mut self.$field, other.$field);)*
+                if let Some(shadow) = other.shadow {
+                    self.shadow.get_or_insert_with(Box::default).merge(*shadow);
+                }
             }
 
             /// The validation stage of the pipeline: keeps the rules that may load and
@@ -74,6 +87,12 @@ macro_rules! rule_set {
             pub(crate) fn keep_valid(self, issues: &mut Vec<RuleIssue>) -> RuleSet {
                 RuleSet {
                     $($field: self.$field.map(|rules| validate_all(rules, issues)),)*
+                    shadow: self.shadow.map(|shadow| {
+                        let mut found = Vec::new();
+                        let kept = crate::shadow::keep_valid(*shadow, &mut found);
+                        issues.extend(found.into_iter().map(RuleIssue::in_shadow));
+                        Box::new(kept)
+                    }),
                 }
             }
 
@@ -82,6 +101,9 @@ macro_rules! rule_set {
                 $(if let Some(rules) = &self.$field {
                     doc.insert(RuleFamily::$variant.as_str(), serde_json::to_value(rules)?);
                 })*
+                if let Some(shadow) = &self.shadow {
+                    doc.insert(SHADOW_KEY, serde_json::to_value(shadow.to_document()?)?);
+                }
                 Ok(doc)
             }
         }
@@ -189,7 +211,7 @@ impl RuleSet {
     /// otherwise (what [`CombinedJson`](crate::datasource::CombinedJson) reads).
     pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut doc = self.to_document()?;
-        if doc.len() == 1 {
+        if doc.len() == 1 && self.shadow.is_none() {
             if let Some((_, list)) = doc.pop_first() {
                 return serde_json::to_vec(&list);
             }
@@ -245,6 +267,18 @@ impl RuleSet {
         let mut loaded = Loaded::default();
         let mut issues = Vec::new();
         for (key, value) in map {
+            if key == SHADOW_KEY {
+                match crate::shadow::decode_section(value, validation, keys)? {
+                    Ok(mut part) => {
+                        let shadow = loaded.set.shadow.get_or_insert_with(Box::default);
+                        shadow.merge(part.set);
+                        loaded.skipped.append(&mut part.skipped);
+                        loaded.warnings.append(&mut part.warnings);
+                    }
+                    Err(found) => issues.extend(found),
+                }
+                continue;
+            }
             let Some(family) = RuleFamily::ALL.iter().copied().find(|f| f.as_str() == key) else {
                 let hint = if looks_like_a_rule_key(&key) {
                     ": this looks like one family's rule, not a combined document; give its \
@@ -292,9 +326,11 @@ fn looks_like_a_rule_key(key: &str) -> bool {
 
 /// The format named in errors about Sentinel's per-family lists.
 pub(crate) const JAVA_FORMAT: &str = "Sentinel rule JSON";
-const COMBINED_FORMAT: &str = "a combined Sentinel rule document";
+pub(crate) const COMBINED_FORMAT: &str = "a combined Sentinel rule document";
+/// The key of the shadow section of a combined document.
+pub(crate) const SHADOW_KEY: &str = "shadow";
 
-fn family_names() -> String {
+pub(crate) fn family_names() -> String {
     RuleFamily::ALL
         .iter()
         .map(|f| f.as_str())

@@ -48,6 +48,9 @@ pub struct RuleIssue {
     pub field: String,
     /// What is wrong.
     pub message: String,
+    /// The rule is a shadow rule (the `shadow` section of a combined document, or a shadow
+    /// key): `index` counts in the shadow list of its family.
+    pub shadow: bool,
 }
 
 impl RuleIssue {
@@ -65,12 +68,22 @@ impl RuleIssue {
             resource: resource.filter(|r| !r.is_empty()).map(str::to_owned),
             field: field.into(),
             message: message.into(),
+            shadow: false,
         }
+    }
+
+    /// The same issue, about a shadow rule.
+    pub fn in_shadow(mut self) -> Self {
+        self.shadow = true;
+        self
     }
 }
 
 impl fmt::Display for RuleIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.shadow {
+            f.write_str("shadow ")?;
+        }
         write!(f, "{} rule #{}", self.family, self.index)?;
         if let Some(resource) = &self.resource {
             write!(f, " (resource {resource:?})")?;
@@ -283,4 +296,9 @@ pub struct LoadReport {
     pub warnings: Vec<RuleIssue>,
     /// Engine rule-table version after the load.
     pub version: u64,
+    /// Shadow rules now active from this load, per shadow family the payload carried, over
+    /// every source (see [`crate::shadow`]).
+    pub shadow_applied: Vec<(RuleFamily, usize)>,
+    /// How many shadow rules the loading source supplies after the load.
+    pub shadow_rules: usize,
 }

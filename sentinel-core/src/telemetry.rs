@@ -5,6 +5,7 @@
 //! |---|---|---|---|
 //! | `sentinel_pass_total` | counter | `resource` | calls that passed every check |
 //! | `sentinel_block_total` | counter | `resource`, `reason`, `kind` | blocked calls: `reason` is `flow`, `param_flow`, `circuit_breaker`, `system`, `authority` or `cluster` (a flow rule in cluster mode); `kind` the rule's kind (`qps`, `concurrency`; `slow_ratio`, `error_ratio`, `error_count`; `rt`, `load`, `cpu`; `white`, `black`) |
+//! | `sentinel_shadow_block_total` | counter | `resource`, `reason`, `kind` | calls a shadow rule would have blocked (they passed; see [`crate::shadow`]), labelled as `sentinel_block_total` |
 //! | `sentinel_error_total` | counter | `resource` | completed calls that recorded an error |
 //! | `sentinel_concurrency` | gauge | `resource` | calls in flight |
 //! | `sentinel_rt_seconds` | histogram | `resource` | response time of completed calls |
@@ -63,6 +64,8 @@ pub(crate) struct NodeMetrics {
     pub(crate) rt: metrics::Histogram,
     /// `sentinel_block_total` per entry of [`KINDS`], registered on the first such block.
     blocks: [OnceLock<metrics::Counter>; KINDS.len()],
+    /// `sentinel_shadow_block_total`, the same way.
+    shadow_blocks: [OnceLock<metrics::Counter>; KINDS.len()],
 }
 
 impl NodeMetrics {
@@ -74,6 +77,7 @@ impl NodeMetrics {
             concurrency: metrics::gauge!("sentinel_concurrency", "resource" => label.clone()),
             rt: metrics::histogram!("sentinel_rt_seconds", "resource" => label.clone()),
             blocks: Default::default(),
+            shadow_blocks: Default::default(),
             resource: label,
         }
     }
@@ -81,13 +85,27 @@ impl NodeMetrics {
     /// Counts `n` calls blocked by `error`.
     pub(crate) fn blocked(&self, error: &BlockError, n: u64) {
         let (reason, kind) = reason_of(error);
+        self.count(false, reason, kind, n);
+    }
+
+    /// Counts `n` calls a shadow rule would have blocked, with `reason_of`'s labels.
+    pub(crate) fn shadow_blocked(&self, reason: usize, kind: &'static str, n: u64) {
+        self.count(true, reason, kind, n);
+    }
+
+    fn count(&self, shadow: bool, reason: usize, kind: &'static str, n: u64) {
         let Some(index) = KINDS.iter().position(|k| *k == (reason, kind)) else {
             return;
         };
-        self.blocks[index]
+        let (series, name) = if shadow {
+            (&self.shadow_blocks, "sentinel_shadow_block_total")
+        } else {
+            (&self.blocks, "sentinel_block_total")
+        };
+        series[index]
             .get_or_init(|| {
                 metrics::counter!(
-                    "sentinel_block_total",
+                    name,
                     "resource" => self.resource.clone(),
                     "reason" => REASONS[reason],
                     "kind" => kind

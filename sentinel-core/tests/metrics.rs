@@ -56,6 +56,47 @@ fn pass_block_and_error_are_counted_per_resource() {
     assert_eq!(counter(&snapshot, "sentinel_pass_total", "other"), 1);
 }
 
+/// A shadow rule's would-blocks go to `sentinel_shadow_block_total`, with the labels of
+/// `sentinel_block_total`, and are no blocks.
+#[test]
+fn shadow_would_blocks_are_counted_with_the_block_labels() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let sentinel = Sentinel::builder().clock(FakeClock::at_ms(10_000)).build();
+        let shadow = sentinel_core::RuleSet::new().with_flow(vec![FlowRule::qps("r", 2.0)]);
+        sentinel.load_shadow_rules(shadow).expect("valid");
+        for _ in 0..5 {
+            drop(
+                sentinel
+                    .entry("r")
+                    .enter()
+                    .expect("a shadow rule never blocks"),
+            );
+        }
+    });
+    let snapshot = snapshotter.snapshot().into_vec();
+    assert_eq!(counter(&snapshot, "sentinel_shadow_block_total", "r"), 3);
+    assert_eq!(counter(&snapshot, "sentinel_block_total", "r"), 0);
+    assert_eq!(counter(&snapshot, "sentinel_pass_total", "r"), 5);
+    let labels: Vec<(String, String)> = snapshot
+        .iter()
+        .find(|(key, _, _, _)| key.key().name() == "sentinel_shadow_block_total")
+        .map(|(key, _, _, _)| {
+            key.key()
+                .labels()
+                .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let want = [("resource", "r"), ("reason", "flow"), ("kind", "qps")];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(labels, want);
+}
+
 type Snapshot = Vec<(
     CompositeKey,
     Option<metrics::Unit>,

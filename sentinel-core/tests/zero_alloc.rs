@@ -116,6 +116,63 @@ fn entry_and_exit_do_not_allocate() {
     );
 }
 
+/// Shadow rules (see `sentinel_core::shadow`), passing and would-blocking, beside enforced
+/// ones, on a fake clock that stays in one second (a rule's one event a second, sent on its
+/// first would-block of the second, is made during the warm-up).
+#[test]
+fn shadow_rules_do_not_allocate() {
+    let clock = sentinel_core::FakeClock::at_ms(1_000_000);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1e12)])
+        .expect("valid rule");
+    let shadow = sentinel_core::RuleSet::new()
+        .with_flow(vec![FlowRule::qps("r", 5.0), FlowRule::qps("s", 1e12)])
+        .with_degrade(vec![DegradeRule::error_ratio("b", 0.9, 10)]);
+    sentinel
+        .load_shadow_rules(shadow)
+        .expect("valid shadow rules");
+    let handle = sentinel.resource("r");
+    let passing = sentinel.resource("s");
+    let warm = || {
+        for _ in 0..100 {
+            drop(handle.entry().enter());
+            drop(passing.entry().enter());
+            // Failures open the shadow breaker now: its transition event is made here.
+            if let Ok(mut entry) = sentinel.entry("b").enter() {
+                entry.set_error();
+            }
+            drop(sentinel.entry("r").origin("web").enter());
+        }
+    };
+    warm();
+    let allocations = allocations_during(|| {
+        for _ in 0..10_000 {
+            assert!(handle.entry().enter().is_ok(), "a shadow rule never blocks");
+            assert!(passing.entry().enter().is_ok());
+            let mut entry = sentinel
+                .entry("b")
+                .enter()
+                .expect("a shadow breaker never blocks");
+            entry.set_error();
+            drop(entry);
+            drop(sentinel.entry("r").origin("web").enter());
+        }
+    });
+    assert_eq!(allocations, 0, "a shadow check or would-block allocated");
+    let stats = sentinel.shadow_stats_of("r");
+    assert!(
+        stats[0].total > 10_000,
+        "the shadow rule counted would-blocks"
+    );
+    let breaker = sentinel.shadow_stats_of("b");
+    assert!(
+        breaker[0].total >= 10_000,
+        "the open shadow breaker counted would-blocks"
+    );
+}
+
 /// Every rule family and controller, passing and blocking, on a fake clock (a rate limiter's
 /// queueing then advances the clock instead of sleeping).
 fn every_path(sentinel: &Sentinel) {

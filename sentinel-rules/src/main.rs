@@ -9,6 +9,8 @@
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
 //! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
+//! sentinel-rules promote --at etcd://127.0.0.1:2379/sentinel/rules --family flow --resource GET:/order --replace
+//! sentinel-rules demote --at redis://127.0.0.1:6379/rules --family flow --index 0
 //! ```
 //!
 //! Credentials come from `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`, never from the
@@ -16,8 +18,8 @@
 //! `--password-stdin` reads it from standard input (only once a command opens a store that
 //! takes one). Every command prints for a person, or JSON with `--json`. Exit codes: 0
 //! success (for `diff`: no change), 1 invalid rules, 2 a usage error (bad arguments or URL),
-//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 a `push`
-//! lost a race (someone else wrote between the read and the write).
+//! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 a `push`,
+//! `promote` or `demote` lost a race (someone else wrote between the read and the write).
 //!
 //! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS):
 //! it reads the revision, then writes only if it is unchanged, so a push never silently
@@ -32,6 +34,7 @@ macro_rules! say {
 }
 
 mod format;
+mod shadow;
 mod store;
 
 use std::path::PathBuf;
@@ -194,6 +197,23 @@ enum Command {
         updates: Option<u64>,
         #[command(flatten)]
         shape: Shape,
+    },
+    /// Move shadow rules into the enforced set of the combined document a key holds
+    /// (`--resource`, `--index` narrow the family), with compare-and-set: exit 5, and nothing
+    /// written, if someone else wrote in between.
+    Promote {
+        #[command(flatten)]
+        what: shadow::Move,
+        /// Drop the enforced rules of the family on the promoted rules' resources first: the
+        /// tried limit replaces the current one.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Move enforced rules into the shadow section (they then only count would-blocks),
+    /// with compare-and-set like `promote`.
+    Demote {
+        #[command(flatten)]
+        what: shadow::Move,
     },
     /// Print the JSON Schema of a rule format (the combined document without `--format` and
     /// `--family`), for an editor to complete fields and flag misspelt keys.
@@ -489,6 +509,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             updates,
             shape,
         } => watch(&from, updates, &shape, &ask, json).await,
+        Command::Promote { what, replace } => {
+            let how = if replace {
+                sentinel_core::shadow::ShadowMove::PromoteReplacing
+            } else {
+                sentinel_core::shadow::ShadowMove::Promote
+            };
+            shadow::run(what, how, &ask, json).await
+        }
+        Command::Demote { what } => {
+            shadow::run(what, sentinel_core::shadow::ShadowMove::Demote, &ask, json).await
+        }
     }
 }
 
@@ -590,7 +621,7 @@ fn convert_payload(store: &Store, shape: &Shape, payload: &RawPayload) -> Result
 /// Where the password comes from, besides `SENTINEL_RULES_PASSWORD`: asked only once a
 /// command opens a store that takes one (not for `validate` or a file).
 #[derive(Debug, Clone)]
-struct AskPassword {
+pub(crate) struct AskPassword {
     terminal: bool,
     stdin: bool,
     timeout: Duration,
@@ -599,7 +630,7 @@ struct AskPassword {
 
 impl AskPassword {
     /// The login, timeout and CA for `store`.
-    fn access(&self, store: &Store) -> Result<Access, Failure> {
+    pub(crate) fn access(&self, store: &Store) -> Result<Access, Failure> {
         let mut access = Access {
             login: Login::default(),
             timeout: self.timeout,
@@ -643,7 +674,17 @@ async fn watch(
                 families, version, ..
             } => {
                 // Read here, as the update lands: the rules of exactly this version.
-                let after = engine.upgrade().map(|s| format::active(&s)).unwrap_or_default();
+                let engine = engine.upgrade();
+                let after = engine.as_ref().map(format::active).unwrap_or_default();
+                // The shadow rules the store holds now, per family (they only count
+                // would-blocks; the services' own consoles show those).
+                let shadow: serde_json::Map<String, Value> = sentinel_core::RuleFamily::ALL
+                    .iter()
+                    .filter_map(|f| {
+                        let n = engine.as_ref().map_or(0, |s| s.shadow_rule_count(*f));
+                        (n > 0).then(|| (f.to_string(), json!(n)))
+                    })
+                    .collect();
                 let mut before = before.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let changes = format::diff(&before, &after);
                 *before = after;
@@ -653,6 +694,7 @@ async fn watch(
                     "rules": families.iter().map(|(f, n)| (f.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "changed": format::watch_text(&changes),
                     "changes": changes,
+                    "shadow": shadow,
                 })
             }
             SentinelEvent::RulesRejected { error, .. } => {
@@ -720,11 +762,17 @@ async fn watch(
             say!("{line}");
         } else {
             let detail = match line["event"].as_str() {
-                Some("applied") => format!(
-                    "{}: {}",
-                    line["rules"],
-                    line["changed"].as_str().unwrap_or("")
-                ),
+                Some("applied") => {
+                    let shadow = match line["shadow"].as_object() {
+                        Some(map) if !map.is_empty() => format!(" shadow {}", line["shadow"]),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{}{shadow}: {}",
+                        line["rules"],
+                        line["changed"].as_str().unwrap_or("")
+                    )
+                }
                 Some("connected") => String::new(),
                 _ => line["error"].to_string(),
             };
@@ -805,7 +853,7 @@ fn issue_json(issue: &RuleIssue) -> Value {
     })
 }
 
-fn report(json: bool, value: Value, text: impl FnOnce() -> String) {
+pub(crate) fn report(json: bool, value: Value, text: impl FnOnce() -> String) {
     if json {
         say!("{value}");
     } else {

@@ -572,6 +572,76 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
     }
 }
 
+/// `promote` moves a shadow rule into the enforced set and `demote` moves it back, with
+/// compare-and-set; a `promote --if-revision` that lost the race exits 5 and writes nothing
+/// (every store that keeps revisions: etcd, Redis, NATS, with and without TLS).
+#[test]
+fn promote_and_demote_move_shadow_rules_and_a_lost_race_changes_nothing() {
+    const SHADOWED: &str = r#"{"flow": [{"resource": "GET:/order", "count": 100}],
+        "shadow": {"flow": [{"resource": "GET:/order", "count": 10}]}}"#;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let rules = write(dir.path(), "shadowed.json", SHADOWED);
+    let theirs_file = write(dir.path(), "theirs.json", &SHADOWED.replace("100", "50"));
+    for store in stores(dir.path(), "promote").into_iter().filter(|s| s.cas) {
+        let url = store.url.as_str();
+        let out = store.run(&["--json", "push", rules.as_str(), "--to"], &[]);
+        assert!(out.status.success(), "{url}: {out:?}");
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        let seen = doc["revision"].as_u64().expect("a revision").to_string();
+        let promote = ["--json", "promote", "--family", "flow", "--replace", "--at"];
+        let out = store.run(&promote, &["--resource", "GET:/order"]);
+        assert!(out.status.success(), "{url}: {out:?}");
+        let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        assert_eq!(doc["promoted"], 1, "{url}: {doc}");
+        let now = stored(&store);
+        let enforced = now.flow.as_deref().expect("flow");
+        assert_eq!(enforced.len(), 1, "{url}");
+        assert_eq!(
+            enforced[0].count, 10.0,
+            "{url}: the tried limit replaced the old one"
+        );
+        let shadow = now.shadow.as_deref().expect("a shadow section");
+        assert_eq!(shadow.flow.as_deref().map(<[_]>::len), Some(0), "{url}");
+
+        let out = store.run(&["demote", "--family", "flow", "--index", "0", "--at"], &[]);
+        assert!(out.status.success(), "{url}: {out:?}");
+        assert!(
+            stdout(&out).contains("demoted 1 flow rule(s)"),
+            "{url}: {out:?}"
+        );
+        let now = stored(&store);
+        assert_eq!(now.flow.as_deref().map(<[_]>::len), Some(0), "{url}");
+        assert_eq!(
+            now.shadow
+                .as_deref()
+                .and_then(|s| s.flow.as_ref())
+                .map(Vec::len),
+            Some(1)
+        );
+
+        // Someone else writes after the revision we read: the promote loses and writes nothing.
+        push(&theirs_file, &store);
+        let theirs = stored(&store);
+        let out = store.run(
+            &["promote", "--family", "flow", "--at"],
+            &["--if-revision", &seen],
+        );
+        assert_eq!(out.status.code(), Some(5), "{url}: {out:?}");
+        assert!(
+            stderr(&out).contains("nothing was changed"),
+            "{url}: {out:?}"
+        );
+        assert_eq!(stored(&store), theirs, "{url}: the losing promote wrote");
+        // No shadow rule to promote: a usage error naming what is missing.
+        let out = store.run(&["promote", "--family", "degrade", "--at"], &[]);
+        assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
+        assert!(
+            stderr(&out).contains("no shadow degrade rule"),
+            "{url}: {out:?}"
+        );
+    }
+}
+
 /// A one-letter typo in a key is exit 1 with a did-you-mean; an unknown key is a warning
 /// (exit 0) unless `--strict-keys`; the dashboard's extra keys are neither.
 #[test]

@@ -47,6 +47,9 @@ pub struct SourceStatus {
     pub skipped: Vec<RuleIssue>,
     /// How many rules the last apply skipped in lenient mode.
     pub skipped_rules: usize,
+    /// How many shadow rules (see [`crate::shadow`]) the source supplies, after its last
+    /// applied payload.
+    pub shadow_rules: usize,
     /// The warnings of the last apply: unknown keys, and in lenient mode absent fields read
     /// as Sentinel's defaults (see [`LoadReport::warnings`](crate::LoadReport::warnings)).
     pub warnings: Vec<RuleIssue>,
@@ -79,6 +82,7 @@ impl SourceStatus {
             health_check: None,
             skipped: Vec::new(),
             skipped_rules: 0,
+            shadow_rules: 0,
             warnings: Vec::new(),
             families: Vec::new(),
             from_snapshot: false,

@@ -64,7 +64,7 @@ impl Incoming {
 macro_rules! apply_families {
     ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// Replaces the part of `mine` of each family `set` carries; returns those families.
-        fn replace_parts(mine: &mut SourceRules, set: RuleSet) -> Vec<RuleFamily> {
+        pub(crate) fn replace_parts(mine: &mut SourceRules, set: RuleSet) -> Vec<RuleFamily> {
             let mut changed = Vec::new();
             $(if let Some(rules) = set.$field {
                 mine.$field = part(rules);
@@ -75,7 +75,7 @@ macro_rules! apply_families {
 
         /// Compiles the union of every source's rules of each changed family; the other
         /// families keep their table.
-        fn compile_tables(
+        pub(crate) fn compile_tables(
             changed: &[RuleFamily],
             sources: &BTreeMap<Arc<str>, SourceRules>,
             current: &Tables,
@@ -131,7 +131,7 @@ impl Sentinel {
             warnings,
             validate,
         } = incoming;
-        let set = match validate {
+        let mut set = match validate {
             None => set,
             Some(mode) => {
                 let (set, mut found) = set.checked(mode).map_err(|issues| RuleError::Invalid {
@@ -154,6 +154,7 @@ impl Sentinel {
             }
         }
 
+        let shadow_set = set.shadow.take();
         let writer = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.inner.shared.rules.load_full();
         let mut sources = current.sources.clone();
@@ -163,22 +164,28 @@ impl Sentinel {
         if mine.is_empty() {
             sources.remove(&key);
         } else {
-            sources.insert(key, mine);
+            sources.insert(key.clone(), mine);
         }
         let node = |name: &str| self.node(name).map(|n| n as Arc<dyn OwnsStat>);
-        let tables = compile_tables(
-            &changed,
-            &sources,
-            &current.tables,
-            &CompileEnv {
-                node: &node,
-                cluster: self.inner.cluster.as_ref(),
-            },
-        );
+        let env = CompileEnv {
+            node: &node,
+            cluster: self.inner.cluster.as_ref(),
+        };
+        let tables = compile_tables(&changed, &sources, &current.tables, &env);
+        let shadow_changed = shadow_set.as_ref().map(|s| s.families());
+        let shadow = crate::shadow::next(
+            current.shadow.as_ref(),
+            &key,
+            shadow_set,
+            current.version + 1,
+            &env,
+        )
+        .unwrap_or_else(|| current.shadow.clone());
         let mut next = RuleSnapshot {
             version: current.version + 1,
             sources,
             tables,
+            shadow,
             ..RuleSnapshot::default()
         };
         next.index_resources();
@@ -186,6 +193,15 @@ impl Sentinel {
             .iter()
             .map(|family| (*family, next.tables.count(*family)))
             .collect();
+        let shadow_counts: Vec<(RuleFamily, usize)> = shadow_changed
+            .unwrap_or_default()
+            .into_iter()
+            .map(|family| {
+                let n = next.shadow.as_ref().map_or(0, |s| s.count(family));
+                (family, n)
+            })
+            .collect();
+        let shadow_rules = next.shadow.as_ref().map_or(0, |s| s.of_source(source));
         let version = next.version;
         self.inner.shared.rules.store(Arc::new(next));
         drop(writer);
@@ -202,6 +218,8 @@ impl Sentinel {
             skipped_rules,
             warnings,
             version,
+            shadow_applied: shadow_counts,
+            shadow_rules,
         })
     }
 }

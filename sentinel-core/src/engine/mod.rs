@@ -20,7 +20,7 @@ mod shared;
 mod snapshot;
 mod sources;
 
-pub(crate) use apply::Incoming;
+pub(crate) use apply::{compile_tables, replace_parts, Incoming};
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
 pub(crate) use regex::{check_pattern, Patterns};
 pub use resources::Limits;
@@ -29,6 +29,7 @@ pub(crate) use sentinel::seconds_of;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shared::with_rules;
 pub(crate) use shared::Shared as SharedState;
+pub(crate) use snapshot::{ResourceRules, RuleSnapshot, SourceRules, Tables};
 pub(crate) use sources::SourceNameClaim;
 
 #[cfg(test)]

@@ -280,6 +280,8 @@ pub(crate) struct ResourceNode {
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
     pub(crate) rule_slot: AtomicU64,
+    /// The same for the shadow rule table (see `shadow::ShadowSnapshot::slot_of`).
+    pub(crate) shadow_slot: AtomicU64,
     /// Blocks by reason, since the node was made.
     pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
@@ -400,6 +402,7 @@ impl Registry {
                 contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
+                shadow_slot: AtomicU64::new(0),
                 blocks: BlockTally::default(),
             })
     }

@@ -484,21 +484,25 @@ impl Sentinel {
             part.as_ref()
                 .map(|rules| rules.iter().map(|r| T::clone(r)).collect())
         }
+        let of = |part: &super::SourceRules| crate::RuleSet {
+            flow: list(&part.flow),
+            degrade: list(&part.degrade),
+            system: list(&part.system),
+            authority: list(&part.authority),
+            param_flow: list(&part.param_flow),
+            shadow: None,
+        };
         let snapshot = self.inner.shared.rules.load();
-        snapshot
+        let mut sets: std::collections::BTreeMap<String, crate::RuleSet> = snapshot
             .sources
             .iter()
-            .map(|(name, part)| {
-                let set = crate::RuleSet {
-                    flow: list(&part.flow),
-                    degrade: list(&part.degrade),
-                    system: list(&part.system),
-                    authority: list(&part.authority),
-                    param_flow: list(&part.param_flow),
-                };
-                (name.to_string(), set)
-            })
-            .collect()
+            .map(|(name, part)| (name.to_string(), of(part)))
+            .collect();
+        // A source's shadow rules, in its set's shadow section.
+        for (name, part) in snapshot.shadow.iter().flat_map(|s| s.sources.iter()) {
+            sets.entry(name.to_string()).or_default().shadow = Some(Box::new(of(part)));
+        }
+        sets.into_iter().collect()
     }
 
     /// The system load average and CPU usage (in [0, 1]) that system rules check, once the

@@ -71,6 +71,9 @@ pub(crate) struct RuleSnapshot {
     /// The slots of regex-matched resources, resolved as they are first called; `None`
     /// when no family has a regex rule.
     pub(crate) regex: Option<Box<ResolvedSlots>>,
+    /// The shadow rules (see [`crate::shadow`]); `None` when no source has one, so that a
+    /// call pays one test of this field for them.
+    pub(crate) shadow: Option<Arc<crate::shadow::ShadowSnapshot>>,
 }
 
 impl RuleSnapshot {

@@ -8,13 +8,15 @@ use std::time::Duration;
 
 use super::builder::{EntryBuilder, EntryType, Target};
 use super::guard::{
-    count_pass, give_back, queued_bits, Entry, NodeRef, PARAM_HOLDS, RESERVED_ON_INBOUND,
+    count_pass, give_back, queued_bits, Entry, NodeRef, BREAKERS, PARAM_HOLDS, RESERVED_ON_INBOUND,
+    SHADOW_BREAKERS,
 };
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode};
 use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
+use crate::shadow::ShadowCall;
 use crate::stat::StatNode;
 
 impl<'a> EntryBuilder<'a> {
@@ -75,98 +77,118 @@ impl<'a> EntryBuilder<'a> {
             |snapshot| {
                 let mut verdict = Verdict::default();
                 let rules = node.rules_in(snapshot);
-                let error = 'checks: {
-                    // Sentinel's slot order: authority, system, flow, circuit breaker.
-                    if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
-                        let origin = self.origin.unwrap_or("");
-                        if !rule.passes(origin) {
-                            break 'checks BlockError::Authority {
-                                resource: node.name.clone(),
-                                rule: rule.clone(),
-                                origin: origin.to_owned(),
-                            };
-                        }
-                    }
-                    if inbound {
-                        if let Some(thresholds) = &snapshot.tables.system.thresholds {
-                            match thresholds
-                                .check(&shared.inbound, now, self.batch, || shared.system_status())
-                            {
-                                Ok(true) => verdict.reserved |= RESERVED_ON_INBOUND,
-                                Ok(false) => {}
-                                Err(b) => {
-                                    break 'checks BlockError::System {
-                                        resource: node.name.clone(),
-                                        metric: b.metric,
-                                        threshold: b.threshold,
-                                        value: b.value,
-                                    };
-                                }
-                            }
-                        }
-                    }
-                    let Some(rules) = rules else {
-                        return verdict;
-                    };
-                    // Hot parameters, before flow (Sentinel's slot order). A call without
-                    // arguments passes every param rule.
-                    if let Some(param) = rules.param.as_deref() {
-                        if !self.args.is_empty() {
-                            match check_params(param, &self.args, now, self.batch, &mut holds, node)
-                            {
-                                Ok(wait_ns) => verdict.wait_ns = wait_ns,
-                                Err(error) => break 'checks error,
-                            }
-                        }
-                    }
-                    // The common single plain QPS rule, without reading the flow table.
-                    let plain_pass = plain_qps_passes(
-                        rules.plain_qps,
-                        &node.stat,
-                        now,
-                        self.batch,
-                        self.prioritized,
-                    );
-                    if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
-                        let cx = CheckContext {
-                            now_ms: now,
-                            clock: shared.clock.as_dyn(),
-                            stat: &node.stat,
-                            origin: self.origin,
-                            origin_node: origin_node.as_deref(),
-                            context: self.context,
-                            context_node: context_node.as_deref(),
-                            batch: self.batch,
-                            prioritized: self.prioritized,
-                        };
-                        match flow.check(&cx) {
-                            Ok(pass) => {
-                                verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
-                                verdict.borrowed = pass.borrowed;
-                                verdict.reserved |= pass.reserved;
-                            }
-                            Err(rule) => {
-                                break 'checks BlockError::Flow {
+                'passed: {
+                    let error = 'checks: {
+                        // Sentinel's slot order: authority, system, flow, circuit breaker.
+                        if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                            let origin = self.origin.unwrap_or("");
+                            if !rule.passes(origin) {
+                                break 'checks BlockError::Authority {
                                     resource: node.name.clone(),
                                     rule: rule.clone(),
+                                    origin: origin.to_owned(),
+                                };
+                            }
+                        }
+                        if inbound {
+                            if let Some(thresholds) = &snapshot.tables.system.thresholds {
+                                match thresholds.check(&shared.inbound, now, self.batch, || {
+                                    shared.system_status()
+                                }) {
+                                    Ok(true) => verdict.reserved |= RESERVED_ON_INBOUND,
+                                    Ok(false) => {}
+                                    Err(b) => {
+                                        break 'checks BlockError::System {
+                                            resource: node.name.clone(),
+                                            metric: b.metric,
+                                            threshold: b.threshold,
+                                            value: b.value,
+                                        };
+                                    }
                                 }
                             }
                         }
-                    }
-                    if let Some(list) = rules.breakers.as_ref() {
-                        // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
-                        // but its completion is reported to them (Sentinel's DegradeSlot.exit).
-                        if !verdict.borrowed {
-                            match check_breakers(list, now, node) {
-                                Ok(probe) => verdict.probe = probe,
-                                Err(error) => break 'checks error,
+                        let Some(rules) = rules else {
+                            break 'passed;
+                        };
+                        // Hot parameters, before flow (Sentinel's slot order). A call without
+                        // arguments passes every param rule.
+                        if let Some(param) = rules.param.as_deref() {
+                            if !self.args.is_empty() {
+                                match check_params(
+                                    param, &self.args, now, self.batch, &mut holds, node,
+                                ) {
+                                    Ok(wait_ns) => verdict.wait_ns = wait_ns,
+                                    Err(error) => break 'checks error,
+                                }
                             }
                         }
-                        verdict.breakers = true;
-                    }
+                        // The common single plain QPS rule, without reading the flow table.
+                        let plain_pass = plain_qps_passes(
+                            rules.plain_qps,
+                            &node.stat,
+                            now,
+                            self.batch,
+                            self.prioritized,
+                        );
+                        if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
+                            let cx = CheckContext {
+                                now_ms: now,
+                                clock: shared.clock.as_dyn(),
+                                stat: &node.stat,
+                                origin: self.origin,
+                                origin_node: origin_node.as_deref(),
+                                context: self.context,
+                                context_node: context_node.as_deref(),
+                                batch: self.batch,
+                                prioritized: self.prioritized,
+                            };
+                            match flow.check(&cx) {
+                                Ok(pass) => {
+                                    verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
+                                    verdict.borrowed = pass.borrowed;
+                                    verdict.reserved |= pass.reserved;
+                                }
+                                Err(rule) => {
+                                    break 'checks BlockError::Flow {
+                                        resource: node.name.clone(),
+                                        rule: rule.clone(),
+                                    }
+                                }
+                            }
+                        }
+                        if let Some(list) = rules.breakers.as_ref() {
+                            // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
+                            // but its completion is reported to them (Sentinel's DegradeSlot.exit).
+                            if !verdict.borrowed {
+                                match check_breakers(list, now, node) {
+                                    Ok(probe) => verdict.probe = probe,
+                                    Err(error) => break 'checks error,
+                                }
+                            }
+                            verdict.breakers = BREAKERS;
+                        }
+                        break 'passed;
+                    };
+                    blocked = Some(error);
                     return verdict;
-                };
-                blocked = Some(error);
+                }
+                // Shadow rules see the calls the enforced ones admitted (`crate::shadow`).
+                if let Some(shadow) = snapshot.shadow.as_deref() {
+                    let call = ShadowCall {
+                        now,
+                        origin: self.origin,
+                        origin_node: origin_node.as_deref(),
+                        context: self.context,
+                        context_node: context_node.as_deref(),
+                        batch: self.batch,
+                        inbound,
+                        args: &self.args,
+                    };
+                    if crate::shadow::check(shadow, node, &call) {
+                        verdict.breakers |= SHADOW_BREAKERS;
+                    }
+                }
                 verdict
             },
         );
@@ -249,7 +271,7 @@ struct Verdict {
     /// It passed on a slot borrowed from a coming bucket.
     borrowed: bool,
     /// The resource has circuit breakers: exit reports to them.
-    breakers: bool,
+    breakers: u8,
     /// A breaker admitted the call as its half-open probe.
     probe: bool,
     /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).

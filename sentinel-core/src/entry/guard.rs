@@ -181,6 +181,12 @@ impl std::ops::Deref for NodeRef<'_> {
     }
 }
 
+/// [`Entry::breakers`]: the resource's enforced circuit breakers get the completion.
+pub(super) const BREAKERS: u8 = 1;
+/// [`Entry::breakers`]: the call passed every shadow rule, and the resource's shadow
+/// breakers get its completion.
+pub(super) const SHADOW_BREAKERS: u8 = 2;
+
 /// A call that passed every check. Dropping it exits: it records the response time,
 /// success or error, and releases its concurrency.
 ///
@@ -192,8 +198,8 @@ pub struct Entry<'a> {
     pub(super) node: Option<NodeRef<'a>>,
     pub(super) origin_node: Option<Arc<StatNode>>,
     pub(super) context_node: Option<Arc<StatNode>>,
-    /// The resource had circuit breakers when the call entered: exit reports to them.
-    pub(super) breakers: bool,
+    /// Which circuit breakers exit reports to ([`BREAKERS`], [`SHADOW_BREAKERS`]).
+    pub(super) breakers: u8,
     /// The places thread-grade param rules hold for the call, given back when it exits.
     /// Dropped by hand when `pending` has [`PARAM_HOLDS`].
     pub(super) params: ManuallyDrop<Holds>,
@@ -224,7 +230,7 @@ impl<'a> Entry<'a> {
             node: None,
             origin_node: None,
             context_node: None,
-            breakers: false,
+            breakers: 0,
             params: ManuallyDrop::new(Holds::None),
             start_ms: 0,
             batch: 0,
@@ -304,20 +310,32 @@ impl Drop for Entry<'_> {
         if self.inbound {
             shared.inbound.on_complete(now, rt, batch, self.error);
         }
-        if self.breakers {
+        if self.breakers != 0 {
             // As Sentinel's DegradeSlot does on exit: the resource's current breakers get the
             // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
             // same object unless its rule changed.
-            let (error, events) = (self.error, &shared.events);
+            let (error, events, which) = (self.error, &shared.events, self.breakers);
             with_rules(
                 &node.shared,
                 #[inline(always)]
                 |snapshot| {
                     let current = node.rules_in(snapshot);
-                    if let Some(list) = current.and_then(|r| r.breakers.as_deref()) {
+                    if let Some(list) = current
+                        .and_then(|r| r.breakers.as_deref())
+                        .filter(|_| which & BREAKERS != 0)
+                    {
                         for breaker in list {
                             breaker.on_complete(now, rt, error, events);
                         }
+                    }
+                    // Only a call every shadow rule would have let through reaches the
+                    // shadow breakers' completions (the others would have been blocked).
+                    if let Some(shadow) = snapshot
+                        .shadow
+                        .as_deref()
+                        .filter(|_| which & SHADOW_BREAKERS != 0)
+                    {
+                        crate::shadow::complete(shadow, node, now, rt, error, events);
                     }
                 },
             );

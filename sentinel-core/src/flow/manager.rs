@@ -216,6 +216,11 @@ impl FlowTable {
 }
 
 impl ResourceFlowRules {
+    /// The rules, in check order.
+    pub(crate) fn rule_arcs(&self) -> impl Iterator<Item = &Arc<FlowRule>> {
+        self.rules.iter().map(|c| &c.rule)
+    }
+
     /// One resource's compiled rules, put in check order; `unchecked` are its rules this
     /// engine does not check (cluster rules without a token service), whose `limitApp`s
     /// still name origins.

@@ -306,6 +306,11 @@ pub(crate) struct ResourceParamRules {
 }
 
 impl ResourceParamRules {
+    /// The rules, in check order.
+    pub(crate) fn rule_arcs(&self) -> impl Iterator<Item = &Arc<ParamFlowRule>> {
+        self.rules.iter().map(|c| &c.rule)
+    }
+
     /// A resource's exact rules and the regex rules that match it, together.
     pub(crate) fn merged(exact: Option<&ResourceParamRules>, matched: &ResourceParamRules) -> Self {
         let mut rules = exact.map(|e| e.rules.clone()).unwrap_or_default();

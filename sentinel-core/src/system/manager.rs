@@ -54,6 +54,17 @@ pub(crate) struct Thresholds {
 }
 
 impl Thresholds {
+    /// Whether a threshold on `metric` is set.
+    pub(crate) fn sets(&self, metric: SystemMetric) -> bool {
+        match metric {
+            SystemMetric::Qps => self.qps.is_some(),
+            SystemMetric::Concurrency => self.max_thread.is_some(),
+            SystemMetric::AvgRt => self.avg_rt.is_some(),
+            SystemMetric::Load => self.load.is_some(),
+            SystemMetric::CpuUsage => self.cpu.is_some(),
+        }
+    }
+
     pub(crate) fn needs_status(&self) -> bool {
         self.load.is_some() || self.cpu.is_some()
     }

@@ -161,6 +161,7 @@ impl DataSourceBuilder {
             snapshot_file: self.snapshot_file,
             max_payload_bytes: self.max_payload_bytes,
             owned: BTreeSet::new(),
+            owned_shadow: BTreeSet::new(),
             last_hash: None,
             status: status_tx,
         };

@@ -40,6 +40,8 @@ pub(super) struct Driver {
     pub(super) max_payload_bytes: usize,
     /// Every family this source has applied.
     pub(super) owned: BTreeSet<RuleFamily>,
+    /// Every family this source has applied shadow rules of.
+    pub(super) owned_shadow: BTreeSet<RuleFamily>,
     /// Hash of the last payload processed (applied, rejected or kept).
     pub(super) last_hash: Option<[u8; 32]>,
     pub(super) status: watch::Sender<SourceStatus>,
@@ -299,7 +301,12 @@ impl Driver {
 
         let (mut set, skipped, skipped_rules, warnings) = if payload.is_absent() {
             let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
-            (RuleSet::cleared(&owned), Vec::new(), 0, Vec::new())
+            let mut cleared = RuleSet::cleared(&owned);
+            if !self.owned_shadow.is_empty() {
+                let shadow: Vec<RuleFamily> = self.owned_shadow.iter().copied().collect();
+                cleared.shadow = Some(Box::new(RuleSet::cleared(&shadow)));
+            }
+            (cleared, Vec::new(), 0, Vec::new())
         } else {
             match self.convert(&payload) {
                 Ok(converted) => converted,
@@ -318,7 +325,27 @@ impl Driver {
         let missing: Vec<RuleFamily> = self.owned.difference(&carried).copied().collect();
         set.merge(RuleSet::cleared(&missing));
         let families: BTreeSet<RuleFamily> = set.families().into_iter().collect();
-        if families.is_empty() {
+        // The same for the shadow section.
+        let shadow_carried: BTreeSet<RuleFamily> = set
+            .shadow
+            .as_ref()
+            .map(|s| s.families().into_iter().collect())
+            .unwrap_or_default();
+        let shadow_missing: Vec<RuleFamily> = self
+            .owned_shadow
+            .difference(&shadow_carried)
+            .copied()
+            .collect();
+        if !shadow_missing.is_empty() {
+            let shadow = set.shadow.get_or_insert_with(Box::default);
+            shadow.merge(RuleSet::cleared(&shadow_missing));
+        }
+        let shadow_families: Vec<RuleFamily> = set
+            .shadow
+            .as_ref()
+            .map(|s| s.families())
+            .unwrap_or_default();
+        if families.is_empty() && shadow_families.is_empty() {
             // Nothing stored and nothing owned: there is nothing to change.
             self.status.send_modify(|s| {
                 s.last_hash = Some(hash_hex);
@@ -333,6 +360,8 @@ impl Driver {
         match self.sentinel.apply(&self.name, &self.name, Ok(incoming)) {
             Ok(report) => {
                 self.owned.extend(families);
+                self.owned_shadow.extend(shadow_families);
+                let shadow_rules = report.shadow_rules;
                 let (skipped, skipped_rules) = (report.skipped, report.skipped_rules);
                 let warnings = report.warnings;
                 let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
@@ -347,6 +376,7 @@ impl Driver {
                     s.skipped_rules = skipped_rules;
                     s.warnings = warnings;
                     s.families = owned;
+                    s.shadow_rules = shadow_rules;
                     s.from_snapshot = false;
                 });
                 if let (Some(path), Some(set)) = (self.snapshot_file.clone(), for_snapshot) {
@@ -459,6 +489,12 @@ impl Driver {
         };
         let applied = snapshot::decode(&bytes, self.validation).and_then(|(set, skipped)| {
             let families: Vec<RuleFamily> = set.families();
+            let shadow_families: Vec<RuleFamily> = set
+                .shadow
+                .as_ref()
+                .map(|s| s.families())
+                .unwrap_or_default();
+            self.owned_shadow.extend(shadow_families);
             let skipped_rules = rules_in(&skipped);
             let incoming = Incoming::checked(set, skipped, skipped_rules);
             self.sentinel
@@ -473,6 +509,7 @@ impl Driver {
                 self.status.send_modify(|s| {
                     s.from_snapshot = true;
                     s.rules_version = Some(report.version);
+                    s.shadow_rules = report.shadow_rules;
                     s.families = owned;
                     s.snapshot_error = None;
                 });

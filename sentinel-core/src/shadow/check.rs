@@ -1,0 +1,194 @@
+//! The shadow checks of one call that the enforced rules admitted, and the completion of
+//! its shadow breakers. Nothing here can block: a shadow rule that would have blocked the
+//! call counts it.
+
+use std::sync::Arc;
+
+use super::table::ShadowSnapshot;
+use crate::circuit_breaker::{Admission, BreakerState, DegradeRule, Transitions};
+use crate::engine::ResourceNode;
+use crate::events::{EventBus, SentinelEvent};
+use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
+use crate::param_flow::{CallArgs, Holds, Now};
+use crate::stat::StatNode;
+
+/// What the shadow checks read of a call.
+pub(crate) struct ShadowCall<'c, 'a> {
+    pub(crate) now: u64,
+    pub(crate) origin: Option<&'c str>,
+    pub(crate) origin_node: Option<&'c StatNode>,
+    pub(crate) context: Option<&'c str>,
+    pub(crate) context_node: Option<&'c StatNode>,
+    pub(crate) batch: u32,
+    pub(crate) inbound: bool,
+    pub(crate) args: &'c CallArgs<'a>,
+}
+
+/// Runs `node`'s shadow rules on a call the enforced rules admitted, in Sentinel's slot
+/// order; the first that would block counts the call and the rest are skipped, as they would
+/// be if the shadow rules were enforced. Returns whether the resource has shadow breakers
+/// (its exit then reports to them).
+#[inline(never)]
+pub(crate) fn check(
+    shadow: &ShadowSnapshot,
+    node: &ResourceNode,
+    call: &ShadowCall<'_, '_>,
+) -> bool {
+    let slot = shadow.slot_of(node);
+    let shared = &*node.shared;
+    let (now, batch) = (call.now, call.batch);
+    let hit = |address: usize| {
+        if let Some(counter) = shadow.counter(address) {
+            counter.record(now, u64::from(batch), &node.name, &shared.events);
+            #[cfg(feature = "metrics")]
+            node.metrics
+                .shadow_blocked(counter.reason, counter.kind, u64::from(batch));
+        }
+    };
+    if let Some(rule) = slot.and_then(|s| s.authority.as_ref()) {
+        if !rule.passes(call.origin.unwrap_or("")) {
+            hit(Arc::as_ptr(rule) as usize);
+            return false;
+        }
+    }
+    if call.inbound {
+        if let Some(thresholds) = &shadow.tables.system.thresholds {
+            match thresholds.check(&shared.inbound, now, batch, || shared.system_status()) {
+                Ok(true) => shared.inbound.release(1),
+                Ok(false) => {}
+                Err(block) => {
+                    if let Some(counter) = shadow.system_counter(block.metric) {
+                        counter.record(now, u64::from(batch), &node.name, &shared.events);
+                        #[cfg(feature = "metrics")]
+                        node.metrics
+                            .shadow_blocked(counter.reason, counter.kind, u64::from(batch));
+                    }
+                    return false;
+                }
+            }
+        }
+    }
+    let Some(rules) = slot else {
+        return false;
+    };
+    if let Some(param) = rules.param.as_deref() {
+        if !call.args.is_empty() {
+            // Shadow param rules are QPS-grade (thread-grade ones are refused): they take
+            // no place to hold.
+            let mut holds = Holds::None;
+            let checked = param.check(
+                call.args,
+                &Now::new(now, shared.clock.as_dyn()),
+                batch,
+                &mut holds,
+            );
+            if let Err(hot) = checked {
+                hit(Arc::as_ptr(hot.rule) as usize);
+                return false;
+            }
+        }
+    }
+    // A shadow rule never borrows from a coming bucket (that would change the statistics
+    // the enforced rules read).
+    if !plain_qps_passes(rules.plain_qps, &node.stat, now, batch, false) {
+        if let Some(flow) = rules.flow.as_ref() {
+            let cx = CheckContext {
+                now_ms: now,
+                clock: shared.clock.as_dyn(),
+                stat: &node.stat,
+                origin: call.origin,
+                origin_node: call.origin_node,
+                context: call.context,
+                context_node: call.context_node,
+                batch,
+                prioritized: false,
+            };
+            match flow.check(&cx) {
+                // A concurrency rule's place is the enforced call's: given back at once.
+                Ok(pass) if pass.reserved != 0 => release_reserved(
+                    pass.reserved,
+                    &node.stat,
+                    call.origin_node,
+                    call.context_node,
+                ),
+                Ok(_) => {}
+                Err(rule) => {
+                    hit(Arc::as_ptr(rule) as usize);
+                    return false;
+                }
+            }
+        }
+    }
+    let Some(list) = rules.breakers.as_deref() else {
+        return false;
+    };
+    let transitions = ShadowTransitions {
+        shadow,
+        events: &shared.events,
+    };
+    // Probes admitted by this call, one bit per breaker (the first 64).
+    let mut probes: u64 = 0;
+    for (i, breaker) in list.iter().enumerate() {
+        match breaker.try_pass(now, &transitions) {
+            Admission::Pass => {}
+            Admission::Probe => probes |= 1u64.checked_shl(i as u32).unwrap_or(0),
+            Admission::Block => {
+                // The probes the earlier shadow breakers admitted never run.
+                for (j, earlier) in list.iter().enumerate().take(i) {
+                    if probes & 1u64.checked_shl(j as u32).unwrap_or(0) != 0 {
+                        earlier.abort_probe(now, &transitions);
+                    }
+                }
+                hit(Arc::as_ptr(&breaker.rule) as usize);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Reports a completed call to `node`'s shadow breakers.
+pub(crate) fn complete(
+    shadow: &ShadowSnapshot,
+    node: &ResourceNode,
+    now: u64,
+    rt: u64,
+    error: bool,
+    events: &EventBus,
+) {
+    let Some(list) = shadow.slot_of(node).and_then(|s| s.breakers.as_deref()) else {
+        return;
+    };
+    let transitions = ShadowTransitions { shadow, events };
+    for breaker in list {
+        breaker.on_complete(now, rt, error, &transitions);
+    }
+}
+
+/// Where a shadow breaker's would-be transitions go: its counter and
+/// [`SentinelEvent::ShadowBreakerStateChanged`].
+struct ShadowTransitions<'s> {
+    shadow: &'s ShadowSnapshot,
+    events: &'s EventBus,
+}
+
+impl Transitions for ShadowTransitions<'_> {
+    fn changed(
+        &self,
+        rule: &DegradeRule,
+        from: BreakerState,
+        to: BreakerState,
+        value: Option<f64>,
+    ) {
+        if let Some(counter) = self.shadow.counter(rule as *const DegradeRule as usize) {
+            counter.transition(to);
+        }
+        self.events.emit(SentinelEvent::ShadowBreakerStateChanged {
+            resource: rule.resource.clone(),
+            rule: rule.clone(),
+            from,
+            to,
+            value,
+        });
+    }
+}
