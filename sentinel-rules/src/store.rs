@@ -651,12 +651,12 @@ impl Store {
             .connect_timeout(access.timeout)
             .request_timeout(access.timeout);
         if let Some((user, password)) = access.login.pair("NATS")? {
-            config = config.user_and_password(user, password);
+            config = config.credentials(user, password);
         }
         if *tls {
             #[cfg(feature = "tls")]
             if let Some(path) = &access.ca_file {
-                config = config.tls_root_certificate(path.clone());
+                config = config.tls_ca_certificate_file(path.clone());
             }
             #[cfg(not(feature = "tls"))]
             return Err(no_tls());

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sentinel_core::datasource::testkit::{env_or, run_services, unique_key, OutputLines};
 use sentinel_core::datasource::{CombinedJson, Converter};
 use sentinel_core::RuleSet;
+use sentinel_test_support::{env_or, run_services, unique_key, OutputLines};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sentinel-rules");

@@ -16,12 +16,13 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::routing::post;
 use axum::Router;
-use sentinel_core::datasource::testkit::{env_or, unique_key, wait_until};
+use sentinel_core::datasource::testkit::wait_until;
 use sentinel_core::datasource::{
     DataSource, FlowJson, ParamFlowJson, ReadableDataSource, WritableDataSource,
 };
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{FakeClock, RuleFamily, RuleSet, Sentinel};
+use sentinel_test_support::{env_or, unique_key};
 use sentinel_transport::{Access, Transport, TransportConfig, PROTOCOL_VERSION};
 
 const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd redis` \

@@ -19,10 +19,11 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use sentinel_core::datasource::testkit::{env_or, unique_key, wait_until, WAIT};
+use sentinel_core::datasource::testkit::{wait_until, WAIT};
 use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, WritableDataSource};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
+use sentinel_test_support::{env_or, unique_key};
 use serde_json::{json, Value};
 
 const START_HINT: &str =

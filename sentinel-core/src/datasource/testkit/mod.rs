@@ -8,9 +8,9 @@
 //! numbers. Every wait is bounded by [`ConformanceHarness::timeout`].
 //!
 //! The rest serves every backend's tests alike: driving a source by hand ([`read`],
-//! [`watch`], [`next_value`]), reaching the workspace's test servers ([`env_or`],
-//! [`unique_key`], [`services`], [`fault_lock`]), cutting a client off from a running
-//! server ([`Partition`]), and waiting for what a built binary prints ([`OutputLines`]).
+//! [`watch`], [`next_value`]) and checking a round trip ([`expect_round_trip`]). The
+//! repository's own plumbing (its test servers, a partition proxy, a binary's output, the
+//! benches' latencies) lives in the workspace's unpublished `sentinel-test-support` crate.
 
 use std::time::Duration;
 
@@ -22,29 +22,21 @@ use super::source::ReadableDataSource;
 mod by_hand;
 mod checks;
 mod fixture;
-mod latency;
 mod memory;
 mod observe;
-mod output;
-mod partition;
 mod round_trip;
-mod servers;
 
 pub use by_hand::{next_value, read, values, watch};
 pub use checks::{
     check_bad_payload, check_close, check_delete, check_disconnect, check_identical_payload,
     check_initial_load, check_ordered_updates, check_size_cap, check_snapshot, check_status,
 };
-pub use latency::{measure_propagation, padded_flow_payload, Latencies};
 pub use memory::MemoryHarness;
 pub use observe::{
     applied_seq, flow_payload, status_within, until_within, wait_status, wait_until, AppliedRecord,
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
-pub use output::OutputLines;
-pub use partition::{Partition, ServerControl};
 pub use round_trip::expect_round_trip;
-pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
