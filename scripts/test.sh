@@ -99,4 +99,8 @@ cargo test -p sentinel-core --features yaml,schema --test kubernetes --test sche
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
+step "fuzzing the converters (fast path against general path, 30 s)"
+# installs a nightly toolchain and cargo-fuzz (pinned in the script) on a fresh machine
+scripts/fuzz.sh 30
+
 step "all checks passed"

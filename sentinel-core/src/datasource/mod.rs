@@ -35,6 +35,10 @@ pub mod testkit;
 mod tests;
 mod write;
 
+/// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use converter::differential as fuzzing;
 #[cfg(test)]
 pub(crate) use converter::java_converter;
 #[cfg(feature = "yaml")]

@@ -152,8 +152,8 @@ fn fast_path<F: Family>(bytes: &[u8]) -> Option<Vec<F>> {
     (kept.len() == count).then_some(kept)
 }
 
-/// Whether the fast path accepts `bytes` (for the differential tests).
-#[cfg(test)]
+/// Whether the fast path accepts `bytes` (for the differential tests and the fuzz target).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn fast_path_accepts(bytes: &[u8], family: RuleFamily) -> bool {
     match family {
         RuleFamily::Flow => fast_path::<FlowRule>(bytes).is_some(),
@@ -167,7 +167,7 @@ pub(crate) fn fast_path_accepts(bytes: &[u8], family: RuleFamily) -> bool {
 macro_rules! family_converters {
     ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
         /// The Sentinel (Java) JSON converter of `family`.
-        #[cfg(test)]
+        #[cfg(any(test, feature = "fuzzing"))]
         pub(crate) fn java_converter(
             family: crate::rules::RuleFamily,
         ) -> Box<dyn Converter<[u8], RuleSet>> {
@@ -510,89 +510,5 @@ mod tests {
             !message.contains("payload payload") && !message.starts_with("payload"),
             "{message}"
         );
-    }
-}
-
-/// The fast path against the general path (`serde_json::Value` first): on any input the fast
-/// path accepts, the general path gives the same rules.
-#[cfg(test)]
-mod differential {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::rule_set::decode_family;
-
-    fn general(bytes: &[u8], family: RuleFamily) -> Option<RuleSet> {
-        let document = wire::parse_document(bytes, JAVA_FORMAT).ok()?;
-        decode_family(family, document, Validation::Strict, KeyPolicy::Deny)
-            .ok()
-            .map(|loaded| loaded.set)
-    }
-
-    /// Rule-list-like text: keys of every family, escapes, odd numbers and strings.
-    fn payload() -> impl Strategy<Value = String> {
-        let key = prop::sample::select(vec![
-            "resource",
-            "count",
-            "grade",
-            "paramIdx",
-            "\\u0070aramIdx",
-            "app",
-            "gmtCreate",
-            "controlBehavior",
-            "limitApp",
-            "strategy",
-            "timeWindow",
-            "qps",
-            "avgRt",
-            "cuont",
-            "durationInSec",
-            "paramFlowItemList",
-            "clusterConfig",
-            "weird",
-        ]);
-        let value = prop::sample::select(vec![
-            "0",
-            "1",
-            "-1",
-            "1e400",
-            "2.5",
-            "\"a\"",
-            "\"C:\\\\\"",
-            "\"\\ud800\"",
-            "null",
-            "true",
-            "[]",
-            "{}",
-            "{\"flowId\":1}",
-            "\"\\\\\\\"\"",
-        ]);
-        let rule = prop::collection::vec((key, value), 0..6).prop_map(|pairs| {
-            let body: Vec<String> = pairs.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
-            format!("{{{}}}", body.join(","))
-        });
-        prop::collection::vec(rule, 0..4).prop_map(|rules| format!("[{}]", rules.join(",")))
-    }
-
-    proptest! {
-        #[test]
-        fn fast_and_general_paths_agree(text in payload()) {
-            for &family in RuleFamily::ALL {
-                if fast_path_accepts(text.as_bytes(), family) {
-                    let fast = java_converter(family).convert(text.as_bytes()).ok();
-                    prop_assert_eq!(fast, general(text.as_bytes(), family), "{} {}", family, text);
-                }
-            }
-        }
-
-        #[test]
-        fn arbitrary_bytes_agree(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
-            for &family in RuleFamily::ALL {
-                if fast_path_accepts(&bytes, family) {
-                    let fast = java_converter(family).convert(&bytes).ok();
-                    prop_assert_eq!(fast, general(&bytes, family));
-                }
-            }
-        }
     }
 }

@@ -47,6 +47,9 @@ use std::sync::Arc;
 
 use crate::rules::{RuleError, RuleIssue, Validation};
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+pub mod differential;
 mod golang;
 mod java;
 #[cfg(feature = "yaml")]
