@@ -16,11 +16,13 @@
 //! were reloaded meanwhile.
 
 mod breaker;
+mod golang;
 mod manager;
 mod rule;
 mod state;
 
 pub(crate) use breaker::{Admission, CircuitBreaker, Transitions};
+pub(crate) use golang::{into_go_breaker_rule, GoBreakerRuleWire};
 pub(crate) use manager::DegradeTable;
 pub(crate) use rule::DegradeRuleWire;
 pub use rule::{DegradeGrade, DegradeRule};

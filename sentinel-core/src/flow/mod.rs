@@ -23,9 +23,13 @@
 //! (Sentinel sleeps in each in turn, each measured from the end of the one before).
 
 mod controller;
+mod golang;
 pub(crate) mod manager;
 mod rule;
 
+pub(crate) use golang::{
+    into_go_flow_rule, into_go_isolation_rule, GoFlowRuleWire, GoIsolationRuleWire,
+};
 pub(crate) use manager::{
     plain_qps_passes, release_reserved, CheckContext, FlowTable, ResourceFlowRules,
 };

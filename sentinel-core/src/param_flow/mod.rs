@@ -83,11 +83,13 @@
 //! may be personal data (a user id): it is left out unless the engine was built with
 //! [`SentinelBuilder::param_values_in_errors`](crate::SentinelBuilder::param_values_in_errors).
 
+mod golang;
 mod rule;
 mod table;
 mod value;
 mod values;
 
+pub(crate) use golang::{into_go_hotspot_rule, GoHotspotRuleWire};
 pub(crate) use rule::ParamFlowRuleWire;
 pub use rule::{
     ParamControlBehavior, ParamFlowClusterConfig, ParamFlowGrade, ParamFlowItem, ParamFlowRule,

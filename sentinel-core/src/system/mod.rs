@@ -5,10 +5,12 @@
 //! off. Only calls entered with [`EntryBuilder::inbound`](crate::EntryBuilder::inbound) are
 //! checked, against the global inbound statistics.
 
+mod golang;
 mod manager;
 mod rule;
 mod status;
 
+pub(crate) use golang::{into_go_system_rule, GoSystemRuleWire};
 pub use manager::SystemMetric;
 pub(crate) use manager::{bbr_capacity, SystemTable};
 pub use rule::SystemRule;

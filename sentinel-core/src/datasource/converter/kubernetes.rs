@@ -14,12 +14,12 @@ use super::{
 };
 use crate::rule_set::RuleSet;
 use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
-use crate::wire;
+use crate::wire::{self, Format};
 
 /// The format named in errors.
 const FORMAT: &str = "sentinel-golang Kubernetes resources (YAML)";
 /// The API group and version of sentinel-golang's custom resources.
-const API_VERSION: &str = "datasource.sentinel.io/v1alpha1";
+pub(crate) const API_VERSION: &str = "datasource.sentinel.io/v1alpha1";
 
 converter_with_mode!(
     /// sentinel-golang's Kubernetes custom resources (`apiVersion:
@@ -73,52 +73,152 @@ converter_with_mode!(
 /// Problems found while mapping a rule: the field and what is wrong.
 type Problems = Vec<(String, String)>;
 
-/// Rewrites one rule of a resource into sentinel-golang's JSON, noting its problems.
+/// Rewrites one rule of a resource into sentinel-golang's JSON beyond its string enums,
+/// noting its problems.
 type MapRule = fn(&mut Map<String, Value>, &mut Problems);
 
 /// Reads sentinel-golang's JSON of one family.
 type ConvertRules = fn(&[u8], Validation, KeyPolicy) -> Result<Converted<RuleSet>, RuleError>;
 
-/// One resource kind: its family, how its rules are mapped, and its converter.
-struct Kind {
-    name: &'static str,
+/// A string enum of a resource's rules: each name, and the code sentinel-golang's JSON
+/// reads for it. The converter maps the names and the schema lists them, from this table.
+pub(crate) type Names = &'static [(&'static str, i64)];
+
+/// A flow rule's `tokenCalculateStrategy`.
+const TOKEN_CALCULATE_STRATEGY: Names = &[("Direct", 0), ("WarmUp", 1), ("MemoryAdaptive", 2)];
+/// A flow or hotspot rule's `controlBehavior`.
+const CONTROL_BEHAVIOR: Names = &[("Reject", 0), ("Throttling", 1)];
+/// A flow rule's `relationStrategy`.
+const RELATION_STRATEGY: Names = &[("CurrentResource", 0), ("AssociatedResource", 1)];
+/// A circuit-breaker rule's `strategy`.
+const BREAKER_STRATEGY: Names = &[
+    ("SlowRequestRatio", 0),
+    ("ErrorRatio", 1),
+    ("ErrorCount", 2),
+];
+/// A hotspot rule's `metricType`.
+const HOTSPOT_METRIC_TYPE: Names = &[("Concurrency", 0), ("QPS", 1)];
+/// A hotspot rule's `specificItems[].valKind`.
+const VAL_KIND: Names = &[
+    ("KindInt", 0),
+    ("KindString", 1),
+    ("KindBool", 2),
+    ("KindFloat64", 3),
+];
+/// An isolation rule's `metricType`.
+const ISOLATION_METRIC_TYPE: Names = &[("Concurrency", 0)];
+/// A system rule's `metricType`.
+const SYSTEM_METRIC_TYPE: Names = &[
+    ("Load", 0),
+    ("AvgRT", 1),
+    ("Concurrency", 2),
+    ("InboundQPS", 3),
+    ("CpuUsage", 4),
+];
+/// A system rule's `strategy`.
+const SYSTEM_STRATEGY: Names = &[("NoAdaptive", -1), ("BBR", 1)];
+
+/// One resource kind: its family, its rules' string enums and other mapping, and its
+/// converter.
+pub(crate) struct Kind {
+    /// The `kind` of the resource.
+    pub(crate) name: &'static str,
     family: RuleFamily,
+    /// The string enums of a rule, by field, in the order they are checked.
+    pub(crate) enums: &'static [(&'static str, Names)],
+    /// The string enums of the objects of a rule's list field: (list, field, names).
+    pub(crate) item_enums: &'static [(&'static str, &'static str, Names)],
     map: MapRule,
     convert: ConvertRules,
+    /// The sentinel-golang JSON its rules are read as (the schema starts from its rule).
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
+    pub(crate) go_format: Format,
 }
 
-const KINDS: &[Kind] = &[
+/// The kinds of sentinel-golang's resources.
+pub(crate) const KINDS: &[Kind] = &[
     Kind {
         name: "FlowRules",
         family: RuleFamily::Flow,
+        enums: &[
+            ("tokenCalculateStrategy", TOKEN_CALCULATE_STRATEGY),
+            ("controlBehavior", CONTROL_BEHAVIOR),
+            ("relationStrategy", RELATION_STRATEGY),
+        ],
+        item_enums: &[],
         map: map_flow,
         convert: |b, v, k| GoFlowJson::new().keys(k).convert_with(b, v),
+        go_format: Format::GoFlow,
     },
     Kind {
         name: "CircuitBreakerRules",
         family: RuleFamily::Degrade,
+        enums: &[("strategy", BREAKER_STRATEGY)],
+        item_enums: &[],
         map: map_breaker,
         convert: |b, v, k| GoCircuitBreakerJson::new().keys(k).convert_with(b, v),
+        go_format: Format::GoBreaker,
     },
     Kind {
         name: "HotspotRules",
         family: RuleFamily::ParamFlow,
-        map: map_hotspot,
+        enums: &[
+            ("metricType", HOTSPOT_METRIC_TYPE),
+            ("controlBehavior", CONTROL_BEHAVIOR),
+        ],
+        item_enums: &[("specificItems", "valKind", VAL_KIND)],
+        map: |_, _| {},
         convert: |b, v, k| GoHotspotJson::new().keys(k).convert_with(b, v),
+        go_format: Format::GoHotspot,
     },
     Kind {
         name: "IsolationRules",
         family: RuleFamily::Flow,
-        map: map_isolation,
+        enums: &[("metricType", ISOLATION_METRIC_TYPE)],
+        item_enums: &[],
+        map: |_, _| {},
         convert: |b, v, k| GoIsolationJson::new().keys(k).convert_with(b, v),
+        go_format: Format::GoIsolation,
     },
     Kind {
         name: "SystemRules",
         family: RuleFamily::System,
+        enums: &[
+            ("metricType", SYSTEM_METRIC_TYPE),
+            ("strategy", SYSTEM_STRATEGY),
+        ],
+        item_enums: &[],
         map: map_system,
         convert: |b, v, k| GoSystemJson::new().keys(k).convert_with(b, v),
+        go_format: Format::GoSystem,
     },
 ];
+
+impl Kind {
+    /// Rewrites one rule into sentinel-golang's JSON: its string enums become codes, then
+    /// the kind's own mapping runs.
+    fn map_rule(&self, rule: &mut Map<String, Value>, problems: &mut Problems) {
+        for (field, names) in self.enums {
+            code(rule, field, names, problems);
+        }
+        for (list, field, names) in self.item_enums {
+            if let Some(Value::Array(items)) = rule.get_mut(*list) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    if let Some(item) = item.as_object_mut() {
+                        let mut found = Vec::new();
+                        code(item, field, names, &mut found);
+                        problems.extend(
+                            found
+                                .into_iter()
+                                .map(|(f, message)| (format!("{list}[{i}].{f}"), message)),
+                        );
+                    }
+                }
+            }
+        }
+        (self.map)(rule, problems);
+    }
+}
 
 fn convert(
     source: &[u8],
@@ -210,7 +310,7 @@ fn convert(
         for (index, mut rule) in rules.into_iter().enumerate() {
             let mut problems = Vec::new();
             if let Some(object) = rule.as_object_mut() {
-                (kind.map)(object, &mut problems);
+                kind.map_rule(object, &mut problems);
             }
             let resource = rule.get("resource").and_then(Value::as_str);
             for (field, message) in &problems {
@@ -278,20 +378,16 @@ fn metadata_name(resource: &Map<String, Value>) -> String {
 }
 
 /// Replaces the string enum at `field` with its code, reporting an unknown one.
-fn code(
-    rule: &mut Map<String, Value>,
-    field: &str,
-    names: &[(&str, i64)],
-    problems: &mut Problems,
-) -> Option<i64> {
-    let value = rule.get(field)?;
+fn code(rule: &mut Map<String, Value>, field: &str, names: Names, problems: &mut Problems) {
+    let Some(value) = rule.get(field) else {
+        return;
+    };
     let found = value
         .as_str()
         .and_then(|text| names.iter().find(|(name, _)| *name == text));
     match found {
         Some((_, code)) => {
             rule.insert(field.to_owned(), Value::from(*code));
-            Some(*code)
         }
         None => {
             let expected: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
@@ -303,7 +399,6 @@ fn code(
                 ),
             ));
             rule.remove(field);
-            None
         }
     }
 }
@@ -315,87 +410,28 @@ fn percent(rule: &mut Map<String, Value>, field: &str) {
     }
 }
 
-fn map_flow(rule: &mut Map<String, Value>, problems: &mut Problems) {
-    let token = [("Direct", 0), ("WarmUp", 1), ("MemoryAdaptive", 2)];
-    code(rule, "tokenCalculateStrategy", &token, problems);
-    code(
-        rule,
-        "controlBehavior",
-        &[("Reject", 0), ("Throttling", 1)],
-        problems,
-    );
-    let relation = [("CurrentResource", 0), ("AssociatedResource", 1)];
-    code(rule, "relationStrategy", &relation, problems);
+fn map_flow(rule: &mut Map<String, Value>, _: &mut Problems) {
     // In the resource, but not copied into Go's flow rule.
     rule.remove("statIntervalInMs");
 }
 
-fn map_breaker(rule: &mut Map<String, Value>, problems: &mut Problems) {
-    let strategies = [
-        ("SlowRequestRatio", 0),
-        ("ErrorRatio", 1),
-        ("ErrorCount", 2),
-    ];
-    if let Some(0 | 1) = code(rule, "strategy", &strategies, problems) {
+/// The mapped code of the string enum at `field`, if it was a known name.
+fn mapped(rule: &Map<String, Value>, field: &str) -> Option<i64> {
+    rule.get(field).and_then(Value::as_i64)
+}
+
+fn map_breaker(rule: &mut Map<String, Value>, _: &mut Problems) {
+    // SlowRequestRatio and ErrorRatio thresholds are percentages.
+    if let Some(0 | 1) = mapped(rule, "strategy") {
         percent(rule, "threshold");
     }
 }
 
-fn map_hotspot(rule: &mut Map<String, Value>, problems: &mut Problems) {
-    code(
-        rule,
-        "metricType",
-        &[("Concurrency", 0), ("QPS", 1)],
-        problems,
-    );
-    code(
-        rule,
-        "controlBehavior",
-        &[("Reject", 0), ("Throttling", 1)],
-        problems,
-    );
-    let kinds = [
-        ("KindInt", 0),
-        ("KindString", 1),
-        ("KindBool", 2),
-        ("KindFloat64", 3),
-    ];
-    if let Some(Value::Array(items)) = rule.get_mut("specificItems") {
-        for (i, item) in items.iter_mut().enumerate() {
-            if let Some(item) = item.as_object_mut() {
-                let mut found = Vec::new();
-                code(item, "valKind", &kinds, &mut found);
-                problems.extend(
-                    found
-                        .into_iter()
-                        .map(|(field, message)| (format!("specificItems[{i}].{field}"), message)),
-                );
-            }
-        }
-    }
-}
-
-fn map_isolation(rule: &mut Map<String, Value>, problems: &mut Problems) {
-    code(rule, "metricType", &[("Concurrency", 0)], problems);
-}
-
-fn map_system(rule: &mut Map<String, Value>, problems: &mut Problems) {
-    let metrics = [
-        ("Load", 0),
-        ("AvgRT", 1),
-        ("Concurrency", 2),
-        ("InboundQPS", 3),
-        ("CpuUsage", 4),
-    ];
-    if let Some(0 | 4) = code(rule, "metricType", &metrics, problems) {
+fn map_system(rule: &mut Map<String, Value>, _: &mut Problems) {
+    // Load and CpuUsage thresholds are percentages.
+    if let Some(0 | 4) = mapped(rule, "metricType") {
         percent(rule, "triggerCount");
     }
-    code(
-        rule,
-        "strategy",
-        &[("NoAdaptive", -1), ("BBR", 1)],
-        problems,
-    );
 }
 
 #[cfg(test)]

@@ -53,12 +53,10 @@ pub mod differential;
 mod golang;
 mod java;
 #[cfg(feature = "yaml")]
-mod kubernetes;
+pub(crate) mod kubernetes;
 #[cfg(feature = "yaml")]
-mod opensergo;
+pub(crate) mod opensergo;
 
-#[cfg(feature = "schema")]
-pub(crate) use golang::go_schemas;
 pub use golang::{GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson};
 #[cfg(test)]
 pub(crate) use java::java_converter;

@@ -15,8 +15,11 @@ use crate::rules::{RuleFamily, RuleIssue};
 /// The API group and version of OpenSergo's fault-tolerance resources.
 pub(crate) const API_VERSION: &str = "fault-tolerance.opensergo.io/v1alpha1";
 
+/// The kind of the resource that applies strategies to targets.
+pub(crate) const RULE_KIND: &str = "FaultToleranceRule";
+
 /// The kinds of strategy read.
-const STRATEGIES: &[&str] = &[
+pub(crate) const STRATEGIES: &[&str] = &[
     "RateLimitStrategy",
     "ThrottlingStrategy",
     "ConcurrencyLimitStrategy",
@@ -24,7 +27,16 @@ const STRATEGIES: &[&str] = &[
 ];
 
 /// Fallback actions are the application's to carry out: read, not turned into rules.
-const IGNORED: &[&str] = &["HttpRequestFallbackAction", "RpcRequestFallbackAction"];
+pub(crate) const IGNORED: &[&str] = &["HttpRequestFallbackAction", "RpcRequestFallbackAction"];
+
+/// A `RateLimitStrategy`'s `metricType`s.
+pub(crate) const RATE_LIMIT_METRIC_TYPES: &[&str] = &["RequestAmount"];
+/// A `RateLimitStrategy`'s `limitMode`s (`GlobalToLocal` is not supported).
+pub(crate) const RATE_LIMIT_MODES: &[&str] = &["Local", "Global"];
+/// A `ConcurrencyLimitStrategy`'s `limitMode`s.
+pub(crate) const CONCURRENCY_LIMIT_MODES: &[&str] = &["Local"];
+/// A `CircuitBreakerStrategy`'s `strategy`s.
+pub(crate) const BREAKER_STRATEGIES: &[&str] = &["SlowRequestRatio", "ErrorRequestRatio"];
 
 /// One OpenSergo resource of the payload.
 pub(crate) struct Resource {
@@ -43,12 +55,12 @@ impl Resource {
 
 /// Whether `kind` is one this reader knows.
 pub(crate) fn known_kind(kind: &str) -> bool {
-    kind == "FaultToleranceRule" || STRATEGIES.contains(&kind) || IGNORED.contains(&kind)
+    kind == RULE_KIND || STRATEGIES.contains(&kind) || IGNORED.contains(&kind)
 }
 
 /// The kinds this reader knows, for messages.
 pub(crate) fn kinds() -> String {
-    let mut all = vec!["FaultToleranceRule"];
+    let mut all = vec![RULE_KIND];
     all.extend_from_slice(STRATEGIES);
     all.extend_from_slice(IGNORED);
     all.join(", ")
@@ -61,7 +73,7 @@ pub(crate) fn rules(resources: &[Resource]) -> (RuleSet, Vec<RuleIssue>) {
     let mut degrade = Vec::new();
     let mut issues = Vec::new();
     let mut strategy_issues = Vec::new();
-    for rule in resources.iter().filter(|r| r.kind == "FaultToleranceRule") {
+    for rule in resources.iter().filter(|r| r.kind == RULE_KIND) {
         let mut issue =
             |family: RuleFamily, resource: Option<&str>, field: &str, message: String| {
                 issues.push(RuleIssue::new(
@@ -153,11 +165,14 @@ fn strategy_rule(strategy: &Resource, resource: &str, found: &mut Found) -> Opti
         "RateLimitStrategy" => {
             let f = RuleFamily::Flow;
             if let Some(metric) = text(spec, "metricType", f, found) {
-                if metric != "RequestAmount" {
+                if !RATE_LIMIT_METRIC_TYPES.contains(&metric.as_str()) {
                     found.push((
                         f,
                         "spec.metricType".into(),
-                        format!("unknown value {metric:?}; expected RequestAmount"),
+                        format!(
+                            "unknown value {metric:?}; expected {}",
+                            RATE_LIMIT_METRIC_TYPES.join(" or ")
+                        ),
                     ));
                 }
             }
@@ -358,6 +373,52 @@ fn duration(
                 ),
             ));
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strategy(kind: &str, spec: Value) -> Option<Made> {
+        let resource = Resource {
+            number: 0,
+            kind: kind.to_owned(),
+            name: "s".to_owned(),
+            spec: spec.as_object().cloned().unwrap_or_default(),
+        };
+        let mut found = Vec::new();
+        let made = strategy_rule(&resource, "/r", &mut found);
+        assert!(found.is_empty(), "{kind} {spec}: {found:?}");
+        made
+    }
+
+    /// The names the schema lists (`datasource::schema`) are the ones the reader takes.
+    #[test]
+    fn every_listed_enum_name_is_read() {
+        use serde_json::json;
+        for mode in RATE_LIMIT_MODES {
+            for metric in RATE_LIMIT_METRIC_TYPES {
+                let spec = json!({"metricType": metric, "limitMode": mode,
+                    "threshold": 1, "statDuration": "1s"});
+                assert!(strategy("RateLimitStrategy", spec).is_some(), "{mode}");
+            }
+        }
+        for mode in CONCURRENCY_LIMIT_MODES {
+            let spec = json!({"maxConcurrency": 2, "limitMode": mode});
+            assert!(
+                strategy("ConcurrencyLimitStrategy", spec).is_some(),
+                "{mode}"
+            );
+        }
+        for name in BREAKER_STRATEGIES {
+            let spec = json!({"strategy": name, "triggerRatio": "10%", "statDuration": "1s",
+                "recoveryTimeout": "1s", "slowConditions": {"maxAllowedRt": "5ms"}});
+            assert!(strategy("CircuitBreakerStrategy", spec).is_some(), "{name}");
+        }
+        for kind in STRATEGIES.iter().chain(IGNORED).chain([&RULE_KIND]) {
+            assert!(known_kind(kind), "{kind}");
         }
     }
 }

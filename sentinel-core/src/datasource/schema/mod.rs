@@ -8,6 +8,12 @@
 //! for sentinel-golang, keys in any letter case. Any other key is refused, as
 //! `validate --strict-keys` refuses it. What a schema cannot say (ranges that depend on
 //! other fields, one authority rule per resource...) the converter still checks.
+//!
+//! With the `yaml` feature too, `k8s` and `opensergo` describe one YAML document of
+//! `KubernetesYaml`: a resource with `apiVersion`, `kind`, `metadata` and `spec`, its `kind`
+//! one of sentinel-golang's (`FlowRules`...) or OpenSergo's (`RateLimitStrategy`...) for
+//! `k8s`, one of OpenSergo's for `opensergo`. An editor applies it to each document of a
+//! file (`# yaml-language-server: $schema=.../k8s.json`).
 
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
@@ -15,16 +21,22 @@ use serde_json::{json, Map, Value};
 
 use crate::family::Family;
 use crate::rules::RuleFamily;
-use crate::wire::{RuleWire, CARRIED_BY_STORES};
+use crate::wire::{Format, RuleWire, CARRIED_BY_STORES};
 
-/// Every rule format's schema, by file name (`flow`, `combined`, `go-flow`...).
+#[cfg(feature = "yaml")]
+mod resources;
+
+/// Every rule format's schema, by file name (`flow`, `combined`, `go-flow`...; with the
+/// `yaml` feature, `k8s` and `opensergo`).
 pub fn rule_schemas() -> Vec<(&'static str, Value)> {
     let mut all = Vec::new();
     for &family in RuleFamily::ALL {
         all.push((family.as_str(), java_schema(family)));
     }
     all.push(("combined", combined_schema()));
-    all.extend(crate::datasource::converter::go_schemas());
+    all.extend(go_schemas());
+    #[cfg(feature = "yaml")]
+    all.extend(resources::resource_schemas());
     all
 }
 
@@ -66,6 +78,54 @@ pub fn combined_schema() -> Value {
         "properties": properties,
         "additionalProperties": false
     })
+}
+
+/// The schemas of sentinel-golang's JSON formats, by file name, from the Go wire shapes in
+/// the families' folders.
+fn go_schemas() -> Vec<(&'static str, Value)> {
+    [
+        ("go-flow", "sentinel-golang flow rules", Format::GoFlow),
+        (
+            "go-circuit-breaker",
+            "sentinel-golang circuit-breaker rules",
+            Format::GoBreaker,
+        ),
+        (
+            "go-hotspot",
+            "sentinel-golang hotspot rules",
+            Format::GoHotspot,
+        ),
+        (
+            "go-system",
+            "sentinel-golang system rules",
+            Format::GoSystem,
+        ),
+        (
+            "go-isolation",
+            "sentinel-golang isolation rules",
+            Format::GoIsolation,
+        ),
+    ]
+    .into_iter()
+    .map(|(name, title, format)| {
+        let mut rule = go_rule_object(format);
+        any_case(&mut rule);
+        (name, document(title, rule))
+    })
+    .collect()
+}
+
+/// The schema of one rule of a sentinel-golang JSON format, its keys as written (before
+/// [`any_case`]); `null` for a Java format.
+pub(crate) fn go_rule_object(format: Format) -> Value {
+    match format {
+        Format::GoFlow => rule_object::<crate::flow::GoFlowRuleWire>(),
+        Format::GoBreaker => rule_object::<crate::circuit_breaker::GoBreakerRuleWire>(),
+        Format::GoHotspot => rule_object::<crate::param_flow::GoHotspotRuleWire>(),
+        Format::GoSystem => rule_object::<crate::system::GoSystemRuleWire>(),
+        Format::GoIsolation => rule_object::<crate::flow::GoIsolationRuleWire>(),
+        _ => Value::Null,
+    }
 }
 
 fn java_rule<F: Family>() -> Value
@@ -155,7 +215,8 @@ pub(crate) fn any_case(value: &mut Value) {
     }
 }
 
-fn any_case_pattern(key: &str) -> String {
+/// A regular expression that matches `key` in any letter case.
+pub(crate) fn any_case_pattern(key: &str) -> String {
     let mut pattern = String::from("^");
     for c in key.chars() {
         if c.is_ascii_alphabetic() {
