@@ -1,7 +1,8 @@
 //! The engine: the [`Sentinel`] handle, its resources, its rule tables and how rules get
 //! into them.
 //!
-//! - `sentinel`: the handle, its builder and its read-only views;
+//! - `sentinel`: the handle, its builder, its statistics and rules;
+//! - `views`: a node's ended seconds, and the read-only views the dashboard and console read;
 //! - `shared`: what resource nodes and entries share with the engine, and the hot path's
 //!   cached access to the rule table;
 //! - `snapshot`: the published rule table (every family's compiled table, per-resource slots);
@@ -19,18 +20,19 @@ mod sentinel;
 mod shared;
 mod snapshot;
 mod sources;
+mod views;
 
 pub(crate) use apply::{compile_tables, replace_parts, Incoming};
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
 pub(crate) use regex::{check_pattern, Patterns};
 pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
-pub(crate) use sentinel::seconds_of;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shared::with_rules;
 pub(crate) use shared::Shared as SharedState;
 pub(crate) use snapshot::{ResourceRules, RuleSnapshot, SourceRules, Tables};
 pub(crate) use sources::SourceNameClaim;
+pub(crate) use views::seconds_of;
 
 #[cfg(test)]
 mod tests;

@@ -85,17 +85,20 @@
 
 mod golang;
 mod rule;
+mod sketch;
+mod slot;
 mod table;
 mod value;
 mod values;
+mod wire;
 
 pub(crate) use golang::{into_go_hotspot_rule, GoHotspotRuleWire};
-pub(crate) use rule::ParamFlowRuleWire;
 pub use rule::{
     ParamControlBehavior, ParamFlowClusterConfig, ParamFlowGrade, ParamFlowItem, ParamFlowRule,
 };
 pub(crate) use table::{CallArgs, Holds, Now, ParamFlowTable, ResourceParamRules};
 pub use value::{ParamArg, ParamValue};
+pub(crate) use wire::ParamFlowRuleWire;
 
 #[cfg(test)]
 mod table_tests;

@@ -4,10 +4,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::rule::{ParamControlBehavior, ParamFlowGrade, ParamFlowRule};
+use super::slot::{release, reserve, space_out, take_tokens, MAX_TOKENS};
 use super::value::ParamValue;
-use super::values::{
-    release, reserve, space_out, take_tokens, Place, Reuse, ValueTable, MAX_TOKENS,
-};
+use super::values::{Place, Reuse, ValueTable};
 use crate::clock::Clock;
 use crate::engine::Patterns;
 use crate::hash::FastMap;

@@ -1,5 +1,6 @@
 //! The per-value state of one param-flow rule: a bounded, lock-free table of slots, and the
-//! three checks that run on a slot (token bucket, uniform spacing, concurrency).
+//! slot's state, which the three checks of `slot.rs` keep (token bucket, uniform spacing,
+//! concurrency).
 //!
 //! # The table
 //!
@@ -39,14 +40,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::sketch::Sketch;
+
 /// Slots per bucket: eight tags fill one cache line.
 pub(crate) const WAYS: usize = 8;
-/// A token-bucket state: the refill time in its high bits, the tokens in its low ones.
-const TOKEN_BITS: u32 = 24;
-/// The most tokens a value holds: a higher count acts as this one.
-pub(crate) const MAX_TOKENS: u64 = (1 << TOKEN_BITS) - 1;
-/// Times are kept as milliseconds + 1 in 40 bits (0 marks a fresh slot): 34 years.
-const TIME_MASK: u64 = (1 << 40) - 1;
 /// The tag of a slot being filled: lookups miss it, other inserters skip it. Fingerprints
 /// never have their top bit set, so none equals it.
 const BUSY: u64 = u64::MAX;
@@ -120,7 +117,7 @@ impl ValueTable {
         self.tags.len() * std::mem::size_of::<Tags>()
             + self.states.len() * 2 * 8
             + self.inserting.len()
-            + self.sketch.words.len() * 8
+            + self.sketch.bytes()
     }
 
     /// The state word of slot `slot`.
@@ -316,227 +313,10 @@ impl Drop for InsertFlag<'_> {
     }
 }
 
-/// Rows of the count-min sketch.
-const ROWS: usize = 4;
-/// Odd multipliers that give each row its own index of a fingerprint.
-const ROW_SEEDS: [u64; ROWS] = [
-    0x9E37_79B9_7F4A_7C15,
-    0xC2B2_AE3D_27D4_EB4F,
-    0x1656_67B1_9E37_79F9,
-    0xD6E8_FEB8_6659_FD93,
-];
-/// A 4-bit counter's largest value.
-const COUNTER_MAX: u64 = 15;
-
-/// How often values were seen: a count-min sketch of 4-bit counters (four rows, one counter
-/// per slot of the table in each, rounded up to a power of two), incremented conservatively
-/// and halved every `halve_every_ms`. Updates are plain loads and stores: a lost update
-/// under a race only undercounts an estimate.
-#[derive(Debug)]
-struct Sketch {
-    words: Box<[AtomicU64]>,
-    /// Counters per row, minus one (a power of two minus one).
-    row_mask: usize,
-    halve_every_ms: u64,
-    next_halving: AtomicU64,
-}
-
-impl Sketch {
-    fn new(counters: usize, halve_every_ms: u64) -> Self {
-        let per_row = if counters == 0 {
-            0
-        } else {
-            counters.next_power_of_two().max(16)
-        };
-        Self {
-            words: (0..ROWS * per_row / 16)
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-            row_mask: per_row.saturating_sub(1),
-            halve_every_ms: halve_every_ms.max(1),
-            next_halving: AtomicU64::new(halve_every_ms.max(1)),
-        }
-    }
-
-    /// The word and bit shift of `fingerprint`'s counter in `row`.
-    #[inline]
-    fn counter(&self, row: usize, fingerprint: u64) -> (usize, u32) {
-        let index = (fingerprint.wrapping_mul(ROW_SEEDS[row]) >> 32) as usize & self.row_mask;
-        let per_row = self.row_mask + 1;
-        ((row * per_row + index) / 16, (index % 16) as u32 * 4)
-    }
-
-    /// How often `fingerprint` was seen lately (0 to 15).
-    fn estimate(&self, fingerprint: u64) -> u64 {
-        if self.words.is_empty() {
-            return 0;
-        }
-        (0..ROWS)
-            .map(|row| {
-                let (word, shift) = self.counter(row, fingerprint);
-                self.words[word].load(Ordering::Relaxed) >> shift & COUNTER_MAX
-            })
-            .min()
-            .unwrap_or(0)
-    }
-
-    /// Counts one sighting of `fingerprint`: the counters at the row minimum go up by one.
-    #[inline(never)]
-    fn record(&self, fingerprint: u64, now_ms: u64) {
-        if self.words.is_empty() {
-            return;
-        }
-        self.age(now_ms);
-        let mut at = [(0usize, 0u32, 0u64); ROWS];
-        for (row, slot) in at.iter_mut().enumerate() {
-            let (word, shift) = self.counter(row, fingerprint);
-            let value = self.words[word].load(Ordering::Relaxed) >> shift & COUNTER_MAX;
-            *slot = (word, shift, value);
-        }
-        let min = at.iter().map(|&(_, _, v)| v).min().unwrap_or(COUNTER_MAX);
-        if min >= COUNTER_MAX {
-            return;
-        }
-        for &(word, shift, value) in &at {
-            if value == min {
-                let cell = &self.words[word];
-                let current = cell.load(Ordering::Relaxed);
-                if current >> shift & COUNTER_MAX < COUNTER_MAX {
-                    cell.store(current + (1 << shift), Ordering::Relaxed);
-                }
-            }
-        }
-    }
-
-    /// Halves every counter once per `halve_every_ms`.
-    fn age(&self, now_ms: u64) {
-        let due = self.next_halving.load(Ordering::Relaxed);
-        if now_ms < due
-            || self
-                .next_halving
-                .compare_exchange(
-                    due,
-                    now_ms.saturating_add(self.halve_every_ms),
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-        {
-            return;
-        }
-        for cell in self.words.iter() {
-            let halved = (cell.load(Ordering::Relaxed) >> 1) & 0x7777_7777_7777_7777;
-            cell.store(halved, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Sentinel's `passDefaultLocalCheck`: `tokens` per `duration_ms`, at most `max` held
-/// (`tokens + burstCount`). The bucket refills, in proportion to the time passed, once a
-/// whole duration has passed since its last refill.
-#[inline]
-pub(crate) fn take_tokens(
-    state: &AtomicU64,
-    now_ms: u64,
-    tokens: u64,
-    max: u64,
-    duration_ms: u64,
-    acquire: u64,
-) -> bool {
-    if tokens == 0 || acquire > max {
-        return false;
-    }
-    let now = (now_ms + 1) & TIME_MASK;
-    let pack = |time: u64, rest: u64| time << TOKEN_BITS | rest;
-    let mut seen = state.load(Ordering::Acquire);
-    loop {
-        let (time, rest) = (seen >> TOKEN_BITS, seen & MAX_TOKENS);
-        let next = if time == 0 {
-            // The value's first call: a full bucket.
-            pack(now, max - acquire)
-        } else {
-            let passed = now.wrapping_sub(time) & TIME_MASK;
-            if passed > duration_ms {
-                let added = u128::from(passed) * u128::from(tokens) / u128::from(duration_ms);
-                let total = u128::from(rest) + added;
-                if total < u128::from(acquire) {
-                    return false;
-                }
-                let left = if total > u128::from(max) {
-                    max - acquire
-                } else {
-                    // total <= max here, so it fits.
-                    u64::try_from(total).unwrap_or(max) - acquire
-                };
-                pack(now, left)
-            } else if rest >= acquire {
-                pack(time, rest - acquire)
-            } else {
-                return false;
-            }
-        };
-        match state.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return true,
-            Err(current) => seen = current,
-        }
-    }
-}
-
-/// Sentinel's `passThrottleLocalCheck`, in nanoseconds: one call per `cost_ns`, queueing
-/// less than `max_queue_ns`. The state is the time the last call was given, + 1 (0: the
-/// value's first call). Returns how long the call waits, or `None` when it is rejected.
-#[inline]
-pub(crate) fn space_out(
-    state: &AtomicU64,
-    now_ns: u64,
-    cost_ns: u64,
-    max_queue_ns: u64,
-) -> Option<u64> {
-    let mut seen = state.load(Ordering::Acquire);
-    loop {
-        let (next, wait) = if seen == 0 {
-            (now_ns, 0)
-        } else {
-            let expected = (seen - 1).saturating_add(cost_ns);
-            if expected <= now_ns {
-                (now_ns, 0)
-            } else if expected - now_ns < max_queue_ns {
-                (expected, expected - now_ns)
-            } else {
-                return None;
-            }
-        };
-        let next = next.min(u64::MAX - 1) + 1;
-        match state.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Some(wait),
-            Err(current) => seen = current,
-        }
-    }
-}
-
-/// The concurrency check, as Sentinel counts it: a call passes while the calls in flight
-/// plus `acquire` stay within `limit`, and takes one place. The check and the place are one
-/// atomic step, so the limit is exact.
-#[inline]
-pub(crate) fn reserve(state: &AtomicU64, limit: u64, acquire: u64) -> bool {
-    state
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |in_flight| {
-            (in_flight.saturating_add(acquire) <= limit).then_some(in_flight + 1)
-        })
-        .is_ok()
-}
-
-/// Gives back a place [`reserve`] took (never below zero).
-#[inline]
-pub(crate) fn release(state: &AtomicU64) {
-    let _ = state.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-        Some(v.saturating_sub(1))
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::param_flow::slot::{release, reserve};
 
     fn slot(table: &ValueTable, fingerprint: u64, now_ms: u64) -> usize {
         match table.slot(fingerprint, now_ms) {
@@ -615,36 +395,5 @@ mod tests {
         let first = slot(&table, fp(0), 1);
         release(table.state(first));
         assert_eq!(table.slot(fp(99), 2), Place::Slot(first));
-    }
-
-    #[test]
-    fn reserve_counts_one_place_per_call_and_checks_the_batch() {
-        let s = AtomicU64::new(0);
-        let admitted = (0..20).filter(|_| reserve(&s, 10, 5)).count();
-        assert_eq!(admitted, 6, "in flight + 5 <= 10 while in flight <= 5");
-        assert_eq!(s.load(Ordering::Relaxed), 6);
-    }
-
-    #[test]
-    fn token_bucket_refills_after_a_whole_duration() {
-        let s = AtomicU64::new(0);
-        let take = |now| take_tokens(&s, now, 2, 3, 1000, 1);
-        assert!(take(0) && take(1) && take(2), "count 2 + burst 1");
-        assert!(!take(500));
-        assert!(!take(1000), "a whole duration has not passed yet");
-        assert!(take(1003) && take(1003) && !take(1003));
-    }
-
-    #[test]
-    fn spacing_queues_within_the_limit() {
-        const MS: u64 = 1_000_000;
-        let s = AtomicU64::new(0);
-        assert_eq!(space_out(&s, 0, 100 * MS, 250 * MS), Some(0));
-        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), Some(90 * MS));
-        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), Some(190 * MS));
-        assert_eq!(space_out(&s, 10 * MS, 100 * MS, 250 * MS), None);
-        assert_eq!(space_out(&s, 1000 * MS, 100 * MS, 0), Some(0));
-        assert_eq!(space_out(&s, 1050 * MS, 100 * MS, 0), None);
-        assert_eq!(space_out(&s, u64::MAX, u64::MAX, 0), Some(0), "saturates");
     }
 }

@@ -3,11 +3,12 @@
 
 mod minute;
 mod node;
+mod stats;
 mod stripe;
 mod window;
 
 pub(crate) use node::StatNode;
-pub use node::{NodeStats, SecondStats};
+pub use stats::{NodeStats, SecondStats};
 pub(crate) use stripe::{my_stripe, StripedWindow};
 pub(crate) use window::Event;
 
