@@ -230,10 +230,7 @@ mod tests {
             let report = sentinel.apply(
                 "test",
                 "test",
-                Ok(crate::engine::Incoming::unchecked(
-                    cleared,
-                    Default::default(),
-                )),
+                crate::engine::Incoming::unchecked(cleared, Default::default()),
             );
             assert_eq!(report.map(|r| r.applied).ok(), Some(vec![(family, 0)]));
 

@@ -2,11 +2,12 @@
 //! (unless a converter did), replace the source's part, compile the changed families'
 //! tables, and publish them all in one store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::sentinel::Sentinel;
 use super::snapshot::{RuleSnapshot, SourceRules, Tables};
+use super::sources::Owned;
 use crate::events::SentinelEvent;
 use crate::family::{CompileEnv, Family};
 use crate::hash::FastSet;
@@ -27,6 +28,9 @@ pub(crate) struct Incoming {
     /// `None`: already validated (by a converter that validates); the set is applied as it
     /// is. `Some(mode)`: validate here, in this mode.
     validate: Option<Validation>,
+    /// The set is the source's whole payload: what the source applied before and the set
+    /// does not carry is cleared ([`Incoming::replacing_source`]).
+    replaces_source: bool,
 }
 
 impl Incoming {
@@ -39,6 +43,7 @@ impl Incoming {
             skipped_rules: 0,
             warnings: Vec::new(),
             validate: Some(validation),
+            replaces_source: false,
         }
     }
 
@@ -51,7 +56,18 @@ impl Incoming {
             skipped_rules,
             warnings: Vec::new(),
             validate: None,
+            replaces_source: false,
         }
+    }
+
+    /// Marks the set as a running data source's whole payload: every family (and shadow
+    /// family) the source applied before and the set does not carry is cleared, and an
+    /// empty set clears them all. The engine, not the source, knows what it applied
+    /// ([`Sentinel::owned`]). A set that neither carries nor clears a family changes nothing:
+    /// the report's `applied` and `shadow_applied` are empty, and nothing is published.
+    pub(crate) fn replacing_source(mut self) -> Self {
+        self.replaces_source = true;
+        self
     }
 
     /// Adds the warnings of the conversion.
@@ -97,7 +113,7 @@ for_each_family!(apply_families);
 
 impl Sentinel {
     /// Applies one payload of `source` (named `payload` in errors), or reports why it cannot
-    /// be: the one place that emits [`SentinelEvent::RulesRejected`].
+    /// be (through [`reject`](Self::reject)).
     ///
     /// Two sources feeding one family are unioned: each source owns its part, and an update
     /// from one replaces only that part. Rules equal to active ones (ignoring `id` and unknown
@@ -106,16 +122,20 @@ impl Sentinel {
         &self,
         source: &str,
         payload: &str,
-        incoming: Result<Incoming, RuleError>,
+        incoming: Incoming,
     ) -> Result<LoadReport, RuleError> {
-        let result = incoming.and_then(|incoming| self.apply_incoming(source, payload, incoming));
-        if let Err(error) = &result {
-            self.inner.shared.events.emit(SentinelEvent::RulesRejected {
-                source: source.to_owned(),
-                error: error.clone(),
-            });
-        }
-        result
+        self.apply_incoming(source, payload, incoming)
+            .inspect_err(|error| self.reject(source, error))
+    }
+
+    /// Reports that a payload of `source` was rejected, wherever in the pipeline (its
+    /// conversion, its validation, the swap): the one place that emits
+    /// [`SentinelEvent::RulesRejected`].
+    pub(crate) fn reject(&self, source: &str, error: &RuleError) {
+        self.inner.shared.events.emit(SentinelEvent::RulesRejected {
+            source: source.to_owned(),
+            error: error.clone(),
+        });
     }
 
     fn apply_incoming(
@@ -130,7 +150,21 @@ impl Sentinel {
             mut skipped_rules,
             warnings,
             validate,
+            replaces_source,
         } = incoming;
+        let mut set = set;
+        let owned = if replaces_source {
+            let (families, shadow) = replace_whole(&mut set, &self.owned(source));
+            if families.is_empty() && shadow.is_empty() {
+                return Ok(LoadReport {
+                    version: self.inner.shared.rules.load().version,
+                    ..LoadReport::default()
+                });
+            }
+            Some((families, shadow))
+        } else {
+            None
+        };
         let mut set = match validate {
             None => set,
             Some(mode) => {
@@ -204,6 +238,9 @@ impl Sentinel {
         let shadow_rules = next.shadow.as_ref().map_or(0, |s| s.of_source(source));
         let version = next.version;
         self.inner.shared.rules.store(Arc::new(next));
+        if let Some((families, shadow)) = owned {
+            self.own(source, families, shadow);
+        }
         drop(writer);
 
         self.inner.shared.events.emit(SentinelEvent::RulesApplied {
@@ -222,6 +259,31 @@ impl Sentinel {
             shadow_rules,
         })
     }
+}
+
+/// Makes `set` a source's whole part: each family (and shadow family) of `owned` that `set`
+/// does not carry is cleared. Returns the families and shadow families `set` then carries.
+fn replace_whole(set: &mut RuleSet, owned: &Owned) -> (Vec<RuleFamily>, Vec<RuleFamily>) {
+    let carried: BTreeSet<RuleFamily> = set.families().into_iter().collect();
+    let missing: Vec<RuleFamily> = owned.families.difference(&carried).copied().collect();
+    set.merge(RuleSet::cleared(&missing));
+    let shadow_carried: BTreeSet<RuleFamily> = set
+        .shadow
+        .as_ref()
+        .map(|s| s.families().into_iter().collect())
+        .unwrap_or_default();
+    let shadow_missing: Vec<RuleFamily> =
+        owned.shadow.difference(&shadow_carried).copied().collect();
+    if !shadow_missing.is_empty() {
+        let shadow = set.shadow.get_or_insert_with(Box::default);
+        shadow.merge(RuleSet::cleared(&shadow_missing));
+    }
+    let shadow = set
+        .shadow
+        .as_ref()
+        .map(|s| s.families())
+        .unwrap_or_default();
+    (set.families(), shadow)
 }
 
 /// A source's part of one family: `None` when it brings no rule.

@@ -95,7 +95,7 @@ impl<R: FamilyRule> RuleManager<'_, R> {
 
     fn load(&self, rules: Vec<R>, validation: Validation) -> Result<LoadReport, RuleError> {
         let incoming = Incoming::unchecked(R::into_set(rules), validation);
-        self.sentinel.apply(API_SOURCE, API_SOURCE, Ok(incoming))
+        self.sentinel.apply(API_SOURCE, API_SOURCE, incoming)
     }
 
     /// Every active rule of this family, from all sources.

@@ -1,6 +1,6 @@
 //! The `Sentinel` handle and its builder: the engine's resources, rule tables and clock.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -10,6 +10,7 @@ use arc_swap::ArcSwap;
 use super::resources::{Limits, Registry, ResourceNode};
 use super::shared::Shared;
 use super::snapshot::RuleSnapshot;
+use super::sources::Owned;
 use super::views::seconds_of;
 use crate::block::BlockReasons;
 use crate::circuit_breaker::{BreakerState, DegradeRule};
@@ -26,8 +27,9 @@ pub(crate) struct Inner {
     pub(crate) validation: Validation,
     /// Serialises rule writers; readers never take it.
     pub(crate) writer: Mutex<()>,
-    /// Names of the running data sources: each names one part of the rule union.
-    pub(crate) source_names: Mutex<BTreeSet<String>>,
+    /// The running data sources, by name (each names one part of the rule union), with the
+    /// families each has applied.
+    pub(crate) source_names: Mutex<BTreeMap<String, Owned>>,
     /// The backend that decides `clusterMode` flow rules, if any.
     pub(crate) cluster: Option<Arc<dyn ClusterBackend>>,
 }
@@ -161,7 +163,7 @@ impl SentinelBuilder {
                 registry: Registry::new(self.limits),
                 validation: self.validation,
                 writer: Mutex::new(()),
-                source_names: Mutex::new(BTreeSet::new()),
+                source_names: Mutex::new(BTreeMap::new()),
                 cluster: self.cluster,
             }),
         }

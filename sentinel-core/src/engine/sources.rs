@@ -1,7 +1,21 @@
 //! The names of an engine's running data sources: each names one part of the rule union,
-//! so two running sources cannot share one.
+//! so two running sources cannot share one; and the families each has applied, which its
+//! next payload replaces.
+
+use std::collections::BTreeSet;
 
 use super::sentinel::{Sentinel, WeakSentinel};
+use crate::rules::RuleFamily;
+
+/// The families a running data source has applied, enforced and shadow: a payload of the
+/// source that no longer carries one of them clears the source's part of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Owned {
+    /// Enforced families.
+    pub(crate) families: BTreeSet<RuleFamily>,
+    /// Shadow families.
+    pub(crate) shadow: BTreeSet<RuleFamily>,
+}
 
 /// A data source's hold on its name (see [`Sentinel::claim_source_name`]).
 #[derive(Debug)]
@@ -19,10 +33,38 @@ impl Sentinel {
             .source_names
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        names.insert(name.to_owned()).then(|| SourceNameClaim {
+        if names.contains_key(name) {
+            return None;
+        }
+        names.insert(name.to_owned(), Owned::default());
+        Some(SourceNameClaim {
             sentinel: self.downgrade(),
             name: name.to_owned(),
         })
+    }
+
+    /// The families the running source `name` has applied (none for another name).
+    pub(crate) fn owned(&self, name: &str) -> Owned {
+        self.inner
+            .source_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Records that the running source `name` has applied `families` and `shadow`.
+    pub(crate) fn own(&self, name: &str, families: Vec<RuleFamily>, shadow: Vec<RuleFamily>) {
+        let mut names = self
+            .inner
+            .source_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(owned) = names.get_mut(name) {
+            owned.families.extend(families);
+            owned.shadow.extend(shadow);
+        }
     }
 }
 

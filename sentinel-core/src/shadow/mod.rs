@@ -131,7 +131,7 @@ impl Sentinel {
     /// section) as the `api` source's rules of the families it carries, in one swap.
     pub fn load_rule_set(&self, rules: RuleSet) -> Result<LoadReport, RuleError> {
         let incoming = Incoming::unchecked(rules, self.inner.validation);
-        self.apply(API_SOURCE, API_SOURCE, Ok(incoming))
+        self.apply(API_SOURCE, API_SOURCE, incoming)
     }
 
     /// Every shadow rule's would-blocks and breaker state (see [`crate::shadow`]), in family

@@ -1,7 +1,6 @@
 //! The generic driver: one loop, for every backend, that loads, converts, validates,
 //! deduplicates, applies, reports and reconnects.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +18,8 @@ use crate::rules::Validation;
 
 mod backoff;
 mod error;
+mod hash;
+mod local_snapshot;
 mod options;
 mod task;
 
@@ -160,8 +161,6 @@ impl DataSourceBuilder {
             validation: self.validation,
             snapshot_file: self.snapshot_file,
             max_payload_bytes: self.max_payload_bytes,
-            owned: BTreeSet::new(),
-            owned_shadow: BTreeSet::new(),
             last_hash: None,
             status: status_tx,
         };

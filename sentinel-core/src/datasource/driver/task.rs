@@ -1,19 +1,18 @@
 //! The background task of one data source: read, watch, and push each payload through the
-//! pipeline (size cap, dedupe, delete policy, convert, validate, apply), with status.
+//! pipeline (size cap, dedupe, delete policy, convert, validate, apply), with status. The
+//! local snapshot is `local_snapshot.rs`'s, the content hash `hash.rs`'s.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::backoff::Backoff;
 use super::error::DataSourceError;
+use super::hash::{content_hash, hex};
 use super::options::{DeletePolicy, StartMode};
 use super::SharedConverter;
 use crate::datasource::converter::Converter;
-use crate::datasource::snapshot;
 use crate::datasource::source::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 use crate::datasource::status::SourceStatus;
 use crate::engine::{Incoming, Sentinel, SourceNameClaim};
@@ -38,13 +37,19 @@ pub(super) struct Driver {
     pub(super) validation: Validation,
     pub(super) snapshot_file: Option<PathBuf>,
     pub(super) max_payload_bytes: usize,
-    /// Every family this source has applied.
-    pub(super) owned: BTreeSet<RuleFamily>,
-    /// Every family this source has applied shadow rules of.
-    pub(super) owned_shadow: BTreeSet<RuleFamily>,
     /// Hash of the last payload processed (applied, rejected or kept).
     pub(super) last_hash: Option<[u8; 32]>,
     pub(super) status: watch::Sender<SourceStatus>,
+}
+
+/// What one read of the backend came to.
+enum Read {
+    /// The task was stopped first.
+    Stopped,
+    /// The backend gave a payload, processed: applied, kept, or rejected (`Err`).
+    Done(Result<(), DataSourceError>),
+    /// The read failed (the backend closed, a lost connection, a value over its cap).
+    Failed(SourceError),
 }
 
 /// Resolves when `close` was called or the handle dropped.
@@ -59,23 +64,18 @@ impl Driver {
         &mut self,
         start_mode: StartMode,
     ) -> Result<bool, DataSourceError> {
-        match self.backend.read().await {
-            Ok(payload) => {
-                self.connected();
-                match self.process(payload).await {
-                    Ok(()) => Ok(false),
-                    Err(error) if start_mode == StartMode::Snapshot => {
-                        tracing::warn!(source = %self.name, %error, "initial payload not applied; starting from the local snapshot");
-                        self.load_snapshot().await;
-                        Ok(false)
-                    }
-                    Err(error) => {
-                        self.backend.close().await;
-                        Err(error)
-                    }
-                }
+        match self.read(None).await {
+            Read::Done(Ok(())) => Ok(false),
+            Read::Done(Err(error)) if start_mode == StartMode::Snapshot => {
+                tracing::warn!(source = %self.name, %error, "initial payload not applied; starting from the local snapshot");
+                self.load_snapshot().await;
+                Ok(false)
             }
-            Err(error) => {
+            Read::Done(Err(error)) => {
+                self.backend.close().await;
+                Err(error)
+            }
+            Read::Failed(error) => {
                 self.disconnected(&error);
                 if start_mode == StartMode::FailFast {
                     self.backend.close().await;
@@ -88,6 +88,8 @@ impl Driver {
                 self.load_snapshot().await;
                 Ok(true)
             }
+            // Not reached: nothing stops the first read.
+            Read::Stopped => Ok(false),
         }
     }
 
@@ -106,30 +108,14 @@ impl Driver {
                     () = stopped(&mut stop) => break,
                     () = tokio::time::sleep(delay) => {}
                 }
-                let read = tokio::select! {
-                    biased;
-                    () = stopped(&mut stop) => break,
-                    read = self.backend.read() => read,
-                };
-                self.note_reauthentications();
-                match read {
-                    Ok(payload) => {
-                        self.connected();
+                match self.read(Some(&mut stop)).await {
+                    Read::Stopped | Read::Failed(SourceError::Closed) => break,
+                    Read::Done(_) => need_read = false,
+                    Read::Failed(error) => {
+                        if self.read_failed(&error) {
+                            continue;
+                        }
                         need_read = false;
-                        let _ = self.process(payload).await;
-                    }
-                    Err(SourceError::Closed) => break,
-                    Err(error @ SourceError::TooLarge { .. }) => {
-                        // The server answered: connected, but the value is rejected. Watch
-                        // for the next value (a backend reports an unchanged oversized
-                        // value once).
-                        self.connected();
-                        need_read = false;
-                        self.oversized(&error, None);
-                    }
-                    Err(error) => {
-                        self.disconnected(&error);
-                        continue;
                     }
                 }
             }
@@ -150,24 +136,10 @@ impl Driver {
                 Ok(WatchEvent::Restored) => self.connected(),
                 Ok(WatchEvent::Resync) => {
                     backoff.reset();
-                    let read = tokio::select! {
-                        biased;
-                        () = stopped(&mut stop) => break,
-                        read = self.backend.read() => read,
-                    };
-                    self.note_reauthentications();
-                    match read {
-                        Ok(payload) => {
-                            let _ = self.process(payload).await;
-                        }
-                        Err(SourceError::Closed) => break,
-                        Err(error @ SourceError::TooLarge { .. }) => {
-                            self.oversized(&error, None);
-                        }
-                        Err(error) => {
-                            self.disconnected(&error);
-                            need_read = true;
-                        }
+                    match self.read(Some(&mut stop)).await {
+                        Read::Stopped | Read::Failed(SourceError::Closed) => break,
+                        Read::Done(_) => {}
+                        Read::Failed(error) => need_read = self.read_failed(&error),
                     }
                 }
                 Err(SourceError::Closed) => break,
@@ -194,6 +166,51 @@ impl Driver {
             s.closed = true;
         });
         tracing::debug!(source = %self.name, "data source closed");
+    }
+
+    /// Reads the whole value once, unless `stop` fires first, and processes the payload: the
+    /// task's one read path (the first read, a reconnect, a resync). A failed read is
+    /// returned as it is, for the caller to report.
+    async fn read(&mut self, stop: Option<&mut watch::Receiver<bool>>) -> Read {
+        let stop = async {
+            match stop {
+                Some(stop) => stopped(stop).await,
+                None => std::future::pending().await,
+            }
+        };
+        let read = tokio::select! {
+            biased;
+            () = stop => return Read::Stopped,
+            read = self.backend.read() => read,
+        };
+        self.note_reauthentications();
+        match read {
+            Ok(payload) => {
+                self.connected();
+                Read::Done(self.process(payload).await)
+            }
+            Err(error) => Read::Failed(error),
+        }
+    }
+
+    /// Reports a failed read after the first; `true` when the task must read again (after
+    /// backoff), `false` when it watches on.
+    fn read_failed(&mut self, error: &SourceError) -> bool {
+        if let SourceError::TooLarge { .. } = error {
+            // The server answered: connected, but the value is rejected. Watch for the next
+            // value (a backend reports an unchanged oversized value once).
+            self.connected();
+            self.oversized(error, None);
+            return false;
+        }
+        self.disconnected(error);
+        true
+    }
+
+    /// The families this source has applied, as the engine records them.
+    pub(super) fn owned_families(&self) -> Vec<RuleFamily> {
+        let owned = self.sentinel.owned(&self.name);
+        owned.families.into_iter().collect()
     }
 
     /// Copies the backend's count of fresh logins into the status.
@@ -299,72 +316,38 @@ impl Driver {
             return Ok(());
         }
 
-        let (mut set, skipped, skipped_rules, warnings) = if payload.is_absent() {
-            let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
-            let mut cleared = RuleSet::cleared(&owned);
-            if !self.owned_shadow.is_empty() {
-                let shadow: Vec<RuleFamily> = self.owned_shadow.iter().copied().collect();
-                cleared.shadow = Some(Box::new(RuleSet::cleared(&shadow)));
-            }
-            (cleared, Vec::new(), 0, Vec::new())
+        // An absent payload clears every family this source applied: the engine knows which.
+        let (set, skipped, skipped_rules, warnings) = if payload.is_absent() {
+            (RuleSet::new(), Vec::new(), 0, Vec::new())
         } else {
             match self.convert(&payload) {
                 Ok(converted) => converted,
                 Err(error) => {
-                    // Through `apply`, the one place that reports a rejection.
-                    let _ = self
-                        .sentinel
-                        .apply(&self.name, &self.name, Err(error.clone()));
+                    self.sentinel.reject(&self.name, &error);
                     return Err(self.rejected(error, &payload, hash_hex));
                 }
             }
         };
 
-        // Ownership: every family applied before is replaced, cleared if not carried now.
-        let carried: BTreeSet<RuleFamily> = set.families().into_iter().collect();
-        let missing: Vec<RuleFamily> = self.owned.difference(&carried).copied().collect();
-        set.merge(RuleSet::cleared(&missing));
-        let families: BTreeSet<RuleFamily> = set.families().into_iter().collect();
-        // The same for the shadow section.
-        let shadow_carried: BTreeSet<RuleFamily> = set
-            .shadow
-            .as_ref()
-            .map(|s| s.families().into_iter().collect())
-            .unwrap_or_default();
-        let shadow_missing: Vec<RuleFamily> = self
-            .owned_shadow
-            .difference(&shadow_carried)
-            .copied()
-            .collect();
-        if !shadow_missing.is_empty() {
-            let shadow = set.shadow.get_or_insert_with(Box::default);
-            shadow.merge(RuleSet::cleared(&shadow_missing));
-        }
-        let shadow_families: Vec<RuleFamily> = set
-            .shadow
-            .as_ref()
-            .map(|s| s.families())
-            .unwrap_or_default();
-        if families.is_empty() && shadow_families.is_empty() {
-            // Nothing stored and nothing owned: there is nothing to change.
-            self.status.send_modify(|s| {
-                s.last_hash = Some(hash_hex);
-                s.last_revision = payload.revision.clone();
-                s.last_error = None;
-            });
-            return Ok(());
-        }
-
         let for_snapshot = self.snapshot_file.as_ref().map(|_| set.clone());
-        let incoming = Incoming::checked(set, skipped, skipped_rules).with_warnings(warnings);
-        match self.sentinel.apply(&self.name, &self.name, Ok(incoming)) {
+        let incoming = Incoming::checked(set, skipped, skipped_rules)
+            .with_warnings(warnings)
+            .replacing_source();
+        match self.sentinel.apply(&self.name, &self.name, incoming) {
+            Ok(report) if report.applied.is_empty() && report.shadow_applied.is_empty() => {
+                // Nothing carried and nothing owned: nothing changed.
+                self.status.send_modify(|s| {
+                    s.last_hash = Some(hash_hex);
+                    s.last_revision = payload.revision.clone();
+                    s.last_error = None;
+                });
+                Ok(())
+            }
             Ok(report) => {
-                self.owned.extend(families);
-                self.owned_shadow.extend(shadow_families);
                 let shadow_rules = report.shadow_rules;
                 let (skipped, skipped_rules) = (report.skipped, report.skipped_rules);
                 let warnings = report.warnings;
-                let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
+                let owned = self.owned_families();
                 self.status.send_modify(|s| {
                     s.applied_count += 1;
                     s.last_applied_at = Some(SystemTime::now());
@@ -449,135 +432,8 @@ impl Driver {
             source: error,
         }
     }
-
-    async fn write_snapshot(&mut self, path: &Path, set: &RuleSet) {
-        let result = match snapshot::encode(set) {
-            Ok(bytes) => snapshot::write_atomic(path, bytes).await,
-            Err(error) => Err(std::io::Error::other(error)),
-        };
-        let error = result
-            .err()
-            .map(|e| format!("writing {}: {e}", path.display()));
-        if let Some(error) = &error {
-            tracing::warn!(source = %self.name, %error, "snapshot not written");
-        }
-        self.status.send_if_modified(|s| {
-            let changed = s.snapshot_error != error;
-            s.snapshot_error = error;
-            changed
-        });
-    }
-
-    /// Applies the local snapshot, if there is one.
-    async fn load_snapshot(&mut self) {
-        let Some(path) = self.snapshot_file.clone() else {
-            tracing::warn!(source = %self.name, "no snapshot file configured; starting without rules from this source");
-            return;
-        };
-        let bytes = match snapshot::read(&path).await {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => {
-                tracing::warn!(source = %self.name, path = %path.display(), "no snapshot yet; starting without rules from this source");
-                return;
-            }
-            Err(error) => {
-                let error = format!("reading {}: {error}", path.display());
-                tracing::warn!(source = %self.name, %error, "snapshot not read");
-                self.status.send_modify(|s| s.snapshot_error = Some(error));
-                return;
-            }
-        };
-        let applied = snapshot::decode(&bytes, self.validation).and_then(|(set, skipped)| {
-            let families: Vec<RuleFamily> = set.families();
-            let shadow_families: Vec<RuleFamily> = set
-                .shadow
-                .as_ref()
-                .map(|s| s.families())
-                .unwrap_or_default();
-            self.owned_shadow.extend(shadow_families);
-            let skipped_rules = rules_in(&skipped);
-            let incoming = Incoming::checked(set, skipped, skipped_rules);
-            self.sentinel
-                .apply(&self.name, &path.display().to_string(), Ok(incoming))
-                .map(|report| (families, report))
-        });
-        match applied {
-            Ok((families, report)) => {
-                tracing::info!(source = %self.name, path = %path.display(), "rules applied from the local snapshot");
-                self.owned.extend(families);
-                let owned: Vec<RuleFamily> = self.owned.iter().copied().collect();
-                self.status.send_modify(|s| {
-                    s.from_snapshot = true;
-                    s.rules_version = Some(report.version);
-                    s.shadow_rules = report.shadow_rules;
-                    s.families = owned;
-                    s.snapshot_error = None;
-                });
-            }
-            Err(error) => {
-                let error = format!("{}: {error}", path.display());
-                tracing::warn!(source = %self.name, %error, "snapshot not applied");
-                self.status.send_modify(|s| s.snapshot_error = Some(error));
-            }
-        }
-    }
-}
-
-/// SHA-256 over every entry's key and value, length-prefixed so that entry boundaries count.
-fn content_hash(payload: &RawPayload) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update((payload.entries.len() as u64).to_le_bytes());
-    for entry in &payload.entries {
-        hasher.update((entry.key.len() as u64).to_le_bytes());
-        hasher.update(entry.key.as_bytes());
-        hasher.update((entry.value.len() as u64).to_le_bytes());
-        hasher.update(&entry.value);
-    }
-    hasher.finalize().into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// What converting a payload's entries gave: the rules, the issues of the rules lenient
 /// mode skipped, how many rules those are, and the warnings.
 type ConvertedEntries = (RuleSet, Vec<RuleIssue>, usize, Vec<RuleIssue>);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::datasource::RawEntry;
-
-    #[test]
-    fn hash_sees_entry_boundaries() {
-        let a = RawPayload {
-            entries: vec![RawEntry::new("k", "ab"), RawEntry::new("l", "c")],
-            revision: None,
-        };
-        let b = RawPayload {
-            entries: vec![RawEntry::new("k", "a"), RawEntry::new("l", "bc")],
-            revision: None,
-        };
-        assert_ne!(content_hash(&a), content_hash(&b));
-        assert_ne!(
-            content_hash(&RawPayload::absent()),
-            content_hash(&RawPayload::single("", ""))
-        );
-        assert_eq!(hex(&[0, 255, 16]), "00ff10");
-    }
-
-    #[test]
-    fn hash_sees_keys() {
-        // A renamed key with the same bytes may mean another family (keyed converters).
-        let renamed = |key: &str| content_hash(&RawPayload::single(key, "[]"));
-        assert_ne!(renamed("app-flow-rules"), renamed("app-degrade-rules"));
-        assert_eq!(renamed("app-flow-rules"), renamed("app-flow-rules"));
-    }
-}
