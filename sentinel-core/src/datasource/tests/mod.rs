@@ -1,0 +1,19 @@
+//! Driver tests over the in-memory backend: `pipeline` (a payload's way through the
+//! driver), `lifecycle` (starting, stopping, the snapshot), `backoff` (reconnecting).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::testkit::{self, applied_seq, flow_payload, wait_status, CheckOutcome, MemoryHarness};
+use super::*;
+use crate::flow::FlowRule;
+use crate::{RuleFamily, Sentinel, SentinelEvent, Validation};
+
+fn flow_count(sentinel: &Sentinel) -> usize {
+    sentinel.flow_rules().rules().len()
+}
+
+mod backoff;
+mod lifecycle;
+mod pipeline;
