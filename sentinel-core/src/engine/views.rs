@@ -73,7 +73,7 @@ impl Sentinel {
 
     /// The system load average and CPU usage (in [0, 1]) that system rules check, once the
     /// engine has started reading them (the first system rule starts the sampler, or a
-    /// status given to [`SentinelBuilder::system_status`]); `None` before.
+    /// status given to [`SentinelBuilder::system_status`](super::SentinelBuilder::system_status)); `None` before.
     pub fn system_readings(&self) -> Option<(f64, f64)> {
         self.inner
             .shared
@@ -83,7 +83,7 @@ impl Sentinel {
     }
 
     /// Whether a cluster backend decides `clusterMode` flow rules
-    /// ([`SentinelBuilder::cluster_backend`]).
+    /// ([`SentinelBuilder::cluster_backend`](super::SentinelBuilder::cluster_backend)).
     pub fn has_cluster_backend(&self) -> bool {
         self.inner.cluster.is_some()
     }
