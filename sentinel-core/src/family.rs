@@ -1,8 +1,11 @@
 //! What the engine needs of a rule family, in one trait, implemented here once per family.
 //!
-//! The list of families is `for_each_family!` (in `lib.rs`); every per-family container and
-//! loop is generated from it. A family's own module keeps its rule type, its wire shape and its
-//! compiled table; this file is where each family is wired into the engine.
+//! The list of families is `for_each_family!` (in `lib.rs`); the per-family plumbing (the
+//! methods of `RuleSet` and `ActiveRules`, the engine's tables, the pipeline's loops) is
+//! generated from it, while the public types are written out. A family's own module keeps
+//! its rule type, its wire shapes and its compiled table; this file is where each family is
+//! wired into the engine, and its tests check that every per-family edit was made
+//! (docs/adding-a-family.md).
 
 use std::fmt;
 use std::hash::Hash;
@@ -236,6 +239,70 @@ mod tests {
 
             assert_eq!(crate::block::example(family).family(), family);
             let _: BlockError = crate::block::example(family);
+
+            // The hand-written per-family methods: a family without its `RuleSet::with_*`
+            // or its manager accessor does not compile here.
+            let with = match family {
+                RuleFamily::Flow => RuleSet::new().with_flow(Vec::new()),
+                RuleFamily::Degrade => RuleSet::new().with_degrade(Vec::new()),
+                RuleFamily::System => RuleSet::new().with_system(Vec::new()),
+                RuleFamily::Authority => RuleSet::new().with_authority(Vec::new()),
+                RuleFamily::ParamFlow => RuleSet::new().with_param_flow(Vec::new()),
+            };
+            assert_eq!(with.families(), vec![family]);
+            let active = match family {
+                RuleFamily::Flow => sentinel.flow_rules().rules().len(),
+                RuleFamily::Degrade => sentinel.degrade_rules().rules().len(),
+                RuleFamily::System => sentinel.system_rules().rules().len(),
+                RuleFamily::Authority => sentinel.authority_rules().rules().len(),
+                RuleFamily::ParamFlow => sentinel.param_flow_rules().rules().len(),
+            };
+            assert_eq!(active, 0);
         }
+    }
+
+    /// Every key of every wire shape, Sentinel's and sentinel-golang's, is in the table
+    /// that tells one format from another (`wire/formats.rs`) under its format, or is
+    /// listed there as telling nothing: a new family's or field's keys cannot be forgotten.
+    #[test]
+    fn every_wire_key_tells_its_format_or_is_listed_as_telling_nothing() {
+        use crate::wire::{formats_of, Format, RuleWire, TELLS_NOTHING};
+        let java = |family: RuleFamily| match family {
+            RuleFamily::Flow => crate::flow::FlowRuleWire::FIELDS,
+            RuleFamily::Degrade => crate::circuit_breaker::DegradeRuleWire::FIELDS,
+            RuleFamily::System => crate::system::SystemRuleWire::FIELDS,
+            RuleFamily::Authority => crate::authority::AuthorityRuleWire::FIELDS,
+            RuleFamily::ParamFlow => crate::param_flow::ParamFlowRuleWire::FIELDS,
+        };
+        let mut shapes: Vec<(Format, &[&str])> = RuleFamily::ALL
+            .iter()
+            .map(|&family| (Format::java(family), java(family)))
+            .collect();
+        shapes.extend([
+            (Format::GoFlow, crate::flow::GoFlowRuleWire::FIELDS),
+            (
+                Format::GoBreaker,
+                crate::circuit_breaker::GoBreakerRuleWire::FIELDS,
+            ),
+            (Format::GoSystem, crate::system::GoSystemRuleWire::FIELDS),
+            (
+                Format::GoHotspot,
+                crate::param_flow::GoHotspotRuleWire::FIELDS,
+            ),
+            (
+                Format::GoIsolation,
+                crate::flow::GoIsolationRuleWire::FIELDS,
+            ),
+        ]);
+        let mut missing = Vec::new();
+        for (format, fields) in shapes {
+            for key in fields {
+                let listed = formats_of(key.as_bytes()).is_some_and(|f| f.contains(&format));
+                if !listed && !TELLS_NOTHING.contains(key) {
+                    missing.push(format!("{format:?} {key}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in wire/formats.rs: {missing:?}");
     }
 }

@@ -118,30 +118,23 @@
 //!   and [`Sentinel::active_rules`] to read the state.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-/// The rule families, in one list. Every place that holds or handles one value per family
-/// (the [`RuleFamily`] enum, [`RuleSet`], the engine's rule tables and source parts,
-/// [`ActiveRules`], the combined document and the converter of each family) is generated
-/// from it, and [`family::Family`] is implemented once per entry. Adding a family is one line
-/// here and one `Family` impl (see docs/adding-a-family.md).
+/// The rule families, in one list, for the repetitive plumbing only: the per-family
+/// methods of [`RuleSet`] and [`ActiveRules`] (their types are written out, with their
+/// docs), the engine's rule tables and source parts, the pipeline's per-family loops and the
+/// managers' impls are generated from it. [`RuleFamily`] is written out in `rules.rs`; a
+/// const check there refuses a list that does not name each variant once. Adding a family:
+/// docs/adding-a-family.md.
 ///
-/// Each entry: the `RuleFamily` variant, the field name, the family's name in combined
-/// documents, the rule type and the family's Sentinel (Java) JSON converter.
+/// Each entry: the `RuleFamily` variant, the field name in `RuleSet` and the engine's
+/// tables, the rule type.
 macro_rules! for_each_family {
     ($m:ident) => {
         $m! {
-            /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
-            Flow, flow, "flow", crate::flow::FlowRule, crate::datasource::FlowJson;
-            /// Circuit-breaker (degrade) rules
-            /// ([`DegradeRule`](crate::circuit_breaker::DegradeRule)).
-            Degrade, degrade, "degrade", crate::circuit_breaker::DegradeRule, crate::datasource::DegradeJson;
-            /// System adaptive protection rules ([`SystemRule`](crate::system::SystemRule)).
-            System, system, "system", crate::system::SystemRule, crate::datasource::SystemJson;
-            /// Authority (origin white/black list) rules
-            /// ([`AuthorityRule`](crate::authority::AuthorityRule)).
-            Authority, authority, "authority", crate::authority::AuthorityRule, crate::datasource::AuthorityJson;
-            /// Hot-parameter (param-flow) rules
-            /// ([`ParamFlowRule`](crate::param_flow::ParamFlowRule)).
-            ParamFlow, param_flow, "paramFlow", crate::param_flow::ParamFlowRule, crate::datasource::ParamFlowJson;
+            Flow, flow, crate::flow::FlowRule;
+            Degrade, degrade, crate::circuit_breaker::DegradeRule;
+            System, system, crate::system::SystemRule;
+            Authority, authority, crate::authority::AuthorityRule;
+            ParamFlow, param_flow, crate::param_flow::ParamFlowRule;
         }
     };
 }

@@ -5,8 +5,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::authority::AuthorityRule;
+use crate::circuit_breaker::DegradeRule;
 use crate::family::{validate_all, Family};
+use crate::flow::FlowRule;
+use crate::param_flow::ParamFlowRule;
 use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
+use crate::system::SystemRule;
 use crate::wire::{self, WireShape};
 
 /// What reading Sentinel JSON gives: the rules with what a lenient pass skipped and the
@@ -27,20 +32,31 @@ pub(crate) trait InRuleSet: Family {
     fn put(set: &mut RuleSet, rules: Vec<Self>);
 }
 
-macro_rules! rule_set {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
-        /// Typed rules of one payload, per family. `None` means the payload does not carry
-        /// that family (it is left alone); `Some(vec![])` clears what this source contributed.
-        #[derive(Debug, Clone, Default, PartialEq)]
-        #[non_exhaustive]
-        pub struct RuleSet {
-            $($(#[$doc])* pub $field: Option<Vec<$rule>>,)*
-            /// Shadow rules: evaluated on live traffic like enforced ones, never blocking
-            /// (see [`crate::shadow`]). `None`: the payload carries no shadow section.
-            /// A shadow set's own `shadow` is always `None`.
-            pub shadow: Option<Box<RuleSet>>,
-        }
+/// Typed rules of one payload, per family. `None` means the payload does not carry that
+/// family (it is left alone); `Some(vec![])` clears what this source contributed.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RuleSet {
+    /// Flow rules ([`FlowRule`]).
+    pub flow: Option<Vec<FlowRule>>,
+    /// Circuit-breaker (degrade) rules ([`DegradeRule`]).
+    pub degrade: Option<Vec<DegradeRule>>,
+    /// System adaptive protection rules ([`SystemRule`]).
+    pub system: Option<Vec<SystemRule>>,
+    /// Authority (origin white/black list) rules ([`AuthorityRule`]).
+    pub authority: Option<Vec<AuthorityRule>>,
+    /// Hot-parameter (param-flow) rules ([`ParamFlowRule`]).
+    pub param_flow: Option<Vec<ParamFlowRule>>,
+    /// Shadow rules: evaluated on live traffic like enforced ones, never blocking
+    /// (see [`crate::shadow`]). `None`: the payload carries no shadow section.
+    /// A shadow set's own `shadow` is always `None`.
+    pub shadow: Option<Box<RuleSet>>,
+}
 
+/// The per-family methods of [`RuleSet`], from the family list: a family the list names and
+/// the struct lacks, or the reverse, does not compile.
+macro_rules! rule_set {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
         impl RuleSet {
             /// The families this set carries.
             pub fn families(&self) -> Vec<RuleFamily> {
@@ -143,31 +159,31 @@ impl RuleSet {
     }
 
     /// Sets the flow rules.
-    pub fn with_flow(mut self, rules: Vec<crate::flow::FlowRule>) -> Self {
+    pub fn with_flow(mut self, rules: Vec<FlowRule>) -> Self {
         self.flow = Some(rules);
         self
     }
 
     /// Sets the degrade rules.
-    pub fn with_degrade(mut self, rules: Vec<crate::circuit_breaker::DegradeRule>) -> Self {
+    pub fn with_degrade(mut self, rules: Vec<DegradeRule>) -> Self {
         self.degrade = Some(rules);
         self
     }
 
     /// Sets the system rules.
-    pub fn with_system(mut self, rules: Vec<crate::system::SystemRule>) -> Self {
+    pub fn with_system(mut self, rules: Vec<SystemRule>) -> Self {
         self.system = Some(rules);
         self
     }
 
     /// Sets the authority rules.
-    pub fn with_authority(mut self, rules: Vec<crate::authority::AuthorityRule>) -> Self {
+    pub fn with_authority(mut self, rules: Vec<AuthorityRule>) -> Self {
         self.authority = Some(rules);
         self
     }
 
     /// Sets the hot-parameter (param-flow) rules.
-    pub fn with_param_flow(mut self, rules: Vec<crate::param_flow::ParamFlowRule>) -> Self {
+    pub fn with_param_flow(mut self, rules: Vec<ParamFlowRule>) -> Self {
         self.param_flow = Some(rules);
         self
     }

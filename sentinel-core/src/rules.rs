@@ -3,30 +3,71 @@
 
 use std::fmt;
 
-macro_rules! rule_family_enum {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
-        /// A rule family.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[non_exhaustive]
-        pub enum RuleFamily {
-            $($(#[$doc])* $variant,)*
+/// A rule family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum RuleFamily {
+    /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
+    Flow,
+    /// Circuit-breaker (degrade) rules
+    /// ([`DegradeRule`](crate::circuit_breaker::DegradeRule)).
+    Degrade,
+    /// System adaptive protection rules ([`SystemRule`](crate::system::SystemRule)).
+    System,
+    /// Authority (origin white/black list) rules
+    /// ([`AuthorityRule`](crate::authority::AuthorityRule)).
+    Authority,
+    /// Hot-parameter (param-flow) rules
+    /// ([`ParamFlowRule`](crate::param_flow::ParamFlowRule)).
+    ParamFlow,
+}
+
+impl RuleFamily {
+    /// Every family, in the order of the combined document.
+    pub const ALL: &'static [RuleFamily] = &[
+        RuleFamily::Flow,
+        RuleFamily::Degrade,
+        RuleFamily::System,
+        RuleFamily::Authority,
+        RuleFamily::ParamFlow,
+    ];
+
+    /// The family's name, as used in combined documents (`flow`, `degrade`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleFamily::Flow => "flow",
+            RuleFamily::Degrade => "degrade",
+            RuleFamily::System => "system",
+            RuleFamily::Authority => "authority",
+            RuleFamily::ParamFlow => "paramFlow",
         }
+    }
+}
 
-        impl RuleFamily {
-            /// Every family, in the order of the combined document.
-            pub const ALL: &'static [RuleFamily] = &[$(RuleFamily::$variant),*];
-
-            /// The family's name, as used in combined documents (`flow`, `degrade`...).
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(RuleFamily::$variant => $name,)*
+/// The family list (`for_each_family!`) and [`RuleFamily::ALL`] name every variant once,
+/// in one order, or the crate does not compile: the match is exhaustive only if the list
+/// names every variant, and the list must match `ALL` in length and order (so it names none
+/// twice).
+macro_rules! family_list_is_complete {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
+        const _: () = {
+            const fn listed(family: RuleFamily) -> usize {
+                match family {
+                    $(RuleFamily::$variant => 0,)*
                 }
             }
-        }
+            let list = [$(RuleFamily::$variant),*];
+            assert!(list.len() == RuleFamily::ALL.len());
+            let mut i = 0;
+            while i < list.len() {
+                assert!(list[i] as u8 == RuleFamily::ALL[i] as u8);
+                i += listed(list[i]) + 1;
+            }
+        };
     };
 }
 
-for_each_family!(rule_family_enum);
+for_each_family!(family_list_is_complete);
 
 impl fmt::Display for RuleFamily {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

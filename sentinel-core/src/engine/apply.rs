@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::sentinel::Sentinel;
-use super::snapshot::{RuleSnapshot, SourceRules, Tables};
-use super::sources::Owned;
+use super::snapshot::{Owned, RuleSnapshot, SourceRules, Tables};
 use crate::events::SentinelEvent;
 use crate::family::{CompileEnv, Family};
 use crate::hash::FastSet;
@@ -78,7 +77,7 @@ impl Incoming {
 }
 
 macro_rules! apply_families {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
         /// Replaces the part of `mine` of each family `set` carries; returns those families.
         pub(crate) fn replace_parts(mine: &mut SourceRules, set: RuleSet) -> Vec<RuleFamily> {
             let mut changed = Vec::new();

@@ -24,7 +24,7 @@ mod sealed {
 }
 
 macro_rules! family_rules {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
         $(
             impl sealed::Sealed for $rule {
                 fn into_set(rules: Vec<Self>) -> RuleSet {

@@ -9,8 +9,8 @@ use arc_swap::ArcSwap;
 
 use super::resources::{Limits, Registry, ResourceNode};
 use super::shared::Shared;
+use super::snapshot::Owned;
 use super::snapshot::RuleSnapshot;
-use super::sources::Owned;
 use super::views::seconds_of;
 use crate::block::BlockReasons;
 use crate::circuit_breaker::{BreakerState, DegradeRule};
@@ -205,18 +205,30 @@ impl WeakSentinel {
     }
 }
 
-macro_rules! active_rules {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
-        /// Every active rule, of every family, read from one rule table. Obtained from
-        /// [`Sentinel::active_rules`].
-        #[derive(Debug, Clone, PartialEq)]
-        #[non_exhaustive]
-        pub struct ActiveRules {
-            /// The rule-table version these rules belong to.
-            pub version: u64,
-            $($(#[$doc])* pub $field: Vec<$rule>,)*
-        }
+/// Every active rule, of every family, read from one rule table. Obtained from
+/// [`Sentinel::active_rules`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ActiveRules {
+    /// The rule-table version these rules belong to.
+    pub version: u64,
+    /// Flow rules ([`FlowRule`](crate::flow::FlowRule)).
+    pub flow: Vec<crate::flow::FlowRule>,
+    /// Circuit-breaker (degrade) rules ([`DegradeRule`]).
+    pub degrade: Vec<DegradeRule>,
+    /// System adaptive protection rules ([`SystemRule`](crate::system::SystemRule)).
+    pub system: Vec<crate::system::SystemRule>,
+    /// Authority (origin white/black list) rules
+    /// ([`AuthorityRule`](crate::authority::AuthorityRule)).
+    pub authority: Vec<crate::authority::AuthorityRule>,
+    /// Hot-parameter (param-flow) rules ([`ParamFlowRule`](crate::param_flow::ParamFlowRule)).
+    pub param_flow: Vec<crate::param_flow::ParamFlowRule>,
+}
 
+/// [`ActiveRules::of`], from the family list: a family the list names and the struct lacks,
+/// or the reverse, does not compile.
+macro_rules! active_rules {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
         impl ActiveRules {
             fn of(snapshot: &RuleSnapshot) -> Self {
                 Self {

@@ -1,7 +1,7 @@
 //! The engine-wide rule snapshot: every family's compiled table, every source's part, and
 //! each resource's rules in one slot, published in one `ArcSwap` store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::authority::AuthorityRule;
@@ -14,8 +14,18 @@ use crate::rules::RuleFamily;
 
 use super::regex::ResolvedSlots;
 
+/// The families a running data source has applied, enforced and shadow: a payload of the
+/// source that no longer carries one of them clears the source's part of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Owned {
+    /// Enforced families.
+    pub(crate) families: BTreeSet<RuleFamily>,
+    /// Shadow families.
+    pub(crate) shadow: BTreeSet<RuleFamily>,
+}
+
 macro_rules! per_family {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
+    ($($variant:ident, $field:ident, $rule:ty;)*) => {
         /// One source's contribution, per family, validated. `None`: the source brings no
         /// rule of that family.
         #[derive(Debug, Clone, Default)]

@@ -2,20 +2,9 @@
 //! so two running sources cannot share one; and the families each has applied, which its
 //! next payload replaces.
 
-use std::collections::BTreeSet;
-
 use super::sentinel::{Sentinel, WeakSentinel};
+use super::snapshot::Owned;
 use crate::rules::RuleFamily;
-
-/// The families a running data source has applied, enforced and shadow: a payload of the
-/// source that no longer carries one of them clears the source's part of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Owned {
-    /// Enforced families.
-    pub(crate) families: BTreeSet<RuleFamily>,
-    /// Shadow families.
-    pub(crate) shadow: BTreeSet<RuleFamily>,
-}
 
 /// A data source's hold on its name (see [`Sentinel::claim_source_name`]).
 #[derive(Debug)]

@@ -8,6 +8,8 @@ mod keys;
 mod scalar;
 
 pub(crate) use formats::Format;
+#[cfg(test)]
+pub(crate) use formats::{formats_of, TELLS_NOTHING};
 pub(crate) use json::{
     format_error, invalid, kind, not_a_rule_list, parse_document, parse_family, rule_list,
     WireShape,

@@ -164,21 +164,17 @@ pub(crate) fn fast_path_accepts(bytes: &[u8], family: RuleFamily) -> bool {
     }
 }
 
-macro_rules! family_converters {
-    ($($(#[$doc:meta])* $variant:ident, $field:ident, $name:literal, $rule:ty, $json:ty;)*) => {
-        /// The Sentinel (Java) JSON converter of `family`.
-        #[cfg(any(test, feature = "fuzzing"))]
-        pub(crate) fn java_converter(
-            family: crate::rules::RuleFamily,
-        ) -> Box<dyn Converter<[u8], RuleSet>> {
-            match family {
-                $(crate::rules::RuleFamily::$variant => Box::new(<$json>::new()),)*
-            }
-        }
-    };
+/// The Sentinel (Java) JSON converter of `family`.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn java_converter(family: RuleFamily) -> Box<dyn Converter<[u8], RuleSet>> {
+    match family {
+        RuleFamily::Flow => Box::new(FlowJson::new()),
+        RuleFamily::Degrade => Box::new(DegradeJson::new()),
+        RuleFamily::System => Box::new(SystemJson::new()),
+        RuleFamily::Authority => Box::new(AuthorityJson::new()),
+        RuleFamily::ParamFlow => Box::new(ParamFlowJson::new()),
+    }
 }
-
-for_each_family!(family_converters);
 
 converter_with_mode!(
     /// The combined document: several rule families in one payload, applied together.
