@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use crate::block::BlockReasons;
 use crate::engine::seconds_of;
+use crate::engine::Sentinel;
 use crate::stat::SecondStats;
-use crate::Sentinel;
 
 /// One resource's second, as a row of Sentinel's metric log.
 #[derive(Debug, Clone, PartialEq)]

@@ -289,19 +289,23 @@ impl ClusterEvents {
     /// Cluster checks are degraded to local checks, because of `reason` (no secret in it).
     pub fn degraded(&self, backend: &str, reason: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.events.emit(crate::SentinelEvent::ClusterDegraded {
-                backend: backend.to_owned(),
-                reason: reason.to_owned(),
-            });
+            shared
+                .events
+                .emit(crate::events::SentinelEvent::ClusterDegraded {
+                    backend: backend.to_owned(),
+                    reason: reason.to_owned(),
+                });
         }
     }
 
     /// Cluster checks are decided by the backend again.
     pub fn resumed(&self, backend: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.events.emit(crate::SentinelEvent::ClusterResumed {
-                backend: backend.to_owned(),
-            });
+            shared
+                .events
+                .emit(crate::events::SentinelEvent::ClusterResumed {
+                    backend: backend.to_owned(),
+                });
         }
     }
 }

@@ -23,7 +23,7 @@ pub(crate) fn decode(
     validation: Validation,
 ) -> Result<(RuleSet, Vec<RuleIssue>), RuleError> {
     // A snapshot is this crate's own output: unknown keys are not worth a warning.
-    RuleSet::from_combined_json(bytes, validation, crate::KeyPolicy::Warn)
+    RuleSet::from_combined_json(bytes, validation, crate::rules::KeyPolicy::Warn)
         .map(|loaded| (loaded.set, loaded.skipped))
 }
 

@@ -45,12 +45,12 @@ impl Sentinel {
     /// source's name, or `api` for [`load_rules`](crate::RuleManager::load_rules) calls),
     /// sorted by name. A family a source does not carry is `None` in its set. Read from one
     /// rule table, so every source's part is from the same version.
-    pub fn rules_by_source(&self) -> Vec<(String, crate::RuleSet)> {
+    pub fn rules_by_source(&self) -> Vec<(String, crate::rule_set::RuleSet)> {
         fn list<T: Clone>(part: &Option<Arc<Vec<Arc<T>>>>) -> Option<Vec<T>> {
             part.as_ref()
                 .map(|rules| rules.iter().map(|r| T::clone(r)).collect())
         }
-        let of = |part: &super::SourceRules| crate::RuleSet {
+        let of = |part: &super::SourceRules| crate::rule_set::RuleSet {
             flow: list(&part.flow),
             degrade: list(&part.degrade),
             system: list(&part.system),
@@ -59,7 +59,7 @@ impl Sentinel {
             shadow: None,
         };
         let snapshot = self.inner.shared.rules.load();
-        let mut sets: std::collections::BTreeMap<String, crate::RuleSet> = snapshot
+        let mut sets: std::collections::BTreeMap<String, crate::rule_set::RuleSet> = snapshot
             .sources
             .iter()
             .map(|(name, part)| (name.to_string(), of(part)))

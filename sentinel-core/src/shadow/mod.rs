@@ -71,7 +71,6 @@ mod counter;
 mod promote;
 mod store;
 mod table;
-mod wire;
 
 #[cfg(test)]
 mod store_tests;
@@ -82,12 +81,11 @@ pub(crate) use check::{check, complete, ShadowCall};
 pub use promote::{RuleSelector, ShadowMoveError};
 pub use store::{move_stored_rules, ShadowMove, ShadowMoved, ShadowStoreError};
 pub(crate) use table::{next, ShadowSnapshot};
-pub(crate) use wire::{decode_section, keep_valid};
 
 use crate::circuit_breaker::BreakerState;
 use crate::engine::{Incoming, Sentinel, API_SOURCE};
+use crate::rule_set::RuleSet;
 use crate::rules::{LoadReport, RuleError, RuleFamily};
-use crate::RuleSet;
 
 /// What one shadow rule would have done, from [`Sentinel::shadow_stats`].
 #[derive(Debug, Clone, PartialEq)]

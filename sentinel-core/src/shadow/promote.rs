@@ -4,9 +4,9 @@ use crate::authority::AuthorityRule;
 use crate::circuit_breaker::DegradeRule;
 use crate::flow::FlowRule;
 use crate::param_flow::ParamFlowRule;
+use crate::rule_set::RuleSet;
 use crate::rules::RuleFamily;
 use crate::system::SystemRule;
-use crate::RuleSet;
 
 /// Which rules of a [`RuleSet`] a [`promote`](RuleSet::promote) or
 /// [`demote`](RuleSet::demote) moves: every rule of `family`, narrowed by resource and/or by

@@ -5,8 +5,8 @@ use crate::datasource::{
     CombinedJson, Converter, Encoding, Expected, ReadableDataSource, SourceError,
     WritableDataSource, WriteError,
 };
+use crate::rule_set::RuleSet;
 use crate::rules::RuleError;
-use crate::RuleSet;
 
 use super::promote::{RuleSelector, ShadowMoveError};
 

@@ -6,9 +6,10 @@ use crate::circuit_breaker::DegradeRule;
 use crate::datasource::{
     CombinedJson, DataSource, ReadableDataSource, WritableDataSource, WriteError,
 };
+use crate::engine::Sentinel;
 use crate::flow::FlowRule;
 use crate::param_flow::ParamFlowRule;
-use crate::{RuleSet, Sentinel};
+use crate::rule_set::RuleSet;
 
 use super::observe::wait_until;
 

@@ -1,10 +1,10 @@
 //! Shadow rules on the wire: the `shadow` section of a combined document, and what a shadow
-//! rule may not be.
+//! rule may not be (the shadow tables themselves are `crate::shadow`'s).
 
 use serde_json::Value;
 
+use super::{family_names, Decoded, Loaded, RuleSet, COMBINED_FORMAT, SHADOW_KEY};
 use crate::param_flow::ParamFlowGrade;
-use crate::rule_set::{family_names, Decoded, Loaded, RuleSet, COMBINED_FORMAT, SHADOW_KEY};
 use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::wire;
 

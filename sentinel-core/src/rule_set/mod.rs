@@ -14,6 +14,8 @@ use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::system::SystemRule;
 use crate::wire::{self, WireShape};
 
+mod shadow;
+
 /// What reading Sentinel JSON gives: the rules with what a lenient pass skipped and the
 /// warnings, or every issue (strict).
 pub(crate) type Decoded = Result<Loaded, Vec<RuleIssue>>;
@@ -105,7 +107,7 @@ macro_rules! rule_set {
                     $($field: self.$field.map(|rules| validate_all(rules, issues)),)*
                     shadow: self.shadow.map(|shadow| {
                         let mut found = Vec::new();
-                        let kept = crate::shadow::keep_valid(*shadow, &mut found);
+                        let kept = shadow::keep_valid(*shadow, &mut found);
                         issues.extend(found.into_iter().map(RuleIssue::in_shadow));
                         Box::new(kept)
                     }),
@@ -284,7 +286,7 @@ impl RuleSet {
         let mut issues = Vec::new();
         for (key, value) in map {
             if key == SHADOW_KEY {
-                match crate::shadow::decode_section(value, validation, keys)? {
+                match shadow::decode_section(value, validation, keys)? {
                     Ok(mut part) => {
                         let shadow = loaded.set.shadow.get_or_insert_with(Box::default);
                         shadow.merge(part.set);
