@@ -9,7 +9,7 @@ fn shipped(name: &str) -> String {
     format!("{}/../schemas/{name}.json", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Regenerate with `SENTINEL_WRITE_SCHEMAS=1 cargo test -p sentinel-core --features schema
+/// Regenerate with `SENTINEL_WRITE_SCHEMAS=1 cargo test -p sentinel-core --features schema,yaml
 /// --test schemas`.
 #[test]
 fn the_shipped_schemas_are_the_generated_ones() {

@@ -199,7 +199,14 @@ fn strategy_rule(strategy: &Resource, resource: &str, found: &mut Found) -> Opti
                     Some(Made::Flow(rule))
                 }
                 other => {
-                    found.push((f, "spec.limitMode".into(), format!("unknown value {other:?}; expected Local or Global (GlobalToLocal is not supported)")));
+                    found.push((
+                        f,
+                        "spec.limitMode".into(),
+                        format!(
+                            "unknown value {other:?}; expected {} (GlobalToLocal is not supported)",
+                            RATE_LIMIT_MODES.join(" or ")
+                        ),
+                    ));
                     None
                 }
             }
@@ -231,7 +238,8 @@ fn strategy_rule(strategy: &Resource, resource: &str, found: &mut Found) -> Opti
                         f,
                         "spec.limitMode".into(),
                         format!(
-                            "{other:?} is not supported for a concurrency limit; expected Local"
+                            "{other:?} is not supported for a concurrency limit; expected {}",
+                            CONCURRENCY_LIMIT_MODES.join(" or ")
                         ),
                     ));
                     None
@@ -264,7 +272,14 @@ fn strategy_rule(strategy: &Resource, resource: &str, found: &mut Found) -> Opti
                 }
                 "ErrorRequestRatio" => DegradeRule::error_ratio(resource, ratio, window),
                 other => {
-                    found.push((f, "spec.strategy".into(), format!("unknown value {other:?}; expected SlowRequestRatio or ErrorRequestRatio")));
+                    found.push((
+                        f,
+                        "spec.strategy".into(),
+                        format!(
+                            "unknown value {other:?}; expected {}",
+                            BREAKER_STRATEGIES.join(" or ")
+                        ),
+                    ));
                     return None;
                 }
             };
