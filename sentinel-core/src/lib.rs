@@ -153,6 +153,7 @@ mod family;
 pub mod flow;
 mod hash;
 pub mod param_flow;
+mod pattern;
 mod rule_set;
 mod rules;
 pub mod series;

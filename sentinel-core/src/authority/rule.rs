@@ -74,7 +74,7 @@ impl AuthorityRule {
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Authority, index, Some(&self.resource));
         if self.regex {
-            crate::engine::check_pattern(&mut issues, &self.resource);
+            crate::pattern::check_pattern(&mut issues, &self.resource);
         }
         if self.resource.trim().is_empty() {
             issues.add("resource", "must not be blank");

@@ -4,8 +4,8 @@ use std::borrow::Borrow;
 use std::sync::Arc;
 
 use super::rule::AuthorityRule;
-use crate::engine::Patterns;
 use crate::hash::FastSet;
+use crate::pattern::Patterns;
 use crate::rules::{RuleFamily, RuleIssue};
 
 /// Every active authority rule, one per resource.

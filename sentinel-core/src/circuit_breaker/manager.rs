@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::engine::Patterns;
+use crate::pattern::Patterns;
 
 use super::breaker::CircuitBreaker;
 use super::rule::DegradeRule;

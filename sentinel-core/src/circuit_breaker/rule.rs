@@ -140,7 +140,7 @@ impl DegradeRule {
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Degrade, index, Some(&self.resource));
         if self.regex {
-            crate::engine::check_pattern(&mut issues, &self.resource);
+            crate::pattern::check_pattern(&mut issues, &self.resource);
         }
         let mut issue = |field: &str, message: String| issues.add(field, message);
         if self.resource.trim().is_empty() {

@@ -24,7 +24,6 @@ mod views;
 
 pub(crate) use apply::{compile_tables, replace_parts, Incoming};
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
-pub(crate) use regex::{check_pattern, Patterns};
 pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};

@@ -15,44 +15,14 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use regex::Regex;
-
 use super::resources::ResourceNode;
+use super::shared::{MatchedState, MatchedTables};
 use super::snapshot::{ResourceRules, RuleSnapshot};
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::{CircuitBreaker, DegradeRule, DegradeTable};
 use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
-use crate::hash::FastMap;
 use crate::param_flow::{ParamFlowRule, ParamFlowTable, ResourceParamRules};
-use crate::rules::Issues;
-
-/// Reports a `resource` that is not a pattern this engine reads.
-pub(crate) fn check_pattern(issues: &mut Issues<'_>, pattern: &str) {
-    if let Err(error) = compile(pattern) {
-        let reason = match error {
-            regex::Error::Syntax(text) => text,
-            regex::Error::CompiledTooBig(limit) => format!("the pattern is over {limit} bytes"),
-            other => other.to_string(),
-        };
-        issues.add(
-            "resource",
-            format!("is not a regular expression this engine reads (no look-around or backreferences): {reason}"),
-        );
-    }
-}
-
-/// `pattern`, anchored at both ends: Sentinel matches whole names (`Matcher::matches`).
-fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    Regex::new(&format!("^(?:{pattern})$"))
-}
-
-/// A rule that may name its resource by a pattern.
-pub(crate) trait PatternRule: Sized {
-    fn resource(&self) -> &str;
-    fn is_regex(&self) -> bool;
-    /// The rule as the matched resource `name`'s own.
-    fn retarget(&self, name: &str) -> Self;
-}
+use crate::pattern::PatternRule;
 
 macro_rules! pattern_rule {
     ($($rule:ty),*) => {$(
@@ -74,71 +44,6 @@ macro_rules! pattern_rule {
 }
 
 pattern_rule!(FlowRule, DegradeRule, AuthorityRule, ParamFlowRule);
-
-/// The regex rules of one family, compiled.
-#[derive(Debug)]
-pub(crate) struct Patterns<R> {
-    list: Vec<(Regex, Arc<R>)>,
-}
-
-impl<R> Default for Patterns<R> {
-    fn default() -> Self {
-        Self { list: Vec::new() }
-    }
-}
-
-impl<R: PatternRule> Patterns<R> {
-    /// The regex rules among `rules` (validated, so every pattern compiles).
-    pub(crate) fn of<'a>(rules: impl IntoIterator<Item = &'a Arc<R>>) -> Self
-    where
-        R: 'a,
-    {
-        let list = rules
-            .into_iter()
-            .filter(|r| r.is_regex())
-            .filter_map(|r| Some((compile(r.resource()).ok()?, r.clone())))
-            .collect();
-        Self { list }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// The rules whose pattern matches `name`, as `name`'s own.
-    fn matching(&self, name: &str) -> Vec<Arc<R>> {
-        self.list
-            .iter()
-            .filter(|(pattern, _)| pattern.is_match(name))
-            .map(|(_, rule)| Arc::new(rule.retarget(name)))
-            .collect()
-    }
-}
-
-/// One resource's compiled regex rules, kept between table versions for their state.
-#[derive(Debug, Default)]
-pub(crate) struct MatchedTables {
-    flow: FlowTable,
-    degrade: DegradeTable,
-    param_flow: ParamFlowTable,
-}
-
-/// The per-name state of regex rules, engine-wide.
-pub(crate) type MatchedState = Mutex<FastMap<Arc<str>, Arc<MatchedTables>>>;
-
-/// The slots a table version resolved for regex-matched resources. References into it stay
-/// valid as long as the version does: the list only grows.
-#[derive(Debug, Default)]
-pub(crate) struct ResolvedSlots {
-    slots: boxcar::Vec<ResourceRules>,
-    names: Mutex<FastMap<Arc<str>, usize>>,
-}
-
-impl ResolvedSlots {
-    pub(crate) fn get(&self, index: usize) -> Option<&ResourceRules> {
-        self.slots.get(index)
-    }
-}
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The guarded maps stay consistent whatever panicked while one was held.

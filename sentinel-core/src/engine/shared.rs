@@ -3,14 +3,17 @@
 
 use std::fmt;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
-use super::regex::MatchedState;
 use super::snapshot::RuleSnapshot;
+use crate::circuit_breaker::DegradeTable;
 use crate::clock::EngineClock;
 use crate::events::EventBus;
+use crate::flow::FlowTable;
+use crate::hash::FastMap;
+use crate::param_flow::ParamFlowTable;
 use crate::stat::StatNode;
 use crate::system::{ProcSystemStatus, SystemStatus};
 
@@ -88,3 +91,14 @@ pub(crate) fn with_rules<R>(shared: &Arc<Shared>, mut f: impl FnMut(&RuleSnapsho
         _ => f(&shared.rules.load()),
     }
 }
+
+/// One resource's compiled regex rules, kept between table versions for their state.
+#[derive(Debug, Default)]
+pub(crate) struct MatchedTables {
+    pub(crate) flow: FlowTable,
+    pub(crate) degrade: DegradeTable,
+    pub(crate) param_flow: ParamFlowTable,
+}
+
+/// The per-name state of regex rules, engine-wide.
+pub(crate) type MatchedState = Mutex<FastMap<Arc<str>, Arc<MatchedTables>>>;

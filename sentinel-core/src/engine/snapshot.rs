@@ -2,7 +2,7 @@
 //! each resource's rules in one slot, published in one `ArcSwap` store.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::CircuitBreaker;
@@ -11,8 +11,6 @@ use crate::flow::ResourceFlowRules;
 use crate::hash::FastMap;
 use crate::param_flow::ResourceParamRules;
 use crate::rules::RuleFamily;
-
-use super::regex::ResolvedSlots;
 
 /// The families a running data source has applied, enforced and shadow: a payload of the
 /// source that no longer carries one of them clears the source's part of it.
@@ -136,4 +134,18 @@ fn slot_of<'a>(
         return &mut resources[next];
     }
     &mut resources[i]
+}
+
+/// The slots a table version resolved for regex-matched resources. References into it stay
+/// valid as long as the version does: the list only grows.
+#[derive(Debug, Default)]
+pub(crate) struct ResolvedSlots {
+    pub(crate) slots: boxcar::Vec<ResourceRules>,
+    pub(crate) names: Mutex<FastMap<Arc<str>, usize>>,
+}
+
+impl ResolvedSlots {
+    pub(crate) fn get(&self, index: usize) -> Option<&ResourceRules> {
+        self.slots.get(index)
+    }
 }

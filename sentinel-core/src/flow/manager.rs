@@ -9,8 +9,8 @@ use super::rule::{
 };
 use crate::clock::Clock;
 use crate::cluster::{self, ClusterBackend, ClusterCheck, ClusterDecision};
-use crate::engine::Patterns;
 use crate::hash::FastMap;
+use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
 
 /// What the flow check reads of one call.

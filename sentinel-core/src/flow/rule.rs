@@ -254,7 +254,7 @@ impl FlowRule {
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::Flow, index, Some(&self.resource));
         if self.regex {
-            crate::engine::check_pattern(&mut issues, &self.resource);
+            crate::pattern::check_pattern(&mut issues, &self.resource);
             if self.cluster_mode {
                 issues.add("clusterMode", "a regex rule cannot be a cluster rule");
             }

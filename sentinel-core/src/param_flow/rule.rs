@@ -369,7 +369,7 @@ impl ParamFlowRule {
     pub fn validate(&self, index: usize) -> Vec<RuleIssue> {
         let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&self.resource));
         if self.regex {
-            crate::engine::check_pattern(&mut issues, &self.resource);
+            crate::pattern::check_pattern(&mut issues, &self.resource);
         }
         if self.resource.trim().is_empty() {
             issues.add("resource", "must not be blank");

@@ -8,8 +8,8 @@ use super::slot::{release, reserve, space_out, take_tokens, MAX_TOKENS};
 use super::value::ParamValue;
 use super::values::{Place, Reuse, ValueTable};
 use crate::clock::Clock;
-use crate::engine::Patterns;
 use crate::hash::FastMap;
+use crate::pattern::Patterns;
 
 /// The arguments of one call.
 #[derive(Debug, Clone, Copy, Default)]
