@@ -32,7 +32,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::block::{reason_of, BlockError, REASONS};
 use crate::circuit_breaker::{BreakerState, DegradeGrade};
-use crate::datasource::SourceStatus;
 use crate::events::{EventListener, SentinelEvent};
 
 /// Every (reason, kind) pair `sentinel_block_total` can carry, by reason index.
@@ -189,32 +188,6 @@ impl EventListener for MetricsListener {
                     .increment(1);
             }
             _ => {}
-        }
-    }
-}
-
-/// Follows one data source's status into the `sentinel_datasource_*` series, until the
-/// source's driver ends.
-pub(crate) async fn report_source(mut status: tokio::sync::watch::Receiver<SourceStatus>) {
-    loop {
-        {
-            let s = status.borrow_and_update();
-            let source = s.name.clone();
-            metrics::gauge!("sentinel_datasource_connected", "source" => source.clone())
-                .set(if s.connected { 1.0 } else { 0.0 });
-            if let Some(revision) = s
-                .last_revision
-                .as_deref()
-                .and_then(|r| r.parse::<f64>().ok())
-            {
-                metrics::gauge!("sentinel_datasource_revision", "source" => source.clone())
-                    .set(revision);
-            }
-            metrics::counter!("sentinel_datasource_disconnects_total", "source" => source)
-                .absolute(s.disconnects);
-        }
-        if status.changed().await.is_err() {
-            return;
         }
     }
 }

@@ -90,3 +90,30 @@ impl SourceStatus {
         }
     }
 }
+
+#[cfg(feature = "metrics")]
+/// Follows one data source's status into the `sentinel_datasource_*` series, until the
+/// source's driver ends (feature `metrics`; the series are listed in `telemetry`).
+pub(crate) async fn report_source(mut status: tokio::sync::watch::Receiver<SourceStatus>) {
+    loop {
+        {
+            let s = status.borrow_and_update();
+            let source = s.name.clone();
+            metrics::gauge!("sentinel_datasource_connected", "source" => source.clone())
+                .set(if s.connected { 1.0 } else { 0.0 });
+            if let Some(revision) = s
+                .last_revision
+                .as_deref()
+                .and_then(|r| r.parse::<f64>().ok())
+            {
+                metrics::gauge!("sentinel_datasource_revision", "source" => source.clone())
+                    .set(revision);
+            }
+            metrics::counter!("sentinel_datasource_disconnects_total", "source" => source)
+                .absolute(s.disconnects);
+        }
+        if status.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -170,7 +170,7 @@ impl DataSourceBuilder {
         let task = tokio::spawn(driver.run(stop_rx, backoff, need_read));
         // Ends with the driver task, when the status sender goes.
         #[cfg(feature = "metrics")]
-        tokio::spawn(crate::telemetry::report_source(status_rx.clone()));
+        tokio::spawn(crate::datasource::status::report_source(status_rx.clone()));
         Ok(DataSource {
             name,
             status: status_rx,
