@@ -110,6 +110,14 @@ where
     }
 }
 
+/// What delivers events to one engine's listeners: the engine's shared state, which the
+/// cluster backend's reporter ([`ClusterEvents`](crate::cluster::ClusterEvents)) holds
+/// weakly, so that it does not keep the engine alive.
+pub(crate) trait EventSink: Send + Sync {
+    /// Delivers `event` to the engine's listeners.
+    fn deliver(&self, event: SentinelEvent);
+}
+
 /// The listeners of one engine.
 #[derive(Default)]
 pub(crate) struct EventBus {

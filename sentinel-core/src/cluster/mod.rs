@@ -27,6 +27,7 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::events::EventSink;
 use crate::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use crate::rules::{Issues, RuleFamily, RuleIssue};
 
@@ -276,36 +277,30 @@ pub trait ClusterBackend: Send + Sync + Debug + 'static {
 /// does not keep the engine alive; once the engine is gone, reports go nowhere.
 #[derive(Clone)]
 pub struct ClusterEvents {
-    shared: std::sync::Weak<crate::engine::SharedState>,
+    shared: std::sync::Weak<dyn EventSink>,
 }
 
 impl ClusterEvents {
-    pub(crate) fn new(shared: &Arc<crate::engine::SharedState>) -> Self {
-        Self {
-            shared: Arc::downgrade(shared),
-        }
+    pub(crate) fn new(shared: std::sync::Weak<dyn EventSink>) -> Self {
+        Self { shared }
     }
 
     /// Cluster checks are degraded to local checks, because of `reason` (no secret in it).
     pub fn degraded(&self, backend: &str, reason: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared
-                .events
-                .emit(crate::events::SentinelEvent::ClusterDegraded {
-                    backend: backend.to_owned(),
-                    reason: reason.to_owned(),
-                });
+            shared.deliver(crate::events::SentinelEvent::ClusterDegraded {
+                backend: backend.to_owned(),
+                reason: reason.to_owned(),
+            });
         }
     }
 
     /// Cluster checks are decided by the backend again.
     pub fn resumed(&self, backend: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared
-                .events
-                .emit(crate::events::SentinelEvent::ClusterResumed {
-                    backend: backend.to_owned(),
-                });
+            shared.deliver(crate::events::SentinelEvent::ClusterResumed {
+                backend: backend.to_owned(),
+            });
         }
     }
 }

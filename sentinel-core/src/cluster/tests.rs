@@ -237,3 +237,61 @@ fn a_window_limit_counts_live_replicas_for_a_per_instance_threshold() {
     .unwrap();
     assert_eq!(local.window_limit(3), 75);
 }
+
+/// A backend that keeps the reporter the engine attaches.
+#[derive(Debug, Default)]
+struct Reporting {
+    events: Mutex<Option<ClusterEvents>>,
+}
+
+impl ClusterBackend for Reporting {
+    fn register(&self, specs: &[ClusterRuleSpec]) -> Vec<Arc<ClusterSlot>> {
+        specs
+            .iter()
+            .map(|spec| Arc::new(ClusterSlot::new(spec.clone())))
+            .collect()
+    }
+
+    fn attach(&self, events: ClusterEvents) {
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(events);
+    }
+}
+
+/// The attached reporter reaches the engine's listeners while the engine lives, and goes
+/// nowhere (without keeping it alive) once it is gone.
+#[test]
+fn the_backend_reports_degradation_to_the_listeners_while_the_engine_lives() {
+    use crate::events::SentinelEvent;
+    let backend = Arc::new(Reporting::default());
+    let sentinel = Sentinel::builder().cluster_backend(backend.clone()).build();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = seen.clone();
+    sentinel.add_listener(move |event: &SentinelEvent| {
+        let name = match event {
+            SentinelEvent::ClusterDegraded { backend, reason } => {
+                format!("degraded {backend} {reason}")
+            }
+            SentinelEvent::ClusterResumed { backend } => format!("resumed {backend}"),
+            _ => return,
+        };
+        into.lock().unwrap_or_else(|e| e.into_inner()).push(name);
+    });
+    let events = backend
+        .events
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .expect("attached at build");
+    events.degraded("redis", "timeout");
+    events.resumed("redis");
+    assert_eq!(
+        *seen.lock().unwrap_or_else(|e| e.into_inner()),
+        vec![
+            "degraded redis timeout".to_owned(),
+            "resumed redis".to_owned()
+        ]
+    );
+    drop(sentinel);
+    events.degraded("redis", "after the engine");
+    assert_eq!(seen.lock().unwrap_or_else(|e| e.into_inner()).len(), 2);
+}

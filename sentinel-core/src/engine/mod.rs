@@ -28,7 +28,6 @@ pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shared::with_rules;
-pub(crate) use shared::Shared as SharedState;
 pub(crate) use snapshot::{ResourceRules, RuleSnapshot, SourceRules, Tables};
 pub(crate) use sources::SourceNameClaim;
 pub(crate) use views::seconds_of;

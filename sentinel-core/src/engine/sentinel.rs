@@ -151,7 +151,9 @@ impl SentinelBuilder {
             enabled: AtomicBool::new(true),
         });
         if let Some(backend) = &self.cluster {
-            backend.attach(crate::cluster::ClusterEvents::new(&shared));
+            let weak: Weak<Shared> = Arc::downgrade(&shared);
+            let sink: Weak<dyn crate::events::EventSink> = weak;
+            backend.attach(crate::cluster::ClusterEvents::new(sink));
         }
         #[cfg(feature = "metrics")]
         shared

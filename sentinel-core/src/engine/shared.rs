@@ -102,3 +102,9 @@ pub(crate) struct MatchedTables {
 
 /// The per-name state of regex rules, engine-wide.
 pub(crate) type MatchedState = Mutex<FastMap<Arc<str>, Arc<MatchedTables>>>;
+
+impl crate::events::EventSink for Shared {
+    fn deliver(&self, event: crate::events::SentinelEvent) {
+        self.events.emit(event);
+    }
+}
