@@ -623,69 +623,79 @@ async fn set_rules_round_trip_through_etcd_to_a_second_engine() {
             .expect("an etcd config")
     };
     let connect = || async {
-        EtcdRuleWriter::connect(config())
+        let writer = EtcdRuleWriter::connect(config())
             .await
-            .unwrap_or_else(|e| panic!("etcd at {endpoints}: {e}; {START_HINT}"))
-            .at(key.as_str())
+            .unwrap_or_else(|e| panic!("etcd at {endpoints}: {e}; {START_HINT}"));
+        Arc::new(writer.at(key.as_str())) as Arc<dyn WritableDataSource>
     };
-    let writer: Arc<dyn WritableDataSource> = Arc::new(connect().await);
-    let other: Arc<dyn WritableDataSource> = Arc::new(connect().await);
-    round_trip(|| EtcdSource::key(config(), key.as_str()), writer, other).await;
+    let source = || EtcdSource::key(config(), key.as_str());
+    round_trip(source, connect().await, connect().await).await;
+}
+
+/// A key of the Redis of `scripts/services.sh` that no other test uses, and its channel.
+struct RedisKey {
+    addr: String,
+    key: String,
+    channel: String,
+}
+
+impl RedisKey {
+    fn new(test: &str) -> Self {
+        let key = unique_key("rules:", test);
+        Self {
+            addr: env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379"),
+            channel: format!("{key}:channel"),
+            key,
+        }
+    }
+
+    fn config(&self) -> sentinel_datasource_redis::RedisConfig {
+        sentinel_datasource_redis::RedisConfig::builder()
+            .server(self.addr.as_str())
+            .build()
+            .expect("a Redis config")
+    }
+
+    /// A source of the key, its payloads published on the channel.
+    fn source(&self) -> sentinel_datasource_redis::RedisSource {
+        use sentinel_datasource_redis::{ChangeMode, RedisSource};
+        RedisSource::new(
+            self.config(),
+            self.key.as_str(),
+            ChangeMode::Payload(self.channel.clone()),
+        )
+    }
+
+    /// A writer of the key, connected.
+    async fn writer(&self) -> Arc<dyn WritableDataSource> {
+        let writer = sentinel_datasource_redis::RedisRuleWriter::connect(self.config())
+            .await
+            .unwrap_or_else(|e| panic!("Redis at {}: {e}; {START_HINT}", self.addr));
+        Arc::new(writer.at(self.key.as_str(), self.channel.as_str()))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_rules_round_trip_through_redis_to_a_second_engine() {
-    use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
-    let addr = env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379");
-    let key = unique_key("rules:", "transport");
-    let channel = format!("{key}:channel");
-    let config = || {
-        RedisConfig::builder()
-            .server(addr.as_str())
-            .build()
-            .expect("a Redis config")
-    };
-    let connect = || async {
-        RedisRuleWriter::connect(config())
-            .await
-            .unwrap_or_else(|e| panic!("Redis at {addr}: {e}; {START_HINT}"))
-            .at(key.as_str(), channel.as_str())
-    };
-    let writer: Arc<dyn WritableDataSource> = Arc::new(connect().await);
-    let other: Arc<dyn WritableDataSource> = Arc::new(connect().await);
+    let redis = RedisKey::new("transport");
     round_trip(
-        || RedisSource::new(config(), key.as_str(), ChangeMode::Payload(channel.clone())),
-        writer,
-        other,
+        || redis.source(),
+        redis.writer().await,
+        redis.writer().await,
     )
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_param_flow_rules_write_to_their_store() {
-    use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
-    let addr = env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379");
-    let key = unique_key("rules:", "transport-param");
-    let channel = format!("{key}:channel");
-    let config = || {
-        RedisConfig::builder()
-            .server(addr.as_str())
-            .build()
-            .expect("a Redis config")
-    };
-    let writer = RedisRuleWriter::connect(config())
-        .await
-        .unwrap_or_else(|e| panic!("Redis at {addr}: {e}; {START_HINT}"))
-        .at(key.as_str(), channel.as_str());
+    let redis = RedisKey::new("transport-param");
+    let writer = redis.writer().await;
     let sentinel = Sentinel::new();
-    let source = DataSource::builder(
-        RedisSource::new(config(), key.as_str(), ChangeMode::Payload(channel.clone())),
-        ParamFlowJson::new(),
-    )
-    .start(&sentinel)
-    .await
-    .unwrap_or_else(|e| panic!("{e}; {START_HINT}"));
-    let transport = start(&sentinel, config_param(Arc::new(writer))).await;
+    let source = DataSource::builder(redis.source(), ParamFlowJson::new())
+        .start(&sentinel)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; {START_HINT}"));
+    let transport = start(&sentinel, config_param(writer)).await;
     let dashboard = Dashboard::calling(local(&transport));
     // ParamFlowRuleEntity.getRule() as fastjson writes it.
     let data = r#"[{"burstCount":0,"clusterMode":false,"controlBehavior":0,"count":5.0,"durationInSec":1,"grade":1,"limitApp":"default","maxQueueingTimeMs":0,"paramFlowItemList":[],"paramIdx":0,"resource":"GET:/hot"}]"#;

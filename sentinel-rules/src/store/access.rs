@@ -80,11 +80,8 @@ impl Store {
         if *tls {
             #[cfg(feature = "tls")]
             {
-                let mut settings = sentinel_datasource_etcd::TlsConfig::new();
-                if let Some(pem) = access.ca_pem()? {
-                    settings = settings.ca_certificate_pem(pem);
-                }
-                config = config.tls(settings);
+                let settings = sentinel_datasource_etcd::TlsConfig::new();
+                config = config.tls(access.with_ca(settings, |s, pem| s.ca_certificate_pem(pem))?);
             }
             #[cfg(not(feature = "tls"))]
             return Err(no_tls());
@@ -130,11 +127,8 @@ impl Store {
         if *tls {
             #[cfg(feature = "tls")]
             {
-                let mut settings = sentinel_datasource_redis::TlsConfig::new();
-                if let Some(pem) = access.ca_pem()? {
-                    settings = settings.ca_certificate_pem(pem);
-                }
-                config = config.tls(settings);
+                let settings = sentinel_datasource_redis::TlsConfig::new();
+                config = config.tls(access.with_ca(settings, |s, pem| s.ca_certificate_pem(pem))?);
             }
             #[cfg(not(feature = "tls"))]
             return Err(no_tls());
@@ -193,15 +187,16 @@ fn no_tls() -> Failure {
 }
 
 impl Access {
+    /// A backend's TLS `settings` with the `--ca-file` CA added by `add` (its
+    /// `ca_certificate_pem`); unchanged without `--ca-file` (the system roots).
     #[cfg(feature = "tls")]
-    fn ca_pem(&self) -> Result<Option<Vec<u8>>, Failure> {
-        self.ca_file
-            .as_ref()
-            .map(|path| {
-                std::fs::read(path)
-                    .map_err(|e| Failure::Usage(format!("--ca-file {}: {e}", path.display())))
-            })
-            .transpose()
+    fn with_ca<T>(&self, settings: T, add: impl FnOnce(T, Vec<u8>) -> T) -> Result<T, Failure> {
+        let Some(path) = &self.ca_file else {
+            return Ok(settings);
+        };
+        let pem = std::fs::read(path)
+            .map_err(|e| Failure::Usage(format!("--ca-file {}: {e}", path.display())))?;
+        Ok(add(settings, pem))
     }
 }
 
