@@ -6,14 +6,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
     let _fault = fault_lock().await;
-    services(&["start", "etcd-fault"]).await;
-    let cfg = config(&fault_endpoints());
-    let key = unique_key("/sentinel-test", "restart-same");
-    writer(cfg.clone())
-        .await
-        .put_bytes(&key, flow_payload(1))
-        .await
-        .expect("put 1");
+    let (cfg, key) = fault_key_at_seq_1("restart-same").await;
 
     let sentinel = Sentinel::new();
     let source = DataSource::builder(EtcdSource::key(cfg.clone(), key.clone()), FlowJson::new())
@@ -23,11 +16,7 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
         .expect("start");
     let version = sentinel.rules_version();
 
-    services(&["stop", "etcd-fault", "--keep-data"]).await;
-    wait_status(&source, "disconnected", |s| {
-        !s.connected && s.last_error.is_some()
-    })
-    .await;
+    stop_until_disconnected(&source).await;
     assert_eq!(
         applied_seq::<FlowRule>(&sentinel),
         Some(1),
@@ -58,14 +47,7 @@ async fn restart_with_nothing_changed_reconnects_then_applies_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     let _fault = fault_lock().await;
-    services(&["start", "etcd-fault"]).await;
-    let cfg = config(&fault_endpoints());
-    let key = unique_key("/sentinel-test", "restart-changed");
-    writer(cfg.clone())
-        .await
-        .put_bytes(&key, flow_payload(1))
-        .await
-        .expect("put 1");
+    let (cfg, key) = fault_key_at_seq_1("restart-changed").await;
 
     let sentinel = Sentinel::new();
     // The driver's re-read after the disconnect waits for the gate: the test restarts the
@@ -77,11 +59,7 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
         .await
         .expect("start");
 
-    services(&["stop", "etcd-fault", "--keep-data"]).await;
-    wait_status(&source, "disconnected", |s| {
-        !s.connected && s.last_error.is_some()
-    })
-    .await;
+    stop_until_disconnected(&source).await;
     services(&["start", "etcd-fault", "--keep-data"]).await;
     let w = writer(cfg).await;
     w.put_bytes(&key, flow_payload(2)).await.expect("put 2");
@@ -109,6 +87,29 @@ async fn restart_with_a_change_while_down_applies_it_after_the_reconnect() {
     })
     .await;
     source.close().await;
+}
+
+/// Starts `etcd-fault` (the caller holds the fault lock) and writes sequence 1 to a fresh
+/// key for `test`: the server's config and the key.
+async fn fault_key_at_seq_1(test: &str) -> (EtcdConfig, String) {
+    services(&["start", "etcd-fault"]).await;
+    let cfg = config(&fault_endpoints());
+    let key = unique_key("/sentinel-test", test);
+    writer(cfg.clone())
+        .await
+        .put_bytes(&key, flow_payload(1))
+        .await
+        .expect("put 1");
+    (cfg, key)
+}
+
+/// Stops `etcd-fault` (keeping its data) and waits until `source` reports it gone.
+async fn stop_until_disconnected(source: &DataSource) {
+    services(&["stop", "etcd-fault", "--keep-data"]).await;
+    wait_status(source, "disconnected", |s| {
+        !s.connected && s.last_error.is_some()
+    })
+    .await;
 }
 
 /// The auth-enabled server, written to as root.
