@@ -13,6 +13,23 @@ async fn root_writer() -> sentinel_datasource_etcd::EtcdRuleWriter {
     .await
 }
 
+/// The `app` user's config on the auth-enabled server (it may read `/rules/` only).
+fn app_config() -> sentinel_datasource_etcd::EtcdConfig {
+    builder(&auth_endpoints())
+        .credentials("app", "apppw")
+        .build()
+        .expect("config")
+}
+
+/// A fresh key under `/rules` for `test`, holding `v1` written as root: the root writer and
+/// the key.
+async fn key_at_v1(test: &str) -> (sentinel_datasource_etcd::EtcdRuleWriter, String) {
+    let root = root_writer().await;
+    let key = unique_key("/rules", test);
+    root.put_bytes(&key, "v1").await.expect("put v1");
+    (root, key)
+}
+
 #[tokio::test]
 async fn wrong_password_is_an_auth_error_without_the_password() {
     let _ = root_writer().await;
@@ -44,14 +61,9 @@ async fn missing_credentials_are_an_auth_error() {
 
 #[tokio::test]
 async fn right_password_reads_and_watches() {
-    let root = root_writer().await;
-    let key = unique_key("/rules", "right_pw");
-    root.put_bytes(&key, "v1").await.expect("put v1");
+    let (root, key) = key_at_v1("right_pw").await;
 
-    let cfg = builder(&auth_endpoints())
-        .credentials("app", "apppw")
-        .build()
-        .expect("config");
+    let cfg = app_config();
     let mut source = EtcdSource::key(cfg, key.clone());
     let payload = read(&mut source).await.expect("read as app");
     assert_eq!(values(&payload), [(key.clone(), "v1".to_owned())]);
@@ -67,10 +79,7 @@ async fn key_outside_the_granted_prefix_is_permission_denied() {
     let key = unique_key("/other", "denied");
     root.put_bytes(&key, "secret rules").await.expect("put");
 
-    let cfg = builder(&auth_endpoints())
-        .credentials("app", "apppw")
-        .build()
-        .expect("config");
+    let cfg = app_config();
     let mut source = EtcdSource::key(cfg.clone(), key.clone());
     match read(&mut source).await {
         Err(SourceError::PermissionDenied { .. }) => {}
@@ -87,14 +96,9 @@ async fn key_outside_the_granted_prefix_is_permission_denied() {
 /// source must authenticate again by itself for both reads and new watches.
 #[tokio::test]
 async fn expired_token_is_renewed() {
-    let root = root_writer().await;
-    let key = unique_key("/rules", "token_ttl");
-    root.put_bytes(&key, "v1").await.expect("put v1");
+    let (root, key) = key_at_v1("token_ttl").await;
 
-    let cfg = builder(&auth_endpoints())
-        .credentials("app", "apppw")
-        .build()
-        .expect("config");
+    let cfg = app_config();
     let mut source = EtcdSource::key(cfg, key.clone());
     read(&mut source).await.expect("first read");
 
