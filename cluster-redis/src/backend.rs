@@ -15,8 +15,9 @@ use tokio::time::Instant;
 
 use crate::config::RedisClusterConfig;
 use crate::connect::{connect, Conn};
+use crate::error::ClusterError;
 use crate::scripts::{keys, LeaseReply, Scripts};
-use crate::{ClusterError, ClusterStats, ClusterStatus};
+use crate::status::{ClusterStats, ClusterStatus};
 
 mod lease;
 

@@ -161,18 +161,17 @@
 //! [formats](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/formats.md), [adding a backend](https://github.com/sentinel-rs/sentinel-rs/blob/main/docs/adding-a-backend.md).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod builder;
 mod config;
 mod snapshot;
 mod source;
 mod watch;
 mod writer;
 
+pub use builder::FileSourceBuilder;
 #[allow(deprecated)]
 pub use config::{BuildError, DEFAULT_MAX_SIZE};
-pub use config::{
-    ConfigError, FileSourceBuilder, DEFAULT_DEBOUNCE, DEFAULT_DELETE_SETTLE,
-    DEFAULT_MAX_PAYLOAD_BYTES,
-};
+pub use config::{ConfigError, DEFAULT_DEBOUNCE, DEFAULT_DELETE_SETTLE, DEFAULT_MAX_PAYLOAD_BYTES};
 pub use source::FileSource;
 
 // The names the crate documentation links to.

@@ -2,14 +2,13 @@
 //! each change once.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sentinel_core::datasource::{RawPayload, ReadableDataSource, SourceError, WatchEvent};
 use tokio::time::Instant;
 
-use crate::config::{ConfigError, FileConfig, FileSourceBuilder, MISSING_DIR_RETRY};
+use crate::config::{FileConfig, MISSING_DIR_RETRY};
 use crate::snapshot::{self, Seen, Snapshot};
 use crate::watch::DirWatch;
 
@@ -45,16 +44,6 @@ enum Wake {
 }
 
 impl FileSource {
-    /// A source for `path` with default settings. Same as `FileSource::builder(path).build()`.
-    pub fn new(path: impl Into<PathBuf>) -> Result<Self, ConfigError> {
-        Self::builder(path).build()
-    }
-
-    /// A builder for a source reading `path`.
-    pub fn builder(path: impl Into<PathBuf>) -> FileSourceBuilder {
-        FileSourceBuilder::new(path.into())
-    }
-
     pub(crate) fn from_config(config: FileConfig) -> Self {
         Self {
             config,

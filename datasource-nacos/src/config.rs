@@ -346,6 +346,8 @@ fn base_url(address: &str) -> Result<String, ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    use sentinel_test_support::{assert_default_health_check, assert_refused};
+
     use super::*;
 
     #[test]
@@ -404,25 +406,11 @@ mod tests {
 
     #[test]
     fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
-        let config = NacosConfig::builder()
-            .servers(["127.0.0.1:8848"])
-            .build()
-            .expect("valid");
-        assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
-        assert!(
-            format!("{config:?}").contains("health_check: (1s, 2s)"),
-            "{config:?}"
-        );
-        let err = NacosConfig::builder()
-            .servers(["127.0.0.1:8848"])
-            .health_check(Duration::ZERO, Duration::from_secs(2))
-            .build()
-            .expect_err("zero");
-        assert_eq!(
-            err,
-            ConfigError::Zero {
-                field: "health_check interval"
-            }
-        );
+        let base = || NacosConfig::builder().servers(["127.0.0.1:8848"]);
+        let config = base().build().expect("valid");
+        assert_default_health_check(&config, config.frozen_server_detection());
+        let zero_interval = base().health_check(Duration::ZERO, Duration::from_secs(2));
+        let field = "health_check interval";
+        assert_refused(zero_interval.build(), ConfigError::Zero { field });
     }
 }

@@ -7,8 +7,10 @@ use std::time::Duration;
 use sentinel_core::datasource::{address_list, Secret};
 
 mod address;
+mod error;
 
 pub(crate) use address::{Address, Deployment};
+pub use error::ConfigError;
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;
 
@@ -41,50 +43,6 @@ pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 const DEFAULT_PORT: u16 = 6379;
 /// The port a Redis Sentinel listens on when an address names none.
 const DEFAULT_SENTINEL_PORT: u16 = 26379;
-
-/// A configuration that [`RedisConfigBuilder::build`] refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// No server, sentinel or cluster node was given.
-    #[error("a Redis server, Redis Sentinel or cluster address is required")]
-    NoAddress,
-    /// Addresses of two deployments were given (a server and sentinels, for example).
-    #[error("choose one deployment: a server, Redis Sentinel or a cluster")]
-    SeveralDeployments,
-    /// An address is malformed.
-    #[error("invalid Redis address {address:?}: {reason}")]
-    InvalidAddress {
-        /// The address as given.
-        address: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The Redis Sentinel master name is empty.
-    #[error("the Redis Sentinel master name is empty")]
-    EmptyMasterName,
-    /// The ACL user name is empty.
-    #[error("the Redis user name is empty")]
-    EmptyUser,
-    /// A cluster has only database 0.
-    #[error("Redis Cluster has only database 0, not {db}")]
-    ClusterDatabase {
-        /// The database that was asked for.
-        db: i64,
-    },
-    /// The database index is negative.
-    #[error("the Redis database index {db} is negative")]
-    NegativeDatabase {
-        /// The database that was asked for.
-        db: i64,
-    },
-    /// A timeout or size limit is zero.
-    #[error("{field} must be greater than zero")]
-    Zero {
-        /// The setting that is zero.
-        field: &'static str,
-    },
-}
 
 /// An ACL user (or the default user) and its password. The password never appears in
 /// `Debug` output, logs or errors.

@@ -109,7 +109,7 @@ mod tests {
         );
         assert!(matches!(e, SourceError::PermissionDenied { .. }), "{e:?}");
         // NOAUTH and WRONGPASS are extension codes the client only builds from a server's
-        // reply; `tests/backend.rs` checks them against a real server.
+        // reply; `tests/backend/access.rs` checks them against a real server.
     }
 
     #[test]

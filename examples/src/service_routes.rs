@@ -1,6 +1,8 @@
-//! The routes of the axum example services (`--bin service`, `--bin console`), guarded by
-//! `sentinel-tower`, and the rules they start from.
+//! The routes of the axum example services (`--bin service`, `--bin console`,
+//! `--bin transport`), guarded by `sentinel-tower`, the rules they start from, and serving
+//! them until Ctrl-C.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -54,4 +56,15 @@ pub fn guarded_routes(sentinel: &Sentinel) -> Router {
             }),
         )
         .route_layer(layer)
+}
+
+/// Serves `app` on `listen` until Ctrl-C, after printing `banner` (the service's address).
+pub async fn serve(listen: SocketAddr, app: Router, banner: &str) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    println!("{banner}");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
 }

@@ -57,6 +57,7 @@ mod edit;
 mod model;
 mod record;
 mod shadow;
+mod state;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -86,6 +87,7 @@ pub use shadow::ShadowRow;
 
 use edit::{Editing, Writer};
 use record::Recorder;
+use state::State;
 
 /// The page, with its CSS and JavaScript inline.
 static PAGE: &[u8] = include_bytes!("../assets/index.html");
@@ -128,15 +130,6 @@ pub enum ConsoleError {
         #[source]
         source: std::io::Error,
     },
-}
-
-pub(crate) struct State {
-    pub(crate) sentinel: Sentinel,
-    pub(crate) series: Arc<MetricSeries>,
-    pub(crate) sources: Vec<watch::Receiver<SourceStatus>>,
-    pub(crate) editing: Option<Editing>,
-    pub(crate) recorder: Arc<Recorder>,
-    pub(crate) max_rows: usize,
 }
 
 /// Builds a [`Console`]. From [`Console::builder`].

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::State;
+use crate::state::State;
 
 /// One shadow rule and its would-blocks (see `sentinel_core::shadow`).
 #[derive(Debug, Clone, Serialize)]

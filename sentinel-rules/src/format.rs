@@ -7,7 +7,7 @@ use sentinel_core::datasource::{
 use sentinel_core::{KeyPolicy, RuleFamily, RuleIssue, RuleSet};
 use serde_json::{json, Value};
 
-use crate::{Failure, Shape};
+use crate::failure::Failure;
 
 /// A payload format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -34,6 +34,19 @@ pub(crate) enum Family {
     /// Hot-parameter rules, named as in the combined document (`param-flow` is accepted too).
     #[value(name = "paramFlow", alias = "param-flow")]
     ParamFlow,
+}
+
+/// How the rules are written: the format and (for a per-family list) the family.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Shape {
+    /// The payload format: Sentinel (Java) JSON of one family, sentinel-golang JSON of one
+    /// family, or the combined document `{"flow": [...], ...}`. Default: `java` with a
+    /// `--family`, `combined` without.
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// The rule family of a per-family list.
+    #[arg(long, value_enum)]
+    pub(crate) family: Option<Family>,
 }
 
 type Boxed = Box<dyn Converter<[u8], RuleSet>>;

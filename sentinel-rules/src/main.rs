@@ -33,25 +33,26 @@ macro_rules! say {
     }};
 }
 
+mod failure;
 mod format;
+mod local;
+mod output;
+mod remote;
 mod shadow;
 mod store;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use sentinel_core::datasource::{
-    DataSource, Encoding, Expected, RawPayload, ReadableDataSource, WriteError,
-};
-use sentinel_core::{
-    KeyPolicy, RuleError, RuleIssue, RuleSet, Sentinel, SentinelEvent, Validation,
-};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use format::{Family, Format, Rules};
-use store::{Access, Login, Nacos, Store};
+use failure::Failure;
+use format::Shape;
+use remote::Cas;
+use store::AskPassword;
 
 const AFTER_HELP: &str = "\
 Store URLs:
@@ -109,19 +110,6 @@ struct Cli {
     ca_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
-}
-
-/// How the rules are written: the format and (for a per-family list) the family.
-#[derive(Debug, Clone, clap::Args)]
-struct Shape {
-    /// The payload format: Sentinel (Java) JSON of one family, sentinel-golang JSON of one
-    /// family, or the combined document `{"flow": [...], ...}`. Default: `java` with a
-    /// `--family`, `combined` without.
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    /// The rule family of a per-family list.
-    #[arg(long, value_enum)]
-    family: Option<Family>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,50 +217,6 @@ enum Command {
     },
 }
 
-/// Why a command failed.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// Bad arguments or URL: exit 2.
-    Usage(String),
-    /// The store failed: exit 4.
-    Store(String),
-    /// `push --cas` lost a race: exit 5.
-    Conflict(String),
-    /// Invalid rules: exit 1, already printed.
-    Rules,
-    /// `diff` found changes: exit 3, already printed.
-    Differs,
-}
-
-impl Failure {
-    /// A store error without a store to name (the store's own message names it).
-    pub(crate) fn store(error: impl std::error::Error) -> Self {
-        Failure::Store(chain(&error))
-    }
-}
-
-/// An error and its root cause, each said once: the message, then the innermost cause when
-/// the message does not already hold its text. The causes in between are wrappers that
-/// repeat the root (a gRPC status around a transport error around an I/O error) and, for
-/// some clients, print it in `Debug` form.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut root = None;
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        root = Some(e);
-        cause = e.source();
-    }
-    if let Some(root) = root {
-        let root = root.to_string();
-        if !root.is_empty() && !text.contains(&root) {
-            text.push_str(": ");
-            text.push_str(&root);
-        }
-    }
-    text
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -294,6 +238,7 @@ async fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Runs the command the arguments name.
 async fn run(cli: Cli) -> Result<(), Failure> {
     let ask = AskPassword {
         terminal: cli.ask_password,
@@ -302,121 +247,20 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         ca_file: cli.ca_file.clone(),
     };
     let json = cli.json;
-    let timeout = cli.timeout;
-    // Every command but `watch` gives up after the timeout, whatever the store does.
-    let bounded = |what: String| {
-        move |_| {
-            Failure::Store(format!(
-                "{what}: no answer within {}",
-                humantime::format_duration(timeout)
-            ))
-        }
-    };
+    // Every command but `watch` gives up after the timeout, whatever the store does
+    // (`remote`).
     match cli.command {
         Command::Validate {
             file,
             strict_keys,
             shape,
-        } => {
-            let keys = if strict_keys {
-                KeyPolicy::Deny
-            } else {
-                KeyPolicy::Warn
-            };
-            let rules = read_file_with(&file, &shape, json, keys)?;
-            let warnings: Vec<Value> = rules.warnings.iter().map(issue_json).collect();
-            report(
-                json,
-                json!({ "ok": true, "rules": rules.counts(), "warnings": warnings }),
-                || {
-                    let mut text = String::new();
-                    for warning in &rules.warnings {
-                        text.push_str(&format!("warning: {warning}\n"));
-                    }
-                    text.push_str(&format!("ok: {}", rules.summary()));
-                    text
-                },
-            );
-            Ok(())
-        }
-        Command::Schema { shape } => {
-            let name = shape.schema_name()?;
-            let schemas = sentinel_core::datasource::schema::rule_schemas();
-            let schema = schemas
-                .into_iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, schema)| schema)
-                .ok_or_else(|| Failure::Usage(format!("no schema named {name}")))?;
-            say!(
-                "{}",
-                serde_json::to_string_pretty(&schema).unwrap_or_default()
-            );
-            Ok(())
-        }
+        } => local::validate(&file, strict_keys, &shape, json),
+        Command::Schema { shape } => local::schema(&shape),
         Command::Completions { shell } => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "sentinel-rules", &mut script);
-            let mut script = String::from_utf8_lossy(&script).into_owned();
-            if shell == clap_complete::Shell::Bash {
-                // clap_complete's bash script names a subcommand's case arm differently from
-                // the value it matches when the binary's name has a `-`
-                // (`sentinel__subcmd__rules__subcmd__push` against
-                // `sentinel__rules__subcmd__push`): every subcommand's options would go
-                // uncompleted.
-                script = script.replace("sentinel__subcmd__rules__", "sentinel__rules__");
-            }
-            use std::io::Write as _;
-            let _ = std::io::stdout().write_all(script.as_bytes());
+            completions(shell);
             Ok(())
         }
-        Command::Get { from } => {
-            let store = Store::parse(&from)?;
-            let access = ask.access(&store)?;
-            let payload = tokio::time::timeout(timeout, read(&store, &access))
-                .await
-                .map_err(bounded(store.to_string()))??;
-            let entries: Vec<Value> = payload
-                .entries
-                .iter()
-                .map(|e| json!({ "key": e.key, "value": as_json(&e.value) }))
-                .collect();
-            // An app's dataIds, read as one combined document.
-            let document = match &store {
-                Store::Nacos {
-                    target: Nacos::App(_),
-                    ..
-                } if !payload.entries.is_empty() => {
-                    let set = convert_payload(&store, &Shape::combined(), &payload)?;
-                    let bytes = set.to_combined_json().map_err(|e| {
-                        Failure::Store(format!("the rules in {store} do not encode: {e}"))
-                    })?;
-                    Some(as_json(&bytes))
-                }
-                _ => None,
-            };
-            if json {
-                let mut doc =
-                    json!({ "ok": true, "revision": payload.revision, "entries": entries });
-                if let Some(document) = &document {
-                    doc["document"] = document.clone();
-                }
-                say!("{doc}");
-            } else if let Some(document) = &document {
-                say!("# {store}, as one document");
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(document).unwrap_or_default()
-                );
-            } else if payload.entries.is_empty() {
-                say!("(nothing stored at {store})");
-            } else {
-                for entry in &payload.entries {
-                    say!("# {}", entry.key);
-                    say!("{}", pretty(&entry.value));
-                }
-            }
-            Ok(())
-        }
+        Command::Get { from } => remote::get(&from, &ask, json).await,
         Command::Push {
             file,
             to,
@@ -425,90 +269,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             if_revision,
             shape,
         } => {
-            let rules = read_file(&file, &shape, json)?;
-            let store = Store::parse(&to)?;
             let cas = match (cas, no_cas, if_revision) {
-                (_, _, Some(revision)) => Cas::At(revision),
-                (true, _, None) => Cas::Read,
-                (false, true, None) => Cas::Off,
+                (_, _, Some(revision)) => Some(Cas::At(revision)),
+                (true, _, None) => Some(Cas::Read),
+                (false, true, None) => Some(Cas::Off),
                 // The default: compare and set wherever the store keeps revisions.
-                (false, false, None) if store.keeps_revisions() => Cas::Read,
-                (false, false, None) => Cas::Off,
+                (false, false, None) => None,
             };
-            let access = ask.access(&store)?;
-            let (target, revision) =
-                tokio::time::timeout(timeout, push(&store, &access, &rules, &shape, cas))
-                    .await
-                    .map_err(bounded(store.to_string()))??;
-            report(
-                json,
-                json!({
-                    "ok": true,
-                    "to": target,
-                    "revision": revision,
-                    "rules": rules.counts(),
-                    "compare_and_set": !matches!(cas, Cas::Off),
-                }),
-                || {
-                    let at = revision
-                        .map(|r| format!(" (revision {r})"))
-                        .unwrap_or_default();
-                    format!("pushed {} to {target}{at}", rules.summary())
-                },
-            );
-            Ok(())
+            remote::push(&file, &to, cas, &shape, &ask, json).await
         }
-        Command::Diff { file, from, shape } => {
-            let wanted = read_file(&file, &shape, json)?;
-            let store = Store::parse(&from)?;
-            let access = ask.access(&store)?;
-            let payload = tokio::time::timeout(timeout, read(&store, &access))
-                .await
-                .map_err(bounded(store.to_string()))??;
-            let stored = convert_payload(&store, &shape, &payload)?;
-            let changes = format::diff(&stored, &wanted.set);
-            let summary = format::summary_lines(&changes);
-            if json {
-                say!(
-                    "{}",
-                    json!({ "ok": true, "changed": !changes.is_empty(), "changes": changes, "summary": summary })
-                );
-            } else if changes.is_empty() {
-                say!("no change: {store} already holds these rules");
-            } else {
-                for change in &changes {
-                    say!("{}", format::change_line(change));
-                }
-                for line in &summary {
-                    say!("{line}");
-                }
-            }
-            if changes.is_empty() {
-                Ok(())
-            } else {
-                Err(Failure::Differs)
-            }
-        }
-        Command::Delete { from } => {
-            let store = Store::parse(&from)?;
-            let access = ask.access(&store)?;
-            let keys = tokio::time::timeout(timeout, store.delete(&access))
-                .await
-                .map_err(bounded(store.to_string()))??;
-            report(json, json!({ "ok": true, "deleted": keys }), || {
-                if keys.is_empty() {
-                    format!("nothing to delete at {store}")
-                } else {
-                    format!("deleted {} from {store}", keys.join(", "))
-                }
-            });
-            Ok(())
-        }
+        Command::Diff { file, from, shape } => remote::diff(&file, &from, &shape, &ask, json).await,
+        Command::Delete { from } => remote::delete(&from, &ask, json).await,
         Command::Watch {
             from,
             updates,
             shape,
-        } => watch(&from, updates, &shape, &ask, json).await,
+        } => watch::watch(&from, updates, &shape, &ask, json).await,
         Command::Promote { what, replace } => {
             let how = if replace {
                 sentinel_core::shadow::ShadowMove::PromoteReplacing
@@ -523,351 +299,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-/// Reads what the store holds now.
-async fn read(store: &Store, access: &Access) -> Result<RawPayload, Failure> {
-    let mut source = store.source(access)?;
-    let payload = source.read().await.map_err(|e| store.failed(e));
-    source.close().await;
-    payload
-}
-
-/// Which revision a push compares with.
-#[derive(Debug, Clone, Copy)]
-enum Cas {
-    /// None: the push overwrites whatever is stored.
-    Off,
-    /// The one read just before the write.
-    Read,
-    /// This one.
-    At(u64),
-}
-
-/// Writes the rules; returns what was written and the store's revision after it.
-async fn push(
-    store: &Store,
-    access: &Access,
-    rules: &Rules,
-    shape: &Shape,
-    cas: Cas,
-) -> Result<(String, Option<u64>), Failure> {
-    if let Store::Nacos {
-        target: Nacos::App(_),
-        ..
-    } = store
-    {
-        if !shape.is_combined() {
-            return Err(Failure::Usage(
-                "an app's dataIds take the combined document (no --family)".into(),
-            ));
-        }
-        if !matches!(cas, Cas::Off) {
-            return Err(Failure::Usage(
-                "Nacos keeps no revisions: no --cas or --if-revision".into(),
-            ));
-        }
-        let written = store.push_app(access, &rules.set).await?;
-        return Ok((format!("{store} ({})", written.join(", ")), None));
+/// Prints a shell completion script.
+fn completions(shell: clap_complete::Shell) {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "sentinel-rules", &mut script);
+    let mut script = String::from_utf8_lossy(&script).into_owned();
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete's bash script names a subcommand's case arm differently from
+        // the value it matches when the binary's name has a `-`
+        // (`sentinel__subcmd__rules__subcmd__push` against
+        // `sentinel__rules__subcmd__push`): every subcommand's options would go
+        // uncompleted.
+        script = script.replace("sentinel__subcmd__rules__", "sentinel__rules__");
     }
-    let writer = store.writer(access).await?;
-    let expected = match cas {
-        Cas::Off => Expected::Anything,
-        Cas::Read => Expected::Revision(writer.revision().await.map_err(|e| store.failed(e))?),
-        Cas::At(revision) => Expected::Revision(Some(revision)),
-    };
-    // Stored as it was written: a combined document stays one, for CombinedJson.
-    let encoding = if shape.is_combined() {
-        Encoding::Combined
-    } else {
-        Encoding::Auto
-    };
-    let revision = writer
-        .write_as(&rules.set, encoding, expected)
-        .await
-        .map_err(|e| match e {
-            WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
-            // Asking a file or Nacos for a compare-and-set is a usage error.
-            WriteError::NoRevisions { .. } => Failure::Usage(format!(
-                "{}: --cas and --if-revision need etcd, Redis or NATS",
-                chain(&e)
-            )),
-            other => store.failed(other),
-        })?;
-    Ok((writer.describe(), revision))
-}
-
-/// The rules a payload holds: each entry converted (an app's dataIds each with its family's
-/// converter) and merged.
-fn convert_payload(store: &Store, shape: &Shape, payload: &RawPayload) -> Result<RuleSet, Failure> {
-    let mut set = RuleSet::new();
-    for entry in &payload.entries {
-        let converter = match store {
-            Store::Nacos {
-                target: Nacos::App(app),
-                ..
-            } => match store::dashboard_family(app, &entry.key) {
-                Some(family) => format::java(family),
-                None => continue,
-            },
-            _ => shape.converter()?,
-        };
-        let rules = converter
-            .convert(&entry.value)
-            .map_err(|e| Failure::Store(format!("the rules stored at {}: {e}", entry.key)))?;
-        set.merge(rules);
-    }
-    Ok(set)
-}
-
-/// Where the password comes from, besides `SENTINEL_RULES_PASSWORD`: asked only once a
-/// command opens a store that takes one (not for `validate` or a file).
-#[derive(Debug, Clone)]
-pub(crate) struct AskPassword {
-    terminal: bool,
-    stdin: bool,
-    timeout: Duration,
-    ca_file: Option<PathBuf>,
-}
-
-impl AskPassword {
-    /// The login, timeout and CA for `store`.
-    pub(crate) fn access(&self, store: &Store) -> Result<Access, Failure> {
-        let mut access = Access {
-            login: Login::default(),
-            timeout: self.timeout,
-            ca_file: self.ca_file.clone(),
-        };
-        if matches!(store, Store::File(_)) {
-            return Ok(access);
-        }
-        if self.timeout.is_zero() {
-            return Err(Failure::Usage("--timeout must be more than 0".into()));
-        }
-        let mut login = Login::from_env();
-        if self.terminal {
-            login.password = Some(login.ask_password()?);
-        } else if self.stdin {
-            login.password = Some(Login::password_from(std::io::stdin().lock())?);
-        }
-        access.login = login;
-        Ok(access)
-    }
-}
-
-/// Runs a data source on `from` and prints every applied or rejected update.
-async fn watch(
-    from: &str,
-    updates: Option<u64>,
-    shape: &Shape,
-    ask: &AskPassword,
-    json: bool,
-) -> Result<(), Failure> {
-    let store = Store::parse(from)?;
-    let source = store.source(&ask.access(&store)?)?;
-    let sentinel = Sentinel::new();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
-    let engine = sentinel.downgrade();
-    // What the engine held before each update, to say what the update changed.
-    let before = std::sync::Mutex::new(RuleSet::new());
-    sentinel.add_listener(move |event: &SentinelEvent| {
-        let line = match event {
-            SentinelEvent::RulesApplied {
-                families, version, ..
-            } => {
-                // Read here, as the update lands: the rules of exactly this version.
-                let engine = engine.upgrade();
-                let after = engine.as_ref().map(format::active).unwrap_or_default();
-                // The shadow rules the store holds now, per family (they only count
-                // would-blocks; the services' own consoles show those).
-                let shadow: serde_json::Map<String, Value> = sentinel_core::RuleFamily::ALL
-                    .iter()
-                    .filter_map(|f| {
-                        let n = engine.as_ref().map_or(0, |s| s.shadow_rule_count(*f));
-                        (n > 0).then(|| (f.to_string(), json!(n)))
-                    })
-                    .collect();
-                let mut before = before.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let changes = format::diff(&before, &after);
-                *before = after;
-                json!({
-                    "event": "applied",
-                    "version": version,
-                    "rules": families.iter().map(|(f, n)| (f.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                    "changed": format::watch_text(&changes),
-                    "changes": changes,
-                    "shadow": shadow,
-                })
-            }
-            SentinelEvent::RulesRejected { error, .. } => {
-                json!({ "event": "rejected", "error": error.to_string() })
-            }
-            _ => return,
-        };
-        let _ = tx.send(line);
-    });
-    let mut builder = DataSource::builder(source, shape.converter()?).name("sentinel-rules watch");
-    if let Store::Nacos {
-        target: Nacos::App(app),
-        ..
-    } = &store
-    {
-        for (family, key) in store::DASHBOARD_FAMILIES
-            .iter()
-            .zip(sentinel_datasource_nacos::dashboard_keys(app))
-        {
-            builder = builder.converter_for(key.entry_key(), format::java(*family));
-        }
-    }
-    let ds = builder
-        .start(&sentinel)
-        .await
-        .map_err(|e| store.failed(e))?;
-    let mut statuses = ds.status_watch();
-    let mut connected = ds.status().connected;
-    let mut seen = 0u64;
-    loop {
-        let (mut line, update) = tokio::select! {
-            line = rx.recv() => match line {
-                Some(line) => (line, true),
-                None => break,
-            },
-            // The store going away and coming back, as it happens (not an update).
-            changed = statuses.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-                let status = statuses.borrow_and_update().clone();
-                if status.connected == connected {
-                    continue;
-                }
-                connected = status.connected;
-                if connected {
-                    (json!({ "event": "connected" }), false)
-                } else {
-                    (json!({ "event": "disconnected", "error": status.last_error }), false)
-                }
-            }
-            _ = tokio::signal::ctrl_c() => break,
-        };
-        let status = ds.status();
-        let time = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        line["time"] = json!(time);
-        line["status"] = json!({
-            "connected": status.connected,
-            "applied": status.applied_count,
-            "rejected": status.rejected_count,
-            "disconnects": status.disconnects,
-            "revision": status.last_revision,
-        });
-        if json {
-            say!("{line}");
-        } else {
-            let detail = match line["event"].as_str() {
-                Some("applied") => {
-                    let shadow = match line["shadow"].as_object() {
-                        Some(map) if !map.is_empty() => format!(" shadow {}", line["shadow"]),
-                        _ => String::new(),
-                    };
-                    format!(
-                        "{}{shadow}: {}",
-                        line["rules"],
-                        line["changed"].as_str().unwrap_or("")
-                    )
-                }
-                Some("connected") => String::new(),
-                _ => line["error"].to_string(),
-            };
-            say!(
-                "{time} {} {detail} (connected {}, {} applied, {} rejected, {} disconnects)",
-                line["event"].as_str().unwrap_or("?"),
-                status.connected,
-                status.applied_count,
-                status.rejected_count,
-                status.disconnects
-            );
-        }
-        if update {
-            seen += 1;
-            if updates.is_some_and(|n| seen >= n) {
-                break;
-            }
-        }
-    }
-    ds.close().await;
-    Ok(())
-}
-
-/// Reads and converts a rules file; prints its problems (and fails) when it is invalid.
-fn read_file(path: &PathBuf, shape: &Shape, json: bool) -> Result<Rules, Failure> {
-    read_file_with(path, shape, json, KeyPolicy::Warn)
-}
-
-/// [`read_file`], with what an unknown key is.
-fn read_file_with(
-    path: &PathBuf,
-    shape: &Shape,
-    json: bool,
-    keys: KeyPolicy,
-) -> Result<Rules, Failure> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-    match shape
-        .converter_with(keys)?
-        .convert_with(&bytes, Validation::Strict)
-    {
-        Ok(converted) => Ok(Rules {
-            set: converted.value,
-            warnings: converted.warnings,
-        }),
-        Err(error) => {
-            let error = error.with_payload(&path.display().to_string());
-            print_invalid(&error, json);
-            Err(Failure::Rules)
-        }
-    }
-}
-
-fn print_invalid(error: &RuleError, json: bool) {
-    if json {
-        let issues: Vec<Value> = error.issues().iter().map(issue_json).collect();
-        say!(
-            "{}",
-            json!({ "ok": false, "error": error.to_string(), "issues": issues })
-        );
-    } else if error.issues().is_empty() {
-        say!("invalid: {error}");
-    } else {
-        for issue in error.issues() {
-            say!("invalid: {issue}");
-        }
-    }
-}
-
-/// One rule's problem, as `--json` prints it.
-fn issue_json(issue: &RuleIssue) -> Value {
-    json!({
-        "family": issue.family.to_string(),
-        "index": issue.index,
-        "resource": issue.resource,
-        "field": issue.field,
-        "message": issue.message,
-    })
-}
-
-pub(crate) fn report(json: bool, value: Value, text: impl FnOnce() -> String) {
-    if json {
-        say!("{value}");
-    } else {
-        say!("{}", text());
-    }
-}
-
-/// A stored value as JSON when it is JSON, as a string otherwise.
-fn as_json(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
-}
-
-fn pretty(bytes: &[u8]) -> String {
-    serde_json::to_string_pretty(&as_json(bytes))
-        .unwrap_or_else(|_| String::from_utf8_lossy(bytes).into_owned())
+    use std::io::Write as _;
+    let _ = std::io::stdout().write_all(script.as_bytes());
 }

@@ -5,9 +5,10 @@ use sentinel_core::datasource::WriteError;
 use sentinel_core::shadow::{move_stored_rules, RuleSelector, ShadowMove, ShadowStoreError};
 use serde_json::json;
 
+use crate::failure::{chain, Failure};
 use crate::format::Family;
-use crate::store::Store;
-use crate::{chain, report, AskPassword, Failure};
+use crate::output::report;
+use crate::store::{AskPassword, Store};
 
 /// What `promote` or `demote` moves.
 #[derive(Debug, Clone, clap::Args)]

@@ -3,7 +3,7 @@
 //!
 //! The form: `app`, `app_type` (0, a plain service), `hostname`, `ip` and `port` (where the
 //! dashboard calls the command center back), `v` and `version` (epoch ms now; the
-//! dashboard keeps the newest). `v` is [`PROTOCOL_VERSION`](crate::PROTOCOL_VERSION), the
+//! dashboard keeps the newest). `v` is [`PROTOCOL_VERSION`], the
 //! Sentinel Java version whose command protocol this crate speaks: the dashboard reads it to
 //! choose how to call the machine, and from 1.6.0 it sends `setRules` and
 //! `setParamFlowRules` as form POSTs (long rule lists do not fit in a URL), from 1.7.1 with
@@ -18,7 +18,10 @@ use std::time::Duration;
 
 use crate::error::TransportError;
 use crate::metric::epoch_now_ms;
-use crate::PROTOCOL_VERSION;
+
+/// The Sentinel Java version whose command protocol this crate speaks, sent as the
+/// heartbeat's `v` and answered by `version` (see the heartbeat notes in docs/dashboard.md).
+pub const PROTOCOL_VERSION: &str = "1.8.9";
 
 /// The full heartbeat URL of a dashboard address.
 pub(crate) fn dashboard_url(address: &str, path: &str) -> Result<String, TransportError> {

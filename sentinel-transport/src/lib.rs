@@ -102,10 +102,7 @@ use tokio::task::JoinHandle;
 
 pub use config::{Access, TransportConfig, TransportConfigBuilder};
 pub use error::{EditError, TransportError};
-
-/// The Sentinel Java version whose command protocol this crate speaks, sent as the
-/// heartbeat's `v` and answered by `version` (see the heartbeat notes in docs/dashboard.md).
-pub const PROTOCOL_VERSION: &str = "1.8.9";
+pub use heartbeat::PROTOCOL_VERSION;
 
 /// A running transport: the command center, the series collector and the heartbeat.
 /// Dropping it (or [`shutdown`](Self::shutdown)) stops all three.

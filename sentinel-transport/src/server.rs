@@ -18,10 +18,10 @@ use axum::response::{IntoResponse, Response};
 use sentinel_core::{RuleFamily, Sentinel};
 use serde_json::json;
 
+use crate::heartbeat::PROTOCOL_VERSION;
 use crate::metric::{MetricQuery, Metrics};
 use crate::nodes;
 use crate::rules::{self, Edits};
-use crate::PROTOCOL_VERSION;
 
 /// What every request reads.
 #[derive(Debug)]
@@ -230,7 +230,7 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
             let Some(family) = rules::family_of_type(param(params, "type")) else {
                 if !center.edits.writable() {
                     return failure(
-                        crate::EditError::ReadOnly {
+                        crate::error::EditError::ReadOnly {
                             command: "setRules",
                         }
                         .to_string(),
@@ -264,7 +264,7 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
         "setSwitch" => {
             if !center.edits.writable() {
                 return failure(
-                    crate::EditError::ReadOnly {
+                    crate::error::EditError::ReadOnly {
                         command: "setSwitch",
                     }
                     .to_string(),

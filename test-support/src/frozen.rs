@@ -10,8 +10,7 @@ use sentinel_core::datasource::{DataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 
-use crate::servers::services_script;
-use crate::services;
+use crate::servers::{services, services_script};
 
 /// Room on top of a backend's documented detection time, for a loaded machine.
 pub const FROZEN_SLACK: Duration = Duration::from_secs(3);

@@ -15,6 +15,8 @@
 //!   the harness's methods);
 //! - a frozen server under a running source ([`Frozen`], [`expect_frozen_server_noticed`],
 //!   [`expect_resumed`], [`retried`]);
+//! - the checks the backends' config tests share ([`assert_default_health_check`],
+//!   [`assert_refused`]);
 //! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
 //! - the propagation benches' payloads and percentiles ([`measure_propagation`],
 //!   [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
@@ -31,6 +33,7 @@
 //!
 //! `docs/adding-a-backend.md` says which helper comes from where.
 
+mod config;
 mod frozen;
 mod harness;
 mod latency;
@@ -38,6 +41,7 @@ mod output;
 mod partition;
 mod servers;
 
+pub use config::{assert_default_health_check, assert_refused};
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
 pub use latency::{bench_exit, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
@@ -45,6 +49,8 @@ pub use partition::{Partition, ServerControl};
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
 
 // What `server_control!` names in the crate that calls it.
+#[doc(hidden)]
+pub use harness::__ServerFuture;
 #[doc(hidden)]
 pub use sentinel_core::datasource::testkit::{
     ConformanceHarness as __ConformanceHarness, Unsupported as __Unsupported,

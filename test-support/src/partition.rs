@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use sentinel_core::datasource::testkit::Unsupported;
 use tokio::task::AbortHandle;
 
-use crate::services;
+use crate::servers::services;
 
 /// A TCP proxy in front of a server, to cut a client off from a server that keeps running (a
 /// network partition): writes made meanwhile reach the server directly.

@@ -14,8 +14,8 @@
 
 mod java;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+use std::io::Write;
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -46,26 +46,9 @@ impl JavaService {
     fn start_family(args: &[String], family: &str) -> Self {
         let mut command =
             java::java("sentinel.interop.StoreService").unwrap_or_else(|e| panic!("{e}"));
-        let mut child = command
-            .args(args)
-            .env("INTEROP_FAMILY", family)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start java ({e}): apt-get install openjdk-17-jdk-headless")
-            });
+        command.args(args).env("INTEROP_FAMILY", family);
+        let (mut child, lines) = java::spawn_with_lines(&mut command, "openjdk-17-jdk-headless");
         let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         let mut service = Self {
             child,
             stdin,

@@ -14,9 +14,7 @@
 mod java;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use sentinel_core::datasource::testkit::WAIT;
@@ -107,27 +105,12 @@ fn start_java(rules: &std::path::Path, logs: &std::path::Path) -> (JavaTransport
         ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut child = command
+    command
         .arg(rules)
         .arg(RESOURCE)
         .arg(CALLS.to_string())
-        .arg(OTHER)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot start java ({e}): apt-get install openjdk-17-jdk-headless maven")
-        });
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+        .arg(OTHER);
+    let (child, lines) = java::spawn_with_lines(&mut command, "openjdk-17-jdk-headless maven");
     let java = JavaTransport { child, port };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

@@ -1,5 +1,7 @@
 //! Unit tests of `config`.
 
+use sentinel_test_support::{assert_default_health_check, assert_refused};
+
 use super::*;
 
 #[test]
@@ -61,44 +63,27 @@ fn endpoints_are_split_and_checked() {
 #[test]
 fn rejects_empty_user_and_zero_timeouts() {
     let base = || EtcdConfig::builder().endpoint("http://127.0.0.1:2379");
-    assert_eq!(
-        base().credentials("", "pw").build().err(),
-        Some(ConfigError::EmptyUser)
+    assert_refused(base().credentials("", "pw").build(), ConfigError::EmptyUser);
+    assert_refused(
+        base().request_timeout(Duration::ZERO).build(),
+        ConfigError::Zero {
+            field: "request_timeout",
+        },
     );
-    assert_eq!(
-        base().request_timeout(Duration::ZERO).build().err(),
-        Some(ConfigError::Zero {
-            field: "request_timeout"
-        })
-    );
-    assert_eq!(
-        base().connect_timeout(Duration::ZERO).build().err(),
-        Some(ConfigError::Zero {
-            field: "connect_timeout"
-        })
+    assert_refused(
+        base().connect_timeout(Duration::ZERO).build(),
+        ConfigError::Zero {
+            field: "connect_timeout",
+        },
     );
 }
 
 #[test]
 fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_it() {
-    let config = EtcdConfig::builder()
-        .endpoint("http://127.0.0.1:2379")
-        .build()
-        .expect("valid");
-    assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
-    assert!(
-        format!("{config:?}").contains("health_check: (1s, 2s)"),
-        "{config:?}"
-    );
-    let err = EtcdConfig::builder()
-        .endpoint("http://127.0.0.1:2379")
-        .health_check(Duration::from_secs(1), Duration::ZERO)
-        .build()
-        .expect_err("zero");
-    assert_eq!(
-        err,
-        ConfigError::Zero {
-            field: "health_check timeout"
-        }
-    );
+    let base = || EtcdConfig::builder().endpoint("http://127.0.0.1:2379");
+    let config = base().build().expect("valid");
+    assert_default_health_check(&config, config.frozen_server_detection());
+    let zero_timeout = base().health_check(Duration::from_secs(1), Duration::ZERO);
+    let field = "health_check timeout";
+    assert_refused(zero_timeout.build(), ConfigError::Zero { field });
 }

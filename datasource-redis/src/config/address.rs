@@ -3,8 +3,7 @@
 
 use std::fmt;
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::error::ConfigError;
 
 /// A host and port.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,7 @@
 //! Unit tests of `config`.
 
+use sentinel_test_support::{assert_default_health_check, assert_refused};
+
 use super::*;
 
 #[test]
@@ -92,40 +94,25 @@ fn debug_and_describe_never_show_the_password() {
 
 #[test]
 fn zero_limits_and_negative_databases_are_refused() {
-    let err = RedisConfig::builder()
-        .server("h")
-        .request_timeout(Duration::ZERO)
-        .build()
-        .expect_err("zero");
-    assert_eq!(
-        err,
+    let base = || RedisConfig::builder().server("h");
+    assert_refused(
+        base().request_timeout(Duration::ZERO).build(),
         ConfigError::Zero {
-            field: "request_timeout"
-        }
+            field: "request_timeout",
+        },
     );
-    let err = RedisConfig::builder()
-        .server("h")
-        .db(-1)
-        .build()
-        .expect_err("negative");
-    assert_eq!(err, ConfigError::NegativeDatabase { db: -1 });
+    assert_refused(
+        base().db(-1).build(),
+        ConfigError::NegativeDatabase { db: -1 },
+    );
 }
 
 #[test]
 fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_them() {
-    let config = RedisConfig::builder().server("h").build().expect("valid");
-    assert_eq!(config.frozen_server_detection(), Duration::from_secs(3));
-    let debug = format!("{config:?}");
-    assert!(debug.contains("health_check: (1s, 2s)"), "{debug}");
-    let err = RedisConfig::builder()
-        .server("h")
-        .health_check(Duration::from_secs(1), Duration::ZERO)
-        .build()
-        .expect_err("zero");
-    assert_eq!(
-        err,
-        ConfigError::Zero {
-            field: "health_check timeout"
-        }
-    );
+    let base = || RedisConfig::builder().server("h");
+    let config = base().build().expect("valid");
+    assert_default_health_check(&config, config.frozen_server_detection());
+    let zero_timeout = base().health_check(Duration::from_secs(1), Duration::ZERO);
+    let field = "health_check timeout";
+    assert_refused(zero_timeout.build(), ConfigError::Zero { field });
 }

@@ -13,6 +13,7 @@
 use std::net::SocketAddr;
 
 use examples::console_service::{console_service, ConsoleServiceConfig};
+use examples::service_routes::serve;
 
 /// The axum service with the sentinel console mounted.
 #[derive(Debug, clap::Parser)]
@@ -45,13 +46,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     println!("rules from etcd {} key {}", args.etcd, args.key);
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    println!("console on http://{}/console", args.listen);
-    axum::serve(listener, service.app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    let banner = format!("console on http://{}/console", args.listen);
+    serve(args.listen, service.app, &banner).await?;
     service.source.close().await;
     Ok(())
 }

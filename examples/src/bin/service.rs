@@ -14,7 +14,7 @@
 //! opens on it), `GET /metrics`. A caller may name itself in `x-caller`.
 
 use axum::routing::get;
-use examples::service_routes::{guarded_routes, DEFAULT_RULES};
+use examples::service_routes::{guarded_routes, serve, DEFAULT_RULES};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use sentinel_core::datasource::{CombinedJson, DataSource};
 use sentinel_core::{Sentinel, SentinelEvent};
@@ -68,13 +68,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         get(move || std::future::ready(prometheus.render())),
     );
 
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    println!("listening on http://{}", args.listen);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    let banner = format!("listening on http://{}", args.listen);
+    serve(args.listen, app, &banner).await?;
     source.close().await;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! An axum service that appears in the Sentinel dashboard: `sentinel-tower` guards its
-//! route, and `sentinel-transport` registers it with the dashboard (heartbeat) and serves
+//! routes, and `sentinel-transport` registers it with the dashboard (heartbeat) and serves
 //! the dashboard's commands (live metrics, resources, rules).
 //!
 //! ```text
@@ -17,15 +17,11 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::Path;
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
-use sentinel_tower::{ResourceKey, SentinelLayer};
 use sentinel_transport::{Access, Transport, TransportConfig};
+
+use examples::service_routes::{guarded_routes, serve};
 
 /// An axum service with the Sentinel dashboard transport.
 #[derive(Debug, clap::Parser)]
@@ -102,24 +98,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.dashboard
     );
 
-    let layer = SentinelLayer::new(sentinel.clone())
-        .resource_key(ResourceKey::method_and_route())
-        .on_block(|blocked| {
-            (StatusCode::TOO_MANY_REQUESTS, format!("{blocked}\n")).into_response()
-        });
-    let app = Router::new()
-        .route(
-            "/order/{id}",
-            get(|Path(id): Path<u64>| async move { format!("order {id}\n") }),
-        )
-        .route_layer(layer);
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    println!("listening on http://{}", args.listen);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    let app = guarded_routes(&sentinel);
+    let banner = format!("listening on http://{}", args.listen);
+    serve(args.listen, app, &banner).await?;
     transport.shutdown().await;
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! Launching the Java side of the interop tests (`interop/`, built by `scripts/interop.sh
 //! build`).
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 
 /// The repository's root.
 pub(crate) fn root() -> PathBuf {
@@ -63,4 +65,30 @@ pub(crate) fn java_with(
         ))
         .arg(main_class);
     Ok(command)
+}
+
+/// Starts `command` with its standard input and output piped (its errors dropped), and a
+/// thread that sends each line it prints; `packages` are what `apt-get install` needs when
+/// `java` cannot start.
+#[allow(dead_code)] // the differential test runs no service
+pub(crate) fn spawn_with_lines(
+    command: &mut Command,
+    packages: &str,
+) -> (Child, mpsc::Receiver<String>) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start java ({e}): apt-get install {packages}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
 }

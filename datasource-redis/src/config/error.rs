@@ -1,0 +1,45 @@
+//! Why a configuration was refused.
+
+/// A configuration that [`RedisConfigBuilder::build`](super::RedisConfigBuilder::build) refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No server, sentinel or cluster node was given.
+    #[error("a Redis server, Redis Sentinel or cluster address is required")]
+    NoAddress,
+    /// Addresses of two deployments were given (a server and sentinels, for example).
+    #[error("choose one deployment: a server, Redis Sentinel or a cluster")]
+    SeveralDeployments,
+    /// An address is malformed.
+    #[error("invalid Redis address {address:?}: {reason}")]
+    InvalidAddress {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The Redis Sentinel master name is empty.
+    #[error("the Redis Sentinel master name is empty")]
+    EmptyMasterName,
+    /// The ACL user name is empty.
+    #[error("the Redis user name is empty")]
+    EmptyUser,
+    /// A cluster has only database 0.
+    #[error("Redis Cluster has only database 0, not {db}")]
+    ClusterDatabase {
+        /// The database that was asked for.
+        db: i64,
+    },
+    /// The database index is negative.
+    #[error("the Redis database index {db} is negative")]
+    NegativeDatabase {
+        /// The database that was asked for.
+        db: i64,
+    },
+    /// A timeout or size limit is zero.
+    #[error("{field} must be greater than zero")]
+    Zero {
+        /// The setting that is zero.
+        field: &'static str,
+    },
+}

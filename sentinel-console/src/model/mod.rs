@@ -1,0 +1,67 @@
+//! The JSON the API serves and the page renders, built from what the engine exposes: the
+//! resources table (`resources`), the sources and their rules (`sources`), the breakers,
+//! system and cluster readings (`readings`), and the snapshot of all of it here.
+
+mod readings;
+mod resources;
+mod sources;
+
+use serde::Serialize;
+
+pub use readings::{Breaker, Cluster, ClusterFlow, System};
+pub use resources::{Blocks, ResourceQuery, ResourceRow, Resources, SortKey, SPARK_SECONDS};
+pub use sources::{Rules, Source, SourceRules};
+
+use crate::record::{RuleEvent, Transition};
+use crate::state::State;
+
+/// Everything the page shows, as one document: `GET api/snapshot` and each server-sent
+/// `snapshot` event.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// When this was built (Unix epoch ms).
+    pub now_ms: u64,
+    /// The rule-table version (the page asks `api/rules` again when it changes).
+    pub rules_version: u64,
+    /// Whether editing is on.
+    pub editing: bool,
+    /// The resources table.
+    pub resources: Resources,
+    /// Every circuit breaker.
+    pub breakers: Vec<Breaker>,
+    /// Breaker transitions, newest first.
+    pub timeline: Vec<Transition>,
+    /// The data sources.
+    pub sources: Vec<Source>,
+    /// Rule applies and rejections, newest first.
+    pub rule_events: Vec<RuleEvent>,
+    /// System readings.
+    pub system: System,
+    /// Cluster flow control.
+    pub cluster: Cluster,
+    /// Shadow rules and their would-blocks.
+    pub shadow: Vec<crate::shadow::ShadowRow>,
+}
+
+/// How many transitions and rule events a snapshot carries.
+const EVENTS_IN_SNAPSHOT: usize = 50;
+
+impl State {
+    /// Everything, for one refresh of the page.
+    pub(crate) fn snapshot(&self, query: &ResourceQuery) -> Snapshot {
+        self.series.collect(&self.sentinel);
+        Snapshot {
+            now_ms: crate::record::epoch_ms(),
+            rules_version: self.sentinel.rules_version(),
+            editing: self.editing.is_some(),
+            resources: self.resources(query),
+            breakers: self.breakers(),
+            timeline: self.recorder.transitions(EVENTS_IN_SNAPSHOT),
+            sources: self.sources(),
+            rule_events: self.recorder.rule_events(EVENTS_IN_SNAPSHOT),
+            system: self.system(),
+            cluster: self.cluster(),
+            shadow: self.shadow(),
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The data sources' status and the rules in force by source (`GET api/sources`,
+//! `GET api/rules`).
+
+use std::time::UNIX_EPOCH;
+
+use sentinel_core::datasource::SourceStatus;
+use sentinel_core::RuleFamily;
+use serde::Serialize;
+
+use crate::record::{Issue, RuleEvent};
+use crate::state::State;
+
+/// One data source, its status and whether the console may edit its store.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    /// The source's name.
+    pub name: String,
+    /// True while the backend answers.
+    pub connected: bool,
+    /// True once closed.
+    pub closed: bool,
+    /// The backend revision of the last payload processed.
+    pub revision: Option<String>,
+    /// Hex SHA-256 of the last payload processed.
+    pub hash: Option<String>,
+    /// When rules from it were last applied (Unix epoch ms).
+    pub last_applied_ms: Option<u64>,
+    /// The rule-table version after its last apply.
+    pub rules_version: Option<u64>,
+    /// Why the last read, watch or payload failed.
+    pub last_error: Option<String>,
+    /// Payloads applied, rejected, unchanged.
+    pub applied: u64,
+    /// Payloads rejected.
+    pub rejected: u64,
+    /// Payloads that were the same as the last one.
+    pub unchanged: u64,
+    /// Times the connection was lost.
+    pub disconnects: u64,
+    /// Logins again after an expired or revoked token.
+    pub reauthentications: u64,
+    /// The families it owns.
+    pub families: Vec<String>,
+    /// Rules skipped in lenient mode, with index and field.
+    pub skipped: Vec<Issue>,
+    /// True when the rules in force came from the local snapshot file.
+    pub from_snapshot: bool,
+    /// The last rejection's issues (index, field), if the console saw one.
+    pub last_rejection: Option<RuleEvent>,
+    /// What the console writes to when editing, if this source is editable.
+    pub writer: Option<String>,
+    /// How many shadow rules it supplies.
+    pub shadow_rules: usize,
+}
+
+impl Source {
+    pub(crate) fn of(
+        status: &SourceStatus,
+        last_rejection: Option<RuleEvent>,
+        writer: Option<String>,
+    ) -> Self {
+        Self {
+            name: status.name.clone(),
+            connected: status.connected,
+            closed: status.closed,
+            revision: status.last_revision.clone(),
+            hash: status.last_hash.clone(),
+            last_applied_ms: status.last_applied_at.and_then(|t| {
+                t.duration_since(UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| u64::try_from(d.as_millis()).ok())
+            }),
+            rules_version: status.rules_version,
+            last_error: status.last_error.clone(),
+            applied: status.applied_count,
+            rejected: status.rejected_count,
+            unchanged: status.unchanged_count,
+            disconnects: status.disconnects,
+            reauthentications: status.reauthentications,
+            families: status.families.iter().map(RuleFamily::to_string).collect(),
+            skipped: status.skipped.iter().map(Issue::from).collect(),
+            from_snapshot: status.from_snapshot,
+            last_rejection,
+            writer,
+            shadow_rules: status.shadow_rules,
+        }
+    }
+}
+
+/// The rules one source contributes.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceRules {
+    /// The source (`api` for `load_rules` calls).
+    pub source: String,
+    /// Active rules per family this source carries.
+    pub counts: Vec<(String, usize)>,
+    /// The rules as a combined Sentinel JSON document, `{"flow": [...], ...}`.
+    pub document: serde_json::Value,
+}
+
+/// Every rule in force, by source.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rules {
+    /// The rule-table version.
+    pub version: u64,
+    /// Active rules per family, over every source.
+    pub active: Vec<(String, usize)>,
+    /// Each source's part.
+    pub sources: Vec<SourceRules>,
+}
+
+impl State {
+    pub(crate) fn sources(&self) -> Vec<Source> {
+        self.sources
+            .iter()
+            .map(|rx| {
+                let status = rx.borrow().clone();
+                let rejection = self.recorder.last_rejection(&status.name);
+                let writer = self
+                    .editing
+                    .as_ref()
+                    .and_then(|e| e.writers.get(&status.name))
+                    .map(|w| w.writer.describe());
+                Source::of(&status, rejection, writer)
+            })
+            .collect()
+    }
+
+    pub(crate) fn rules(&self) -> Rules {
+        let active = self.sentinel.active_rules();
+        let counts = vec![
+            ("flow".to_owned(), active.flow.len()),
+            ("degrade".to_owned(), active.degrade.len()),
+            ("system".to_owned(), active.system.len()),
+            ("authority".to_owned(), active.authority.len()),
+            ("paramFlow".to_owned(), active.param_flow.len()),
+        ];
+        let sources = self
+            .sentinel
+            .rules_by_source()
+            .into_iter()
+            .map(|(source, set)| {
+                let counts = [
+                    ("flow", set.flow.as_ref().map(Vec::len)),
+                    ("degrade", set.degrade.as_ref().map(Vec::len)),
+                    ("system", set.system.as_ref().map(Vec::len)),
+                    ("authority", set.authority.as_ref().map(Vec::len)),
+                    ("paramFlow", set.param_flow.as_ref().map(Vec::len)),
+                ]
+                .into_iter()
+                .filter_map(|(f, n)| n.map(|n| (f.to_owned(), n)))
+                .collect();
+                let document = set
+                    .to_combined_json()
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                    .unwrap_or(serde_json::Value::Null);
+                SourceRules {
+                    source,
+                    counts,
+                    document,
+                }
+            })
+            .collect();
+        Rules {
+            version: active.version,
+            active: counts,
+            sources,
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! What the console's handlers share: the engine, its metric series, the sources' status,
+//! the editing setup and the recorder of events.
+
+use std::sync::Arc;
+
+use sentinel_core::datasource::SourceStatus;
+use sentinel_core::series::MetricSeries;
+use sentinel_core::Sentinel;
+use tokio::sync::watch;
+
+use crate::edit::Editing;
+use crate::record::Recorder;
+
+/// The console's shared state, one per [`Console`](crate::Console).
+pub(crate) struct State {
+    pub(crate) sentinel: Sentinel,
+    pub(crate) series: Arc<MetricSeries>,
+    pub(crate) sources: Vec<watch::Receiver<SourceStatus>>,
+    pub(crate) editing: Option<Editing>,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) max_rows: usize,
+}

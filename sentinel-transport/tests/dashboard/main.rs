@@ -1,0 +1,216 @@
+//! The transport against a dashboard double that sends exactly what the Sentinel 1.8
+//! dashboard sends (`SentinelApiClient`: GET with each parameter URL-encoded, POST with a
+//! UTF-8 form and `Content-Type: application/x-www-form-urlencoded; charset=UTF-8` for
+//! machines at `v` >= 1.7.1, the `success` comparison; `MetricFetcher`: the
+//! `startTime`/`endTime`/`refetch=false` window; `MachineRegistryController`: the heartbeat
+//! form), and rule edits round-tripped through etcd and Redis to a second engine.
+//!
+//! The store tests need the test servers: `scripts/services.sh start etcd redis`
+//! (`eval "$(scripts/services.sh env)"` exports their addresses).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::Router;
+use sentinel_core::datasource::testkit::wait_until;
+use sentinel_core::datasource::{
+    DataSource, FlowJson, ParamFlowJson, ReadableDataSource, WritableDataSource,
+};
+use sentinel_core::flow::FlowRule;
+use sentinel_core::{FakeClock, RuleFamily, RuleSet, Sentinel};
+use sentinel_test_support::{env_or, unique_key};
+use sentinel_transport::{Access, Transport, TransportConfig, PROTOCOL_VERSION};
+
+mod commands;
+mod edits;
+
+const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd redis` \
+     (`eval \"$(scripts/services.sh env)\"` exports their addresses)";
+
+/// The heartbeat forms the double received.
+type Heartbeats = Arc<Mutex<Vec<HashMap<String, String>>>>;
+
+/// What `SentinelApiClient` sends, and the heartbeats `MachineRegistryController` receives.
+struct Dashboard {
+    http: reqwest::Client,
+    machine: SocketAddr,
+    heartbeats: Heartbeats,
+    registry: Option<SocketAddr>,
+}
+
+impl Dashboard {
+    /// A double for the machine at `machine`, without a registry endpoint.
+    fn calling(machine: SocketAddr) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            machine,
+            heartbeats: Arc::default(),
+            registry: None,
+        }
+    }
+
+    /// A double that also receives heartbeats at `/registry/machine`, answering as the
+    /// dashboard does.
+    async fn with_registry() -> Self {
+        let heartbeats: Heartbeats = Arc::default();
+        let app = Router::new()
+            .route(
+                "/registry/machine",
+                post(
+                    |State(seen): State<Heartbeats>, body: axum::body::Bytes| async move {
+                        let form = form_urlencoded::parse(&body).into_owned().collect();
+                        seen.lock().unwrap_or_else(|e| e.into_inner()).push(form);
+                        r#"{"success":true,"code":0,"msg":"success","data":null}"#
+                    },
+                ),
+            )
+            .with_state(heartbeats.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port for the dashboard double");
+        let registry = listener.local_addr().expect("its address");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            http: reqwest::Client::new(),
+            machine: registry,
+            heartbeats,
+            registry: Some(registry),
+        }
+    }
+
+    fn heartbeats(&self) -> Vec<HashMap<String, String>> {
+        self.heartbeats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `executeCommand` with GET: `http://ip:port/api?k=v&...`, each key and value
+    /// URL-encoded, empty values left out.
+    async fn get(&self, api: &str, params: &[(&str, &str)]) -> (u16, String) {
+        let mut url = format!("http://{}/{api}", self.machine);
+        let query: Vec<String> = params
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .collect();
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&query.join("&"));
+        }
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .expect("the command center answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    /// `executeCommand` with POST (machines at `v` >= 1.7.1): a UTF-8 form entity.
+    async fn post(&self, api: &str, params: &[(&str, &str)]) -> (u16, String) {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(params)
+            .finish();
+        let response = self
+            .http
+            .post(format!("http://{}/{api}", self.machine))
+            .header(
+                "Content-Type",
+                "application/x-www-form-urlencoded; charset=UTF-8",
+            )
+            .body(body)
+            .send()
+            .await
+            .expect("the command center answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    /// `setRulesAsync`: POST `type` and `data`; true when the answer is `success`.
+    async fn set_rules(&self, ty: &str, data: &str) -> Result<(), (u16, String)> {
+        let (status, body) = self.post("setRules", &[("type", ty), ("data", data)]).await;
+        if status == 200 && body.trim().eq_ignore_ascii_case("success") {
+            Ok(())
+        } else {
+            Err((status, body))
+        }
+    }
+
+    /// `MetricFetcher.fetchOnce`: the window `doFetchAppMetric` computes at the dashboard's
+    /// time `now` (epoch ms), asked as `metric?startTime=..&endTime=..&refetch=false`.
+    async fn fetch_metric(&self, now: i64) -> (i64, i64, String) {
+        let start = (now - 15_000) / 1000 * 1000;
+        let end = start + 6_000;
+        assert!(
+            end <= now - 2_000,
+            "MetricFetcher would wait: the window is too near"
+        );
+        let url = format!(
+            "http://{}/metric?startTime={start}&endTime={end}&refetch=false",
+            self.machine
+        );
+        let response = self
+            .http
+            .get(url)
+            .header("Connection", "close")
+            .send()
+            .await
+            .expect("the command center answers");
+        assert_eq!(response.status().as_u16(), 200);
+        (start, end, response.text().await.unwrap_or_default())
+    }
+}
+
+/// Java's `URLEncoder.encode` (form encoding: space as `+`).
+fn encode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn config(app: &str) -> sentinel_transport::TransportConfigBuilder {
+    TransportConfig::builder(app)
+        .port(0)
+        .collect_interval(Duration::from_millis(20))
+}
+
+async fn start(
+    sentinel: &Sentinel,
+    config: sentinel_transport::TransportConfigBuilder,
+) -> Transport {
+    Transport::start(sentinel.clone(), config.build().expect("a valid config"))
+        .await
+        .expect("the transport starts")
+}
+
+fn local(transport: &Transport) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), transport.port())
+}
+
+/// The dashboard's flow rule for `resource`, as `FlowRuleEntity.toRule()` and fastjson
+/// write it, with the entity's own keys too.
+fn dashboard_flow_rule(resource: &str, count: f64) -> String {
+    format!(
+        r#"{{"id":12,"app":"store-app","ip":"127.0.0.1","port":8719,"gmtCreate":1700000000000,"gmtModified":1700000000000,"clusterConfig":{{"acquireRefuseStrategy":0,"clientOfflineTime":2000,"fallbackToLocalWhenFail":true,"resourceTimeout":2000,"resourceTimeoutStrategy":0,"sampleCount":10,"strategy":0,"thresholdType":0,"windowIntervalMs":1000}},"clusterMode":false,"controlBehavior":0,"count":{count:?},"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"resource":"{resource}","strategy":0,"warmUpPeriodSec":10}}"#
+    )
+}
+
+fn has_flow(sentinel: &Sentinel, resource: &str, count: f64) -> bool {
+    sentinel
+        .flow_rules()
+        .rules()
+        .iter()
+        .any(|r| r.resource == resource && r.count == count)
+}
