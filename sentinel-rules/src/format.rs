@@ -91,11 +91,9 @@ impl Shape {
             (Format::Go, Some(Family::Degrade)) => "go-circuit-breaker",
             (Format::Go, Some(Family::System)) => "go-system",
             (Format::Go, Some(Family::ParamFlow)) => "go-hotspot",
-            (Format::K8s, _) => {
-                return Err(Failure::Usage(
-                    "no schema for Kubernetes resources yet (JSON formats only)".into(),
-                ))
-            }
+            // One YAML document of any kind the k8s format reads (sentinel-golang's CRDs and
+            // OpenSergo's fault-tolerance kinds); `schemas/opensergo.json` is OpenSergo's alone.
+            (Format::K8s, None) => "k8s",
             _ => {
                 // The converter names what is wrong with the shape.
                 self.converter()?;

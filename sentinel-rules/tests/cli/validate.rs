@@ -143,6 +143,7 @@ fn schema_prints_the_shipped_schema_of_a_format() {
             &["schema", "--format", "go", "--family", "degrade"][..],
             "go-circuit-breaker",
         ),
+        (&["schema", "--format", "k8s"][..], "k8s"),
     ] {
         let out = run(args);
         assert!(out.status.success(), "{args:?}: {out:?}");
