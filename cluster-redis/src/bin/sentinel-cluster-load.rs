@@ -7,9 +7,12 @@
 //! sentinel-cluster-load --redis 127.0.0.1:6379 --flow 7 --count 1000 --global 1 \
 //!     --rate 3000 --secs 4 --start-at-ms 1767225600000 [--prefix P] [--exact 1]
 //!     [--ttl-ms 2000] [--sentinel-master NAME] [--cluster 1] [--leave 1] [--id NAME]
+//!     [--call-timeout-ms 5]
 //! ```
 //!
 //! Output lines: `ready`, `status <unix ms> <live|degraded|...>`, `second <unix s> <admitted>`,
+//! `straddled <unix s> <admitted>` (exact mode: the Redis call crossed into that second),
+//! `fallback <unix s> <admitted>` (exact mode: Redis did not answer within the call budget),
 //! `max_entry_us <µs>`, `stats <redis_calls> <granted> <stranded> <given_back>`, `done`.
 
 use std::collections::BTreeMap;
@@ -112,6 +115,12 @@ async fn run(args: Args) {
     if exact {
         config = config.exact_flow(flow);
     }
+    if let Some(ms) = args.0.get("call-timeout-ms") {
+        let ms = ms
+            .parse()
+            .unwrap_or_else(|_| fail("--call-timeout-ms takes milliseconds"));
+        config = config.call_timeout(Duration::from_millis(ms));
+    }
     let backend = RedisClusterBackend::start(config).unwrap_or_else(|e| fail(&e.to_string()));
     let sentinel = Sentinel::builder()
         .cluster_backend(Arc::new(backend.clone()))
@@ -156,25 +165,52 @@ async fn run(args: Args) {
     let total = (rate * secs) as u64;
     let mut offered = 0u64;
     let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
+    // Exact mode: admissions whose Redis call straddled a second boundary. Redis granted them
+    // in its window of either second (its clock is this host's), so they are reported apart,
+    // by the later second, instead of being pinned to one by when this process ran again.
+    let mut straddled: BTreeMap<u64, u64> = BTreeMap::new();
+    // Exact mode: admissions after a call Redis did not answer within the budget (the rule's
+    // fallback decided them, or a late grant's token did).
+    let mut fallback: BTreeMap<u64, u64> = BTreeMap::new();
     let mut max_entry = Duration::ZERO;
     while offered < total {
         let due = ((started.elapsed().as_secs_f64() * rate) as u64).min(total);
         while offered < due {
             offered += 1;
-            if exact && backend.acquire_exact(&slot, 1).await == ClusterDecision::Block {
+            let asked = unix_ms() / 1000;
+            let decision = if exact {
+                backend.acquire_exact(&slot, 1).await
+            } else {
+                ClusterDecision::Pass
+            };
+            if decision == ClusterDecision::Block {
                 continue;
             }
             let t = Instant::now();
             let entry = sentinel.entry("load").enter();
             max_entry = max_entry.max(t.elapsed());
             if entry.is_ok() {
-                *per_second.entry(unix_ms() / 1000).or_default() += 1;
+                let second = unix_ms() / 1000;
+                let tally = if decision == ClusterDecision::Degraded {
+                    &mut fallback
+                } else if exact && second != asked {
+                    &mut straddled
+                } else {
+                    &mut per_second
+                };
+                *tally.entry(second).or_default() += 1;
             }
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     for (second, admitted) in &per_second {
         println!("second {second} {admitted}");
+    }
+    for (second, admitted) in &straddled {
+        println!("straddled {second} {admitted}");
+    }
+    for (second, admitted) in &fallback {
+        println!("fallback {second} {admitted}");
     }
     println!("max_entry_us {}", max_entry.as_micros());
     let stats = backend.stats();

@@ -141,6 +141,11 @@ impl Replica {
 pub(crate) struct Report {
     /// Admitted calls per Unix second.
     pub(crate) seconds: BTreeMap<u64, u64>,
+    /// Exact mode: admitted calls whose Redis call crossed into this Unix second (granted in
+    /// the window of this second or the one before).
+    pub(crate) straddled: BTreeMap<u64, u64>,
+    /// Exact mode: admitted calls Redis did not decide within the call budget, per second.
+    pub(crate) fallback: BTreeMap<u64, u64>,
     /// Status changes: (Unix ms, word).
     pub(crate) statuses: Vec<(u64, String)>,
     /// The longest `enter()`, in µs.
@@ -192,6 +197,12 @@ pub(crate) fn parse(stdout: &str) -> Report {
         match words.first() {
             Some(&"second") => {
                 report.seconds.insert(num(1), num(2));
+            }
+            Some(&"straddled") => {
+                report.straddled.insert(num(1), num(2));
+            }
+            Some(&"fallback") => {
+                report.fallback.insert(num(1), num(2));
             }
             Some(&"status") => report
                 .statuses
