@@ -178,7 +178,7 @@ impl Sentinel {
         };
         // With a cluster backend, what it cannot decide is refused, whatever the mode.
         if let (Some(backend), Some(flow)) = (&self.inner.cluster, &set.flow) {
-            let issues = crate::cluster::check_rules(backend.as_ref(), flow);
+            let issues = crate::flow::check_rules(backend.as_ref(), flow);
             if !issues.is_empty() {
                 return Err(RuleError::Invalid {
                     payload: payload.to_owned(),
@@ -206,7 +206,7 @@ impl Sentinel {
         };
         let tables = compile_tables(&changed, &sources, &current.tables, &env);
         let shadow_changed = shadow_set.as_ref().map(|s| s.families());
-        let shadow = crate::shadow::next(
+        let shadow = super::shadow_table::next(
             current.shadow.as_ref(),
             &key,
             shadow_set,

@@ -280,7 +280,7 @@ pub(crate) struct ResourceNode {
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
     pub(crate) rule_slot: AtomicU64,
-    /// The same for the shadow rule table (see `shadow::ShadowSnapshot::slot_of`).
+    /// The same for the shadow rule table (see `ShadowSnapshot::slot_of`).
     pub(crate) shadow_slot: AtomicU64,
     /// Blocks by reason, since the node was made.
     pub(crate) blocks: BlockTally,

@@ -152,7 +152,7 @@ impl SentinelBuilder {
         });
         if let Some(backend) = &self.cluster {
             let weak: Weak<Shared> = Arc::downgrade(&shared);
-            let sink: Weak<dyn crate::events::EventSink> = weak;
+            let sink: Weak<dyn crate::cluster::ClusterSink> = weak;
             backend.attach(crate::cluster::ClusterEvents::new(sink));
         }
         #[cfg(feature = "metrics")]
