@@ -272,10 +272,12 @@ impl<V> CappedMap<V> {
 pub(crate) struct ResourceNode {
     pub(crate) name: Arc<str>,
     pub(crate) stat: StatNode,
-    pub(crate) origins: CappedMap<StatNode>,
-    /// The node of every origin past the cap, made when the cap is first hit.
-    overflow_origin: OnceLock<Arc<StatNode>>,
-    pub(crate) contexts: CappedMap<StatNode>,
+    /// Its origins' nodes, made with the first origin (most resources never see one).
+    origins: OnceLock<Box<Origins>>,
+    /// Its contexts' nodes, made with the first context.
+    contexts: OnceLock<Box<CappedMap<StatNode>>>,
+    /// The caps of `origins` and `contexts`.
+    caps: NodeCaps,
     pub(crate) shared: Arc<Shared>,
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
@@ -286,6 +288,21 @@ pub(crate) struct ResourceNode {
     pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
+}
+
+/// A resource's origins: one node per origin up to the cap, one overflow node for the rest.
+#[derive(Debug)]
+struct Origins {
+    nodes: CappedMap<StatNode>,
+    /// The node of every origin past the cap, made when the cap is first hit.
+    overflow: OnceLock<Arc<StatNode>>,
+}
+
+/// How many origins and contexts one resource tracks (from [`Limits`]).
+#[derive(Debug, Clone, Copy)]
+struct NodeCaps {
+    origins: usize,
+    contexts: usize,
 }
 
 /// A node's cached slot: the table version in the high bits, the index in the low ones.
@@ -335,20 +352,41 @@ impl ResourceNode {
     /// The statistics of `origin`: its own node, or past the origin cap the overflow node.
     #[inline]
     pub(crate) fn origin_node(&self, origin: &str) -> Option<Arc<StatNode>> {
-        let node = self.origins.get_or_insert_with(origin, |_| StatNode::new());
-        Some(node.unwrap_or_else(|| self.overflow_origin()))
+        let origins = self.origins();
+        let node = origins
+            .nodes
+            .get_or_insert_with(origin, |_| StatNode::new());
+        Some(node.unwrap_or_else(|| Self::overflow_origin(origins)))
+    }
+
+    /// The origins' table, made on the first origin.
+    #[inline]
+    fn origins(&self) -> &Origins {
+        self.origins.get_or_init(|| {
+            Box::new(Origins {
+                nodes: CappedMap::new(self.caps.origins, "origin"),
+                overflow: OnceLock::new(),
+            })
+        })
     }
 
     #[cold]
-    fn overflow_origin(&self) -> Arc<StatNode> {
-        self.overflow_origin
+    fn overflow_origin(origins: &Origins) -> Arc<StatNode> {
+        origins
+            .overflow
             .get_or_init(|| Arc::new(StatNode::new()))
             .clone()
+    }
+
+    /// The node of `origin`, if that origin was seen (and is under the cap).
+    pub(crate) fn origin(&self, origin: &str) -> Option<Arc<StatNode>> {
+        self.origins.get()?.nodes.get(origin)
     }
 
     #[inline]
     pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
         self.contexts
+            .get_or_init(|| Box::new(CappedMap::new(self.caps.contexts, "context")))
             .get_or_insert_with(context, |_| StatNode::new())
     }
 }
@@ -397,9 +435,12 @@ impl Registry {
                 metrics: NodeMetrics::new(&name),
                 name,
                 stat: StatNode::new(),
-                origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
-                overflow_origin: OnceLock::new(),
-                contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
+                origins: OnceLock::new(),
+                contexts: OnceLock::new(),
+                caps: NodeCaps {
+                    origins: limits.max_origins_per_resource,
+                    contexts: limits.max_contexts_per_resource,
+                },
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
                 shadow_slot: AtomicU64::new(0),
