@@ -292,10 +292,12 @@ fn part<T>(rules: Vec<T>) -> Option<Arc<Vec<Arc<T>>>> {
 
 /// The union of several sources' rules, in source order, without duplicates.
 fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
-    parts: impl Iterator<Item = &'a Vec<Arc<T>>>,
+    parts: impl Iterator<Item = &'a Vec<Arc<T>>> + Clone,
 ) -> Vec<Arc<T>> {
-    let mut seen: FastSet<&T> = FastSet::default();
-    let mut out = Vec::new();
+    // Sized for every rule up front: growing by rehash costs more than the set itself.
+    let n = parts.clone().map(Vec::len).sum();
+    let mut seen: FastSet<&T> = FastSet::with_capacity_and_hasher(n, Default::default());
+    let mut out = Vec::with_capacity(n);
     for part in parts {
         for rule in part {
             if seen.insert(rule) {

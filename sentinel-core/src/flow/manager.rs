@@ -152,7 +152,8 @@ impl FlowTable {
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
-        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
+        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> =
+            FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut cluster_checks = match backend {
             Some(backend) => register_rules(backend, &rules),
             None => Vec::new(),
