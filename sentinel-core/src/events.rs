@@ -23,8 +23,8 @@ pub enum SentinelEvent {
         /// The rule-table version after the update.
         version: u64,
         /// What loaded but deserves a look: unknown keys, and in lenient mode absent fields
-        /// read as Sentinel's defaults ([`LoadReport::warnings`](crate::LoadReport::warnings)).
-        warnings: Vec<crate::RuleIssue>,
+        /// read as Sentinel's defaults ([`LoadReport::warnings`](crate::rules::LoadReport::warnings)).
+        warnings: Vec<crate::rules::RuleIssue>,
     },
     /// A rule payload was rejected; the previous rules stay active.
     RulesRejected {
@@ -108,14 +108,6 @@ where
     fn on_event(&self, event: &SentinelEvent) {
         self(event)
     }
-}
-
-/// What delivers events to one engine's listeners: the engine's shared state, which the
-/// cluster backend's reporter ([`ClusterEvents`](crate::cluster::ClusterEvents)) holds
-/// weakly, so that it does not keep the engine alive.
-pub(crate) trait EventSink: Send + Sync {
-    /// Delivers `event` to the engine's listeners.
-    fn deliver(&self, event: SentinelEvent);
 }
 
 /// The listeners of one engine.

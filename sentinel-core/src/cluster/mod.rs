@@ -27,10 +27,6 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::events::EventSink;
-use crate::flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
-use crate::rules::{Issues, RuleFamily, RuleIssue};
-
 /// What a cluster rule asks of the backend, taken from the rule and its `clusterConfig`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -51,23 +47,6 @@ pub struct ClusterRuleSpec {
 }
 
 impl ClusterRuleSpec {
-    /// The spec of a `clusterMode` rule; `None` for a local rule or one without a
-    /// `clusterConfig` (validation refuses those).
-    pub fn of(rule: &FlowRule) -> Option<Self> {
-        if !rule.cluster_mode {
-            return None;
-        }
-        let config = rule.cluster_config.as_ref()?;
-        Some(Self {
-            flow_id: config.flow_id?,
-            resource: rule.resource.clone(),
-            count: rule.count,
-            global: config.threshold_type == 1,
-            window_ms: u32::try_from(config.window_interval_ms).unwrap_or(0),
-            fallback_to_local_when_fail: config.fallback_to_local_when_fail,
-        })
-    }
-
     /// The number of tokens one window holds for the whole cluster, given the live replicas
     /// (`thresholdType` 0 multiplies by them).
     pub fn window_limit(&self, live_replicas: u32) -> u64 {
@@ -277,30 +256,34 @@ pub trait ClusterBackend: Send + Sync + Debug + 'static {
 /// does not keep the engine alive; once the engine is gone, reports go nowhere.
 #[derive(Clone)]
 pub struct ClusterEvents {
-    shared: std::sync::Weak<dyn EventSink>,
+    shared: std::sync::Weak<dyn ClusterSink>,
+}
+
+/// What a [`ClusterEvents`] reports to: the engine's shared state, which turns each report
+/// into an event for the engine's listeners.
+pub(crate) trait ClusterSink: Send + Sync {
+    /// `backend` degraded to local checks, because of `reason`.
+    fn degraded(&self, backend: &str, reason: &str);
+    /// `backend` decides again.
+    fn resumed(&self, backend: &str);
 }
 
 impl ClusterEvents {
-    pub(crate) fn new(shared: std::sync::Weak<dyn EventSink>) -> Self {
+    pub(crate) fn new(shared: std::sync::Weak<dyn ClusterSink>) -> Self {
         Self { shared }
     }
 
     /// Cluster checks are degraded to local checks, because of `reason` (no secret in it).
     pub fn degraded(&self, backend: &str, reason: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.deliver(crate::events::SentinelEvent::ClusterDegraded {
-                backend: backend.to_owned(),
-                reason: reason.to_owned(),
-            });
+            shared.degraded(backend, reason);
         }
     }
 
     /// Cluster checks are decided by the backend again.
     pub fn resumed(&self, backend: &str) {
         if let Some(shared) = self.shared.upgrade() {
-            shared.deliver(crate::events::SentinelEvent::ClusterResumed {
-                backend: backend.to_owned(),
-            });
+            shared.resumed(backend);
         }
     }
 }
@@ -311,119 +294,6 @@ impl Debug for ClusterEvents {
             .field("engine_alive", &(self.shared.strong_count() > 0))
             .finish()
     }
-}
-
-impl ClusterFlowConfig {
-    /// A cluster config for `flow_id` with Sentinel's defaults: per-instance threshold
-    /// (`thresholdType` 0), local fallback on, a 1 s window of 10 samples.
-    pub fn new(flow_id: i64) -> Self {
-        Self {
-            flow_id: Some(flow_id),
-            ..Self::default()
-        }
-    }
-
-    /// `thresholdType`: 1 (`true`) for a global limit, 0 for a per-instance one.
-    pub fn global(mut self, global: bool) -> Self {
-        self.threshold_type = i32::from(global);
-        self
-    }
-
-    /// Sets `fallbackToLocalWhenFail`.
-    pub fn fallback_to_local_when_fail(mut self, on: bool) -> Self {
-        self.fallback_to_local_when_fail = on;
-        self
-    }
-
-    /// Sets `windowIntervalMs`.
-    pub fn window_interval_ms(mut self, ms: i32) -> Self {
-        self.window_interval_ms = ms;
-        self
-    }
-}
-
-impl FlowRule {
-    /// Makes this a cluster rule (`clusterMode: true`) with `config`.
-    ///
-    /// ```
-    /// use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
-    ///
-    /// let rule = FlowRule::qps("GET:/order", 1000.0).cluster(ClusterFlowConfig::new(7).global(true));
-    /// assert!(rule.cluster_mode);
-    /// assert_eq!(rule.cluster_config.unwrap().threshold_type, 1);
-    /// ```
-    pub fn cluster(mut self, config: ClusterFlowConfig) -> Self {
-        self.cluster_mode = true;
-        self.cluster_config = Some(config);
-        self
-    }
-}
-
-/// The cluster checks of one compiled flow rule: the backend and the rule's slot.
-#[derive(Debug, Clone)]
-pub(crate) struct ClusterCheck {
-    pub(crate) backend: Arc<dyn ClusterBackend>,
-    pub(crate) slot: Arc<ClusterSlot>,
-}
-
-/// Registers the cluster rules of `rules` with `backend`: the slot of each rule, by position
-/// (`None` for a local rule).
-pub(crate) fn register_rules(
-    backend: &Arc<dyn ClusterBackend>,
-    rules: &[Arc<FlowRule>],
-) -> Vec<Option<ClusterCheck>> {
-    let specs: Vec<(usize, ClusterRuleSpec)> = rules
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| ClusterRuleSpec::of(r).map(|s| (i, s)))
-        .collect();
-    let only: Vec<ClusterRuleSpec> = specs.iter().map(|(_, s)| s.clone()).collect();
-    let slots = backend.register(&only);
-    let mut out: Vec<Option<ClusterCheck>> = vec![None; rules.len()];
-    for ((i, _), slot) in specs.into_iter().zip(slots) {
-        out[i] = Some(ClusterCheck {
-            backend: backend.clone(),
-            slot,
-        });
-    }
-    out
-}
-
-/// The checks a cluster rule must pass while a backend is installed, beyond the rule's own
-/// validation: what the backend can decide (QPS, reject, direct) and what it can serve.
-pub(crate) fn check_rules(backend: &dyn ClusterBackend, rules: &[FlowRule]) -> Vec<RuleIssue> {
-    let mut found = Vec::new();
-    for (index, rule) in rules.iter().enumerate().filter(|(_, r)| r.cluster_mode) {
-        let mut issues = Issues::new(RuleFamily::Flow, index, Some(&rule.resource));
-        if rule.grade != FlowGrade::Qps {
-            issues.add(
-                "grade",
-                "a cluster rule must be a QPS rule (grade 1); concurrency cluster rules are not supported",
-            );
-        }
-        if rule.control_behavior != ControlBehavior::Reject {
-            issues.add(
-                "controlBehavior",
-                format!(
-                    "a cluster rule must reject (0); behaviour {} is not supported in cluster mode",
-                    rule.control_behavior.code()
-                ),
-            );
-        }
-        if rule.strategy != FlowStrategy::Direct {
-            issues.add(
-                "strategy",
-                "a cluster rule must use the direct strategy (0)",
-            );
-        }
-        if let Some(spec) = ClusterRuleSpec::of(rule) {
-            if let Err((field, message)) = backend.check_spec(&spec) {
-                issues.add(field, message);
-            }
-        }
-        found.extend(issues.into_vec());
-    }
-    found
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::flow::FlowRule;
+use crate::flow::{ClusterFlowConfig, FlowRule};
 use crate::rules::RuleError;
 use crate::{FakeClock, Sentinel};
 

@@ -178,7 +178,7 @@ impl Sentinel {
         };
         // With a cluster backend, what it cannot decide is refused, whatever the mode.
         if let (Some(backend), Some(flow)) = (&self.inner.cluster, &set.flow) {
-            let issues = crate::cluster::check_rules(backend.as_ref(), flow);
+            let issues = crate::flow::check_rules(backend.as_ref(), flow);
             if !issues.is_empty() {
                 return Err(RuleError::Invalid {
                     payload: payload.to_owned(),
@@ -206,7 +206,7 @@ impl Sentinel {
         };
         let tables = compile_tables(&changed, &sources, &current.tables, &env);
         let shadow_changed = shadow_set.as_ref().map(|s| s.families());
-        let shadow = crate::shadow::next(
+        let shadow = super::shadow_table::next(
             current.shadow.as_ref(),
             &key,
             shadow_set,
@@ -292,10 +292,12 @@ fn part<T>(rules: Vec<T>) -> Option<Arc<Vec<Arc<T>>>> {
 
 /// The union of several sources' rules, in source order, without duplicates.
 fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
-    parts: impl Iterator<Item = &'a Vec<Arc<T>>>,
+    parts: impl Iterator<Item = &'a Vec<Arc<T>>> + Clone,
 ) -> Vec<Arc<T>> {
-    let mut seen: FastSet<&T> = FastSet::default();
-    let mut out = Vec::new();
+    // Sized for every rule up front: growing by rehash costs more than the set itself.
+    let n = parts.clone().map(Vec::len).sum();
+    let mut seen: FastSet<&T> = FastSet::with_capacity_and_hasher(n, Default::default());
+    let mut out = Vec::with_capacity(n);
     for part in parts {
         for rule in part {
             if seen.insert(rule) {

@@ -10,13 +10,17 @@
 //! - `resources`: the resource registry and its caps;
 //! - `apply`: the pipeline's validate, compile and swap stages;
 //! - `manager`: the per-family rule managers;
-//! - `sources`: the names of running data sources.
+//! - `sources`: the names of running data sources;
+//! - `shadow_table`: the published shadow rule table (compiled beside the enforced rules,
+//!   swapped with them), and `shadow_counter` its per-rule would-block counters.
 
 mod apply;
 mod manager;
 mod regex;
 mod resources;
 mod sentinel;
+mod shadow_counter;
+mod shadow_table;
 mod shared;
 mod snapshot;
 mod sources;
@@ -27,6 +31,7 @@ pub use manager::{FamilyRule, RuleManager, API_SOURCE};
 pub use resources::Limits;
 pub(crate) use resources::ResourceNode;
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
+pub(crate) use shadow_table::ShadowSnapshot;
 pub(crate) use shared::with_rules;
 pub(crate) use snapshot::{ResourceRules, RuleSnapshot, SourceRules, Tables};
 pub(crate) use sources::SourceNameClaim;

@@ -5,8 +5,9 @@
 //! one shard of the map under that shard's writer mutex; names are inserted once, so the copy
 //! is cheap next to the contention a concurrent map would add on every lookup.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -166,15 +167,7 @@ impl<V> CappedMap<V> {
         if self.mask == 0 {
             return &self.shards[0];
         }
-        let bytes = name.as_bytes();
-        let len = bytes.len();
-        // The last eight bytes in one load (fewer: folded one by one).
-        let tail = match bytes.get(len.wrapping_sub(8)..).map(<[u8; 8]>::try_from) {
-            Some(Ok(last)) => u64::from_le_bytes(last),
-            _ => bytes.iter().fold(0, |x, &b| x << 8 | u64::from(b)),
-        };
-        let mixed = (tail ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        &self.shards[(mixed >> 32) as usize & self.mask]
+        &self.shards[(mix(name) >> 32) as usize & self.mask]
     }
 
     #[inline]
@@ -267,25 +260,78 @@ impl<V> CappedMap<V> {
     }
 }
 
+/// A cheap mix of a name: its length and its last eight bytes (fewer: folded one by one),
+/// multiplied by the golden ratio. Picks a shard and a slot of the per-thread name cache.
+#[inline(always)]
+fn mix(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let len = bytes.len();
+    let tail = match bytes.get(len.wrapping_sub(8)..).map(<[u8; 8]>::try_from) {
+        Some(Ok(last)) => u64::from_le_bytes(last),
+        _ => bytes.iter().fold(0, |x, &b| x << 8 | u64::from(b)),
+    };
+    (tail ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Slots of the per-thread name cache (a power of two).
+const NAME_SLOTS: usize = 8;
+
+/// One slot of the per-thread name cache: a node looked up by name, with the registry it
+/// came from and that registry's removal count at the time.
+struct NamedNode {
+    registry: u64,
+    removals: u64,
+    node: Weak<ResourceNode>,
+}
+
+thread_local! {
+    /// The nodes this thread entered by name last, so that an entry by name skips the
+    /// registry's shared map. `Weak`, so that a cached node can still be freed as idle; a
+    /// slot is used only while its registry has removed nothing since it was filled.
+    static NAMES: RefCell<[Option<NamedNode>; NAME_SLOTS]> =
+        const { RefCell::new([const { None }; NAME_SLOTS]) };
+}
+
+/// Gives every registry its own number, so that a cached node never answers for another
+/// engine's registry.
+static REGISTRY_IDS: AtomicU64 = AtomicU64::new(0);
+
 /// Statistics of one resource: its own node, its origins and its contexts.
 #[derive(Debug)]
 pub(crate) struct ResourceNode {
     pub(crate) name: Arc<str>,
     pub(crate) stat: StatNode,
-    pub(crate) origins: CappedMap<StatNode>,
-    /// The node of every origin past the cap, made when the cap is first hit.
-    overflow_origin: OnceLock<Arc<StatNode>>,
-    pub(crate) contexts: CappedMap<StatNode>,
+    /// Its origins' nodes, made with the first origin (most resources never see one).
+    origins: OnceLock<Box<Origins>>,
+    /// Its contexts' nodes, made with the first context.
+    contexts: OnceLock<Box<CappedMap<StatNode>>>,
+    /// The caps of `origins` and `contexts`.
+    caps: NodeCaps,
     pub(crate) shared: Arc<Shared>,
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
     pub(crate) rule_slot: AtomicU64,
-    /// The same for the shadow rule table (see `shadow::ShadowSnapshot::slot_of`).
+    /// The same for the shadow rule table (see `ShadowSnapshot::slot_of`).
     pub(crate) shadow_slot: AtomicU64,
     /// Blocks by reason, since the node was made.
     pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: NodeMetrics,
+}
+
+/// A resource's origins: one node per origin up to the cap, one overflow node for the rest.
+#[derive(Debug)]
+struct Origins {
+    nodes: CappedMap<StatNode>,
+    /// The node of every origin past the cap, made when the cap is first hit.
+    overflow: OnceLock<Arc<StatNode>>,
+}
+
+/// How many origins and contexts one resource tracks (from [`Limits`]).
+#[derive(Debug, Clone, Copy)]
+struct NodeCaps {
+    origins: usize,
+    contexts: usize,
 }
 
 /// A node's cached slot: the table version in the high bits, the index in the low ones.
@@ -335,20 +381,41 @@ impl ResourceNode {
     /// The statistics of `origin`: its own node, or past the origin cap the overflow node.
     #[inline]
     pub(crate) fn origin_node(&self, origin: &str) -> Option<Arc<StatNode>> {
-        let node = self.origins.get_or_insert_with(origin, |_| StatNode::new());
-        Some(node.unwrap_or_else(|| self.overflow_origin()))
+        let origins = self.origins();
+        let node = origins
+            .nodes
+            .get_or_insert_with(origin, |_| StatNode::new());
+        Some(node.unwrap_or_else(|| Self::overflow_origin(origins)))
+    }
+
+    /// The origins' table, made on the first origin.
+    #[inline]
+    fn origins(&self) -> &Origins {
+        self.origins.get_or_init(|| {
+            Box::new(Origins {
+                nodes: CappedMap::new(self.caps.origins, "origin"),
+                overflow: OnceLock::new(),
+            })
+        })
     }
 
     #[cold]
-    fn overflow_origin(&self) -> Arc<StatNode> {
-        self.overflow_origin
+    fn overflow_origin(origins: &Origins) -> Arc<StatNode> {
+        origins
+            .overflow
             .get_or_init(|| Arc::new(StatNode::new()))
             .clone()
+    }
+
+    /// The node of `origin`, if that origin was seen (and is under the cap).
+    pub(crate) fn origin(&self, origin: &str) -> Option<Arc<StatNode>> {
+        self.origins.get()?.nodes.get(origin)
     }
 
     #[inline]
     pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
         self.contexts
+            .get_or_init(|| Box::new(CappedMap::new(self.caps.contexts, "context")))
             .get_or_insert_with(context, |_| StatNode::new())
     }
 }
@@ -366,6 +433,11 @@ const REGISTRY_SHARDS: usize = 64;
 #[derive(Debug)]
 pub(crate) struct Registry {
     resources: CappedMap<ResourceNode>,
+    /// This registry's number (for the per-thread name cache).
+    id: u64,
+    /// How many times resources were removed (freed as idle): a cached node filled before
+    /// the last removal is not used.
+    removals: AtomicU64,
     limits: Limits,
     /// When the cap last triggered a sweep for idle resources.
     last_sweep: AtomicU64,
@@ -375,6 +447,8 @@ impl Registry {
     pub(crate) fn new(limits: Limits) -> Self {
         Self {
             resources: CappedMap::sharded(limits.max_resources, "resource", REGISTRY_SHARDS),
+            id: REGISTRY_IDS.fetch_add(1, Ordering::Relaxed),
+            removals: AtomicU64::new(0),
             limits,
             last_sweep: AtomicU64::new(u64::MAX),
         }
@@ -385,11 +459,49 @@ impl Registry {
         self.resources.get(name)
     }
 
+    /// The node of `name`, made if new; `None` past the resource cap. Looks in this thread's
+    /// name cache first.
+    #[inline]
     pub(crate) fn get_or_create(
         &self,
         name: &str,
         shared: &Arc<Shared>,
     ) -> Option<Arc<ResourceNode>> {
+        let slot = (mix(name) >> 61) as usize & (NAME_SLOTS - 1);
+        // Read before the lookup: a removal after it makes the slot filled below stale.
+        let removals = self.removals.load(Ordering::Acquire);
+        let cached = NAMES.try_with(|names| {
+            let names = names.try_borrow().ok()?;
+            let named = names.get(slot)?.as_ref()?;
+            if named.registry != self.id || named.removals != removals {
+                return None;
+            }
+            let node = named.node.upgrade()?;
+            (*node.name == *name).then_some(node)
+        });
+        if let Ok(Some(node)) = cached {
+            return Some(node);
+        }
+        let node = self.create(name, shared)?;
+        // A listener that looks a name up from inside another lookup finds the cache
+        // borrowed: it only skips filling it.
+        let _ = NAMES.try_with(|names| {
+            if let Ok(mut names) = names.try_borrow_mut() {
+                if let Some(entry) = names.get_mut(slot) {
+                    *entry = Some(NamedNode {
+                        registry: self.id,
+                        removals,
+                        node: Arc::downgrade(&node),
+                    });
+                }
+            }
+        });
+        Some(node)
+    }
+
+    /// `get_or_create` past the name cache: the shared map.
+    #[cold]
+    fn create(&self, name: &str, shared: &Arc<Shared>) -> Option<Arc<ResourceNode>> {
         let limits = self.limits;
         self.resources
             .get_or_insert_with(name, |name| ResourceNode {
@@ -397,9 +509,12 @@ impl Registry {
                 metrics: NodeMetrics::new(&name),
                 name,
                 stat: StatNode::new(),
-                origins: CappedMap::new(limits.max_origins_per_resource, "origin"),
-                overflow_origin: OnceLock::new(),
-                contexts: CappedMap::new(limits.max_contexts_per_resource, "context"),
+                origins: OnceLock::new(),
+                contexts: OnceLock::new(),
+                caps: NodeCaps {
+                    origins: limits.max_origins_per_resource,
+                    contexts: limits.max_contexts_per_resource,
+                },
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
                 shadow_slot: AtomicU64::new(0),
@@ -435,14 +550,18 @@ impl Registry {
         idle_ms: u64,
         has_rules: impl Fn(&str) -> bool,
     ) -> usize {
-        self.resources.remove_where(|name, node| {
+        let removed = self.resources.remove_where(|name, node| {
             Arc::strong_count(node) == 1
                 && !has_rules(name)
                 && node
                     .stat
                     .last_written()
                     .is_none_or(|last| now.saturating_sub(last) >= idle_ms)
-        })
+        });
+        if removed > 0 {
+            self.removals.fetch_add(1, Ordering::AcqRel);
+        }
+        removed
     }
 
     pub(crate) fn all(&self) -> Vec<Arc<ResourceNode>> {

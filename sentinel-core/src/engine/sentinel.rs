@@ -152,7 +152,7 @@ impl SentinelBuilder {
         });
         if let Some(backend) = &self.cluster {
             let weak: Weak<Shared> = Arc::downgrade(&shared);
-            let sink: Weak<dyn crate::events::EventSink> = weak;
+            let sink: Weak<dyn crate::cluster::ClusterSink> = weak;
             backend.attach(crate::cluster::ClusterEvents::new(sink));
         }
         #[cfg(feature = "metrics")]
@@ -362,7 +362,7 @@ impl Sentinel {
     pub fn origin_stats(&self, resource: &str, origin: &str) -> Option<NodeStats> {
         let now = self.inner.shared.clock.now_ms();
         let node = self.inner.registry.get(resource)?;
-        node.origins.get(origin).map(|n| n.snapshot(now))
+        node.origin(origin).map(|n| n.snapshot(now))
     }
 
     /// Statistics of the global inbound node (all inbound calls).

@@ -103,8 +103,19 @@ pub(crate) struct MatchedTables {
 /// The per-name state of regex rules, engine-wide.
 pub(crate) type MatchedState = Mutex<FastMap<Arc<str>, Arc<MatchedTables>>>;
 
-impl crate::events::EventSink for Shared {
-    fn deliver(&self, event: crate::events::SentinelEvent) {
-        self.events.emit(event);
+impl crate::cluster::ClusterSink for Shared {
+    fn degraded(&self, backend: &str, reason: &str) {
+        self.events
+            .emit(crate::events::SentinelEvent::ClusterDegraded {
+                backend: backend.to_owned(),
+                reason: reason.to_owned(),
+            });
+    }
+
+    fn resumed(&self, backend: &str) {
+        self.events
+            .emit(crate::events::SentinelEvent::ClusterResumed {
+                backend: backend.to_owned(),
+            });
     }
 }

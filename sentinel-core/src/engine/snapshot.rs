@@ -81,7 +81,7 @@ pub(crate) struct RuleSnapshot {
     pub(crate) regex: Option<Box<ResolvedSlots>>,
     /// The shadow rules (see [`crate::shadow`]); `None` when no source has one, so that a
     /// call pays one test of this field for them.
-    pub(crate) shadow: Option<Arc<crate::shadow::ShadowSnapshot>>,
+    pub(crate) shadow: Option<Arc<super::ShadowSnapshot>>,
 }
 
 impl RuleSnapshot {

@@ -189,6 +189,30 @@ fn idle_resources_without_rules_are_freed_only_when_asked_and_idle() {
 }
 
 #[test]
+fn the_name_cache_answers_for_its_own_engine_and_the_registrys_current_node() {
+    let (a, b) = (Sentinel::new(), Sentinel::new());
+    let first = a.node("r").expect("tracked");
+    let other = b.node("r").expect("tracked");
+    assert!(!Arc::ptr_eq(&first, &other), "each engine its own node");
+    assert!(Arc::ptr_eq(&a.node("r").expect("tracked"), &first));
+    assert!(Arc::ptr_eq(&b.node("r").expect("tracked"), &other));
+
+    let clock = FakeClock::at_ms(100_000);
+    let s = Sentinel::builder()
+        .clock(clock.clone())
+        .limits(crate::Limits::default().free_idle_after(std::time::Duration::from_secs(1)))
+        .build();
+    drop(s.entry("idle").enter());
+    let before = Arc::downgrade(&s.node("idle").expect("tracked"));
+    clock.advance_ms(2_000);
+    assert_eq!(s.free_idle_resources(), 1);
+    let again = s.node("idle").expect("tracked again");
+    assert!(before.upgrade().is_none(), "the freed node is gone");
+    assert!(Arc::ptr_eq(&again, &s.node("idle").expect("tracked")));
+    assert_eq!(s.resources().len(), 1, "the registry holds the new node");
+}
+
+#[test]
 fn the_resource_cap_holds_across_the_registry_shards() {
     let s = Sentinel::builder()
         .limits(crate::Limits::default().max_resources(1_000))

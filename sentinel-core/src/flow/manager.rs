@@ -3,12 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cluster::{register_rules, ClusterCheck};
 use super::controller::{Controller, Decision};
 use super::rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 use crate::clock::Clock;
-use crate::cluster::{self, ClusterBackend, ClusterCheck, ClusterDecision};
+use crate::cluster::{ClusterBackend, ClusterDecision};
 use crate::hash::FastMap;
 use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
@@ -151,9 +152,10 @@ impl FlowTable {
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
-        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> = FastMap::default();
+        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> =
+            FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut cluster_checks = match backend {
-            Some(backend) => cluster::register_rules(backend, &rules),
+            Some(backend) => register_rules(backend, &rules),
             None => Vec::new(),
         }
         .into_iter();

@@ -22,11 +22,13 @@
 //! Where several shaping rules make one call queue, it waits for the longest of their waits
 //! (Sentinel sleeps in each in turn, each measured from the end of the one before).
 
+mod cluster;
 mod controller;
 mod golang;
 pub(crate) mod manager;
 mod rule;
 
+pub(crate) use cluster::check_rules;
 pub(crate) use golang::{
     into_go_flow_rule, into_go_isolation_rule, GoFlowRuleWire, GoIsolationRuleWire,
 };

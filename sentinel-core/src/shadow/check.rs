@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use super::table::ShadowSnapshot;
 use crate::circuit_breaker::{Admission, BreakerState, DegradeRule, Transitions};
-use crate::engine::ResourceNode;
+use crate::engine::{ResourceNode, ShadowSnapshot};
 use crate::events::{EventBus, SentinelEvent};
 use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now};

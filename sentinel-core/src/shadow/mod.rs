@@ -67,20 +67,18 @@
 //! [`SentinelEvent::ShadowBreakerStateChanged`]: crate::SentinelEvent::ShadowBreakerStateChanged
 
 mod check;
-mod counter;
 mod promote;
 mod store;
-mod table;
 
 #[cfg(test)]
 mod store_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::engine::ShadowSnapshot;
 pub(crate) use check::{check, complete, ShadowCall};
 pub use promote::{RuleSelector, ShadowMoveError};
 pub use store::{move_stored_rules, ShadowMove, ShadowMoved, ShadowStoreError};
-pub(crate) use table::{next, ShadowSnapshot};
 
 use crate::circuit_breaker::BreakerState;
 use crate::engine::{Incoming, Sentinel, API_SOURCE};

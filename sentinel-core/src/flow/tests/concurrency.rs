@@ -139,7 +139,7 @@ fn a_concurrency_reservation_is_given_back_when_a_later_check_blocks() {
         .unwrap();
     assert!(s.entry("r").origin("o").enter().is_err());
     let node = s.node("r").expect("tracked");
-    let origin = node.origins.get("o").expect("the origin's node");
+    let origin = node.origin("o").expect("the origin's node");
     assert_eq!(origin.reserved(), 0, "given back after the QPS block");
 
     // A circuit breaker blocks after the flow rules passed and reserved.

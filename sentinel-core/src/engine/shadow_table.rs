@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::counter::ShadowCounter;
-use crate::block::{reason_of, BlockError};
-use crate::engine::{
+use super::shadow_counter::ShadowCounter;
+use super::{
     compile_tables, replace_parts, ResourceNode, ResourceRules, RuleSnapshot, SourceRules, Tables,
 };
+use crate::block::{reason_of, BlockError};
 use crate::family::CompileEnv;
 use crate::hash::FastMap;
 use crate::rule_set::RuleSet;
