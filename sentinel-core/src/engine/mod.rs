@@ -15,6 +15,7 @@
 //!   swapped with them), and `shadow_counter` its per-rule would-block counters.
 
 mod apply;
+mod capped_map;
 mod manager;
 mod regex;
 mod resources;

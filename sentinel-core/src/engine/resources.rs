@@ -1,21 +1,20 @@
 //! The resource registry: names to resource nodes (statistics, and where the resource's rules
 //! sit in the rule table), with caps.
 //!
-//! Lookups are lock-free (one `ArcSwap` load and a hash lookup). Inserting a new name copies
-//! one shard of the map under that shard's writer mutex; names are inserted once, so the copy
-//! is cheap next to the contention a concurrent map would add on every lookup.
+//! Lookups are lock-free (one `ArcSwap` load and a hash lookup, in a [`CappedMap`]); an entry
+//! by name looks first in a per-thread cache of the nodes it entered last. Inserting a new
+//! name copies one shard of the map under that shard's writer mutex; names are inserted once,
+//! so the copy is cheap next to the contention a concurrent map would add on every lookup.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
-
+use super::capped_map::{mix, CappedMap};
 use super::shared::Shared;
 use super::snapshot::{ResourceRules, RuleSnapshot};
 use crate::block::BlockTally;
-use crate::hash::FastMap;
 use crate::stat::{OwnsStat, StatNode};
 #[cfg(feature = "metrics")]
 use crate::telemetry::NodeMetrics;
@@ -114,163 +113,6 @@ impl Limits {
         self.max_contexts_per_resource = n;
         self
     }
-}
-
-/// A copy-on-write map with a cap and a one-time warning, split into shards so that an
-/// insert copies one shard, not the whole map.
-///
-/// A shard is picked from the name's length and last eight bytes (a multiply and a shift,
-/// not a second hash): names that differ only early share a shard, which costs inserts only.
-#[derive(Debug)]
-pub(crate) struct CappedMap<V> {
-    shards: Box<[Shard<V>]>,
-    /// `shards.len() - 1` (a power of two).
-    mask: usize,
-    len: AtomicUsize,
-    cap: usize,
-    warned: AtomicBool,
-    what: &'static str,
-}
-
-#[derive(Debug)]
-struct Shard<V> {
-    map: ArcSwap<FastMap<Arc<str>, Arc<V>>>,
-    insert: Mutex<()>,
-}
-
-impl<V> CappedMap<V> {
-    /// One shard: for small maps (a resource's origins and contexts).
-    pub(crate) fn new(cap: usize, what: &'static str) -> Self {
-        Self::sharded(cap, what, 1)
-    }
-
-    /// `shards` shards (rounded up to a power of two).
-    pub(crate) fn sharded(cap: usize, what: &'static str, shards: usize) -> Self {
-        let shards = shards.max(1).next_power_of_two();
-        Self {
-            shards: (0..shards)
-                .map(|_| Shard {
-                    map: ArcSwap::from_pointee(FastMap::default()),
-                    insert: Mutex::new(()),
-                })
-                .collect(),
-            mask: shards - 1,
-            len: AtomicUsize::new(0),
-            cap,
-            warned: AtomicBool::new(false),
-            what,
-        }
-    }
-
-    #[inline(always)]
-    fn shard(&self, name: &str) -> &Shard<V> {
-        if self.mask == 0 {
-            return &self.shards[0];
-        }
-        &self.shards[(mix(name) >> 32) as usize & self.mask]
-    }
-
-    #[inline]
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<V>> {
-        self.shard(name).map.load().get(name).cloned()
-    }
-
-    /// Gets or inserts. `None` past the cap.
-    pub(crate) fn get_or_insert_with(
-        &self,
-        name: &str,
-        make: impl FnOnce(Arc<str>) -> V,
-    ) -> Option<Arc<V>> {
-        let shard = self.shard(name);
-        let current = shard.map.load();
-        if let Some(found) = current.get(name) {
-            return Some(found.clone());
-        }
-        if self.len.load(Ordering::Relaxed) >= self.cap {
-            // Past the cap, a new name never takes the writer lock.
-            self.warn_cap(name);
-            return None;
-        }
-        drop(current);
-        // The writer lock only orders inserts; a poisoned lock still protects nothing shared.
-        let _guard = shard.insert.lock().unwrap_or_else(|e| e.into_inner());
-        let current = shard.map.load_full();
-        if let Some(found) = current.get(name) {
-            return Some(found.clone());
-        }
-        // Taken before the insert, so racing shards cannot pass the cap together.
-        if self.len.fetch_add(1, Ordering::AcqRel) >= self.cap {
-            self.len.fetch_sub(1, Ordering::AcqRel);
-            self.warn_cap(name);
-            return None;
-        }
-        let key: Arc<str> = Arc::from(name);
-        let value = Arc::new(make(key.clone()));
-        let mut next = FastMap::clone(&current);
-        next.insert(key, value.clone());
-        shard.map.store(Arc::new(next));
-        Some(value)
-    }
-
-    fn warn_cap(&self, name: &str) {
-        if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                cap = self.cap,
-                kind = self.what,
-                name,
-                "statistics cap reached; further names pass without statistics"
-            );
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
-    }
-
-    /// Removes the entries `drop_it` selects; returns how many.
-    pub(crate) fn remove_where(&self, drop_it: impl Fn(&Arc<str>, &Arc<V>) -> bool) -> usize {
-        let mut removed = 0;
-        for shard in self.shards.iter() {
-            if !shard.map.load().iter().any(|(k, v)| drop_it(k, v)) {
-                continue;
-            }
-            let _guard = shard.insert.lock().unwrap_or_else(|e| e.into_inner());
-            let current = shard.map.load_full();
-            let next: FastMap<Arc<str>, Arc<V>> = current
-                .iter()
-                .filter(|(k, v)| !drop_it(k, v))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let gone = current.len() - next.len();
-            if gone > 0 {
-                shard.map.store(Arc::new(next));
-                self.len.fetch_sub(gone, Ordering::AcqRel);
-                removed += gone;
-            }
-        }
-        removed
-    }
-
-    /// Every value.
-    pub(crate) fn values(&self) -> Vec<Arc<V>> {
-        self.shards
-            .iter()
-            .flat_map(|s| s.map.load().values().cloned().collect::<Vec<_>>())
-            .collect()
-    }
-}
-
-/// A cheap mix of a name: its length and its last eight bytes (fewer: folded one by one),
-/// multiplied by the golden ratio. Picks a shard and a slot of the per-thread name cache.
-#[inline(always)]
-fn mix(name: &str) -> u64 {
-    let bytes = name.as_bytes();
-    let len = bytes.len();
-    let tail = match bytes.get(len.wrapping_sub(8)..).map(<[u8; 8]>::try_from) {
-        Some(Ok(last)) => u64::from_le_bytes(last),
-        _ => bytes.iter().fold(0, |x, &b| x << 8 | u64::from(b)),
-    };
-    (tail ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// Slots of the per-thread name cache (a power of two).
