@@ -128,7 +128,7 @@ impl BlockError {
 /// Blocks of one resource by what blocked them, counted since its statistics were made
 /// (read with [`Sentinel::block_reasons`](crate::Sentinel::block_reasons)). A flow rule in
 /// cluster mode counts as `cluster`, whether the shared store or the local fallback decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[non_exhaustive]
 pub struct BlockReasons {
     /// Blocked by a (local) flow rule.

@@ -61,35 +61,8 @@ impl Default for ResourceQuery {
     }
 }
 
-/// Block counts by family.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Blocks {
-    /// Flow rules.
-    pub flow: u64,
-    /// Hot-parameter rules.
-    pub param_flow: u64,
-    /// Circuit breakers.
-    pub circuit_breaker: u64,
-    /// System rules.
-    pub system: u64,
-    /// Authority rules.
-    pub authority: u64,
-    /// Cluster flow control.
-    pub cluster: u64,
-}
-
-impl From<BlockReasons> for Blocks {
-    fn from(b: BlockReasons) -> Self {
-        Self {
-            flow: b.flow,
-            param_flow: b.param_flow,
-            circuit_breaker: b.circuit_breaker,
-            system: b.system,
-            authority: b.authority,
-            cluster: b.cluster,
-        }
-    }
-}
+/// Block counts by family: the engine's [`BlockReasons`], serialized with its field names.
+pub type Blocks = BlockReasons;
 
 /// One row of the resources table: the newest collected second of one resource.
 #[derive(Debug, Clone, Serialize)]
@@ -227,11 +200,7 @@ impl State {
                 }
             }
         }
-        let blocks_total = self
-            .sentinel
-            .block_reasons(&name)
-            .map(Blocks::from)
-            .unwrap_or_default();
+        let blocks_total = self.sentinel.block_reasons(&name).unwrap_or_default();
         let (pass, block, success, error, avg_rt_ms, concurrency, blocks) = match row {
             Some(r) => (
                 r.stats.pass,
@@ -240,7 +209,7 @@ impl State {
                 r.stats.error,
                 r.stats.avg_rt_ms(),
                 r.concurrency,
-                Blocks::from(r.blocks),
+                r.blocks,
             ),
             None => (0, 0, 0, 0, 0.0, 0, Blocks::default()),
         };
