@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use crate::circuit_breaker::{BreakerState, DegradeRule, Transitions};
+use crate::circuit_breaker::{BreakerState, DegradeRule, Transition, Transitions};
 use crate::rules::{RuleError, RuleFamily};
 
 /// Something the engine reports.
@@ -185,19 +185,33 @@ impl EventBus {
 }
 
 impl Transitions for EventBus {
-    fn changed(
-        &self,
-        rule: &DegradeRule,
-        from: BreakerState,
-        to: BreakerState,
-        value: Option<f64>,
-    ) {
-        self.emit(SentinelEvent::BreakerStateChanged {
-            resource: rule.resource.clone(),
-            rule: rule.clone(),
-            from,
-            to,
-            value,
-        });
+    fn changed(&self, change: Transition<'_>) {
+        self.emit(change.event(false));
+    }
+}
+
+impl Transition<'_> {
+    /// The event that reports this change: [`SentinelEvent::ShadowBreakerStateChanged`] for a
+    /// shadow breaker, else [`SentinelEvent::BreakerStateChanged`].
+    pub(crate) fn event(self, shadow: bool) -> SentinelEvent {
+        let resource = self.rule.resource.clone();
+        let rule = self.rule.clone();
+        if shadow {
+            SentinelEvent::ShadowBreakerStateChanged {
+                resource,
+                rule,
+                from: self.from,
+                to: self.to,
+                value: self.value,
+            }
+        } else {
+            SentinelEvent::BreakerStateChanged {
+                resource,
+                rule,
+                from: self.from,
+                to: self.to,
+                value: self.value,
+            }
+        }
     }
 }

@@ -118,6 +118,11 @@ impl RuleIssue {
         self.shadow = true;
         self
     }
+
+    /// Where the issue is: the rule's index and the field, as in `(1, "count")`.
+    pub fn position(&self) -> (usize, &str) {
+        (self.index, &self.field)
+    }
 }
 
 impl fmt::Display for RuleIssue {

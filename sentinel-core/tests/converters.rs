@@ -13,7 +13,7 @@ use sentinel_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamValue,
 };
 use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleError, RuleSet, Sentinel, Validation};
+use sentinel_core::{RuleError, RuleIssue, RuleSet, Sentinel, Validation};
 
 fn payload(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -243,11 +243,7 @@ fn invalid_degrade_and_authority_rules_name_index_and_field() {
             br#"[{"resource":"a","count":1,"timeWindow":10},{"resource":"b","grade":1,"count":2}]"#,
         )
         .expect_err("invalid");
-    let fields: Vec<(usize, &str)> = err
-        .issues()
-        .iter()
-        .map(|i| (i.index, i.field.as_str()))
-        .collect();
+    let fields: Vec<(usize, &str)> = err.issues().iter().map(RuleIssue::position).collect();
     // Strict: a degrade rule without `grade` is refused (it decides what the rule does).
     assert_eq!(fields, vec![(0, "grade"), (1, "timeWindow"), (1, "count")]);
     let err = AuthorityJson::new()
@@ -489,11 +485,7 @@ fn invalid_param_flow_rules_name_index_and_field() {
                  {"resource":"d","paramIdx":0,"paramFlowItemList":[{"object":"x","classType":"int","count":1}]}]"#,
         )
         .expect_err("invalid");
-    let found: Vec<(usize, &str)> = err
-        .issues()
-        .iter()
-        .map(|i| (i.index, i.field.as_str()))
-        .collect();
+    let found: Vec<(usize, &str)> = err.issues().iter().map(RuleIssue::position).collect();
     assert_eq!(
         found,
         vec![

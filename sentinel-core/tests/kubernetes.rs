@@ -7,6 +7,7 @@ use sentinel_core::datasource::{Converter, KubernetesYaml};
 use sentinel_core::flow::{ControlBehavior, FlowRule};
 use sentinel_core::param_flow::{ParamControlBehavior, ParamFlowGrade, ParamFlowItem};
 use sentinel_core::system::SystemRule;
+use sentinel_core::RuleIssue;
 use sentinel_core::{RuleSet, Validation};
 
 fn load(kind: &str) -> RuleSet {
@@ -203,11 +204,7 @@ spec:
     let err = KubernetesYaml::new()
         .convert(&bad[..])
         .expect_err("invalid");
-    let found: Vec<(usize, &str)> = err
-        .issues()
-        .iter()
-        .map(|i| (i.index, i.field.as_str()))
-        .collect();
+    let found: Vec<(usize, &str)> = err.issues().iter().map(RuleIssue::position).collect();
     assert!(found.contains(&(1, "spec.strategies[1].name")), "{err}");
     assert!(found.contains(&(0, "spec.statDuration")), "{err}");
     assert!(

@@ -28,9 +28,18 @@ use crate::stat::{my_stripe, Event, StripedWindow};
 
 /// Where a breaker reports its state changes: the engine's event bus.
 pub(crate) trait Transitions {
-    /// The breaker of `rule` went from `from` to `to`; `value` is what tripped it, if a
-    /// threshold did.
-    fn changed(&self, rule: &DegradeRule, from: BreakerState, to: BreakerState, value: Option<f64>);
+    /// A breaker changed state.
+    fn changed(&self, change: Transition<'_>);
+}
+
+/// One state change of the breaker of `rule`.
+#[derive(Clone, Copy)]
+pub(crate) struct Transition<'r> {
+    pub(crate) rule: &'r DegradeRule,
+    pub(crate) from: BreakerState,
+    pub(crate) to: BreakerState,
+    /// What tripped it, if a threshold did.
+    pub(crate) value: Option<f64>,
 }
 
 /// What `try_pass` decided.
@@ -109,7 +118,12 @@ impl CircuitBreaker {
         to: BreakerState,
         value: Option<f64>,
     ) {
-        events.changed(&self.rule, from, to, value);
+        events.changed(Transition {
+            rule: &self.rule,
+            from,
+            to,
+            value,
+        });
     }
 
     /// Decides whether a call may pass.

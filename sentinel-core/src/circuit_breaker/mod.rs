@@ -21,7 +21,7 @@ mod manager;
 mod rule;
 mod state;
 
-pub(crate) use breaker::{Admission, CircuitBreaker, Transitions};
+pub(crate) use breaker::{Admission, CircuitBreaker, Transition, Transitions};
 pub(crate) use golang::{into_go_breaker_rule, GoBreakerRuleWire};
 pub(crate) use manager::DegradeTable;
 pub(crate) use rule::DegradeRuleWire;

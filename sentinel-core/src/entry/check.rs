@@ -64,6 +64,18 @@ impl<'a> EntryBuilder<'a> {
         let context_node = self.context.and_then(|c| node.context_node(c));
         let inbound = self.entry_type == EntryType::Inbound;
         let batch = u64::from(self.batch);
+        // What the flow checks read of this call (the enforced ones, and the shadow ones).
+        let flow_context = || CheckContext {
+            now_ms: now,
+            clock: shared.clock.as_dyn(),
+            stat: &node.stat,
+            origin: self.origin,
+            origin_node: origin_node.as_deref(),
+            context: self.context,
+            context_node: context_node.as_deref(),
+            batch: self.batch,
+            prioritized: self.prioritized,
+        };
 
         // The closure reports through `blocked` and returns a register-sized verdict: moving
         // a large return value out of it costs more than the checks themselves.
@@ -132,18 +144,7 @@ impl<'a> EntryBuilder<'a> {
                             self.prioritized,
                         );
                         if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
-                            let cx = CheckContext {
-                                now_ms: now,
-                                clock: shared.clock.as_dyn(),
-                                stat: &node.stat,
-                                origin: self.origin,
-                                origin_node: origin_node.as_deref(),
-                                context: self.context,
-                                context_node: context_node.as_deref(),
-                                batch: self.batch,
-                                prioritized: self.prioritized,
-                            };
-                            match flow.check(&cx) {
+                            match flow.check(&flow_context()) {
                                 Ok(pass) => {
                                     verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
                                     verdict.borrowed = pass.borrowed;
@@ -176,12 +177,10 @@ impl<'a> EntryBuilder<'a> {
                 // Shadow rules see the calls the enforced ones admitted (`crate::shadow`).
                 if let Some(shadow) = snapshot.shadow.as_deref() {
                     let call = ShadowCall {
-                        now,
-                        origin: self.origin,
-                        origin_node: origin_node.as_deref(),
-                        context: self.context,
-                        context_node: context_node.as_deref(),
-                        batch: self.batch,
+                        flow: CheckContext {
+                            prioritized: false,
+                            ..flow_context()
+                        },
                         inbound,
                         args: &self.args,
                     };

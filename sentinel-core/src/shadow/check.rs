@@ -4,21 +4,16 @@
 
 use std::sync::Arc;
 
-use crate::circuit_breaker::{Admission, BreakerState, DegradeRule, Transitions};
+use crate::circuit_breaker::{Admission, DegradeRule, Transition, Transitions};
 use crate::engine::{ResourceNode, ShadowSnapshot};
-use crate::events::{EventBus, SentinelEvent};
+use crate::events::EventBus;
 use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now};
-use crate::stat::StatNode;
 
 /// What the shadow checks read of a call.
 pub(crate) struct ShadowCall<'c, 'a> {
-    pub(crate) now: u64,
-    pub(crate) origin: Option<&'c str>,
-    pub(crate) origin_node: Option<&'c StatNode>,
-    pub(crate) context: Option<&'c str>,
-    pub(crate) context_node: Option<&'c StatNode>,
-    pub(crate) batch: u32,
+    /// What the flow checks read (never prioritized: a shadow rule does not borrow).
+    pub(crate) flow: CheckContext<'c>,
     pub(crate) inbound: bool,
     pub(crate) args: &'c CallArgs<'a>,
 }
@@ -35,7 +30,7 @@ pub(crate) fn check(
 ) -> bool {
     let slot = shadow.slot_of(node);
     let shared = &*node.shared;
-    let (now, batch) = (call.now, call.batch);
+    let (now, batch) = (call.flow.now_ms, call.flow.batch);
     let hit = |address: usize| {
         if let Some(counter) = shadow.counter(address) {
             counter.record(now, u64::from(batch), &node.name, &shared.events);
@@ -45,7 +40,7 @@ pub(crate) fn check(
         }
     };
     if let Some(rule) = slot.and_then(|s| s.authority.as_ref()) {
-        if !rule.passes(call.origin.unwrap_or("")) {
+        if !rule.passes(call.flow.origin.unwrap_or("")) {
             hit(Arc::as_ptr(rule) as usize);
             return false;
         }
@@ -91,24 +86,13 @@ pub(crate) fn check(
     // the enforced rules read).
     if !plain_qps_passes(rules.plain_qps, &node.stat, now, batch, false) {
         if let Some(flow) = rules.flow.as_ref() {
-            let cx = CheckContext {
-                now_ms: now,
-                clock: shared.clock.as_dyn(),
-                stat: &node.stat,
-                origin: call.origin,
-                origin_node: call.origin_node,
-                context: call.context,
-                context_node: call.context_node,
-                batch,
-                prioritized: false,
-            };
-            match flow.check(&cx) {
+            match flow.check(&call.flow) {
                 // A concurrency rule's place is the enforced call's: given back at once.
                 Ok(pass) if pass.reserved != 0 => release_reserved(
                     pass.reserved,
                     &node.stat,
-                    call.origin_node,
-                    call.context_node,
+                    call.flow.origin_node,
+                    call.flow.context_node,
                 ),
                 Ok(_) => {}
                 Err(rule) => {
@@ -165,29 +149,18 @@ pub(crate) fn complete(
 }
 
 /// Where a shadow breaker's would-be transitions go: its counter and
-/// [`SentinelEvent::ShadowBreakerStateChanged`].
+/// [`SentinelEvent::ShadowBreakerStateChanged`](crate::SentinelEvent::ShadowBreakerStateChanged).
 struct ShadowTransitions<'s> {
     shadow: &'s ShadowSnapshot,
     events: &'s EventBus,
 }
 
 impl Transitions for ShadowTransitions<'_> {
-    fn changed(
-        &self,
-        rule: &DegradeRule,
-        from: BreakerState,
-        to: BreakerState,
-        value: Option<f64>,
-    ) {
-        if let Some(counter) = self.shadow.counter(rule as *const DegradeRule as usize) {
-            counter.transition(to);
+    fn changed(&self, change: Transition<'_>) {
+        let address = change.rule as *const DegradeRule as usize;
+        if let Some(counter) = self.shadow.counter(address) {
+            counter.transition(change.to);
         }
-        self.events.emit(SentinelEvent::ShadowBreakerStateChanged {
-            resource: rule.resource.clone(),
-            rule: rule.clone(),
-            from,
-            to,
-            value,
-        });
+        self.events.emit(change.event(true));
     }
 }
