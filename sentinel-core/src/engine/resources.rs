@@ -397,7 +397,7 @@ impl Registry {
                 && !has_rules(name)
                 && node
                     .stat
-                    .last_written()
+                    .last_written(now)
                     .is_none_or(|last| now.saturating_sub(last) >= idle_ms)
         });
         if removed > 0 {

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::window::{Bucket, Event};
+use super::window::Event;
 
 /// Buckets, one per second.
 const BUCKETS: usize = 60;
@@ -15,15 +15,8 @@ const BUCKET_MS: u64 = 1000;
 /// Marks a bucket that has never been used.
 const EMPTY: u64 = u64::MAX;
 
-/// The events the minute window counts.
-const EVENTS: [Event; 6] = [
-    Event::Pass,
-    Event::Block,
-    Event::Success,
-    Event::Error,
-    Event::Rt,
-    Event::OccupiedPass,
-];
+/// The events the minute window counts, in the order of its counters.
+const EVENTS: [Event; 6] = Event::ALL;
 
 #[derive(Debug)]
 struct MinuteBucket {
@@ -55,8 +48,9 @@ impl MinuteWindow {
     /// The heap bytes of a minute window.
     pub(crate) const HEAP_BYTES: usize = BUCKETS * std::mem::size_of::<MinuteBucket>();
 
-    /// Adds a finished second-level round that started at `start` into its second.
-    pub(crate) fn absorb(&self, start: u64, finished: &Bucket) {
+    /// Adds a finished second-level round that started at `start` into its second: its
+    /// counts of pass, block, success, error, RT sum and occupied pass.
+    pub(crate) fn absorb(&self, start: u64, finished: &[u64; 6]) {
         let second = start - start % BUCKET_MS;
         let bucket = &self.buckets[((second / BUCKET_MS) % BUCKETS as u64) as usize];
         let seen = bucket.start.load(Ordering::Acquire);
@@ -77,8 +71,8 @@ impl MinuteWindow {
                 return;
             }
         }
-        for (count, event) in bucket.counts.iter().zip(EVENTS) {
-            let n = u32::try_from(finished.get(event)).unwrap_or(u32::MAX);
+        for (count, n) in bucket.counts.iter().zip(finished) {
+            let n = u32::try_from(*n).unwrap_or(u32::MAX);
             if n != 0 {
                 let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
                     Some(c.saturating_add(n))

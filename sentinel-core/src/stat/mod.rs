@@ -1,8 +1,10 @@
 //! Sliding-window statistics: per resource, per (resource, origin), per (context, resource)
 //! and one global inbound node.
 
+mod hot;
 mod minute;
 mod node;
+mod spread;
 mod stats;
 mod stripe;
 mod window;

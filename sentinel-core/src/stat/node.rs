@@ -1,12 +1,13 @@
 //! Statistics for one node: a resource, a (resource, origin) pair, a (context, resource)
 //! pair, or the global inbound node.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
+use super::hot::{round_of, HotStripe, Retired};
 use super::minute::MinuteWindow;
-use super::stripe::{my_stripe, Stripe, StripedWindow};
-use super::window::{Bucket, Event, Window};
+use super::spread::{Others, NO_OWNER};
+use super::window::{Event, Window};
 use super::{NodeStats, SecondStats};
 
 /// Buckets in the second-level window.
@@ -15,6 +16,7 @@ pub(crate) const SECOND_BUCKETS: usize = 2;
 pub(crate) const SECOND_INTERVAL_MS: u64 = 1000;
 /// Length of a second-level bucket.
 const SECOND_BUCKET_MS: u64 = SECOND_INTERVAL_MS / SECOND_BUCKETS as u64;
+const _: () = assert!(SECOND_BUCKET_MS == super::hot::ROUND_MS);
 /// Length of the minute-level window.
 pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 
@@ -25,29 +27,40 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 /// new round, the thread that resets it first adds the finished round into the minute-level
 /// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. The
 /// second-level window and the concurrency gauge are split into thread-owned stripes
-/// (see `stripe`), so the hot path writes without locked instructions.
+/// (see `stripe` and `spread`), so the hot path writes without locked instructions.
 ///
-/// Memory is allocated as it is needed: a stripe when a thread first writes it, the minute
-/// window when the first round rolls up, the borrowed window on the first borrow.
+/// Memory is allocated as it is needed: the first stripe is inline (a node one thread
+/// writes allocates nothing for its second-level window), the other stripes when a second
+/// thread writes, the minute window when the first round rolls up, the borrowed window on
+/// the first borrow.
+///
+/// Layout: the fields every thread reads sit on the first cache line, the inline stripe
+/// (which its owner writes on every call) on the three after it.
+#[repr(C)]
 #[derive(Debug)]
 pub(crate) struct StatNode {
-    second: StripedWindow<SECOND_BUCKET_MS>,
+    /// The stripe index that owns [`first`](Self::first); [`NO_OWNER`] until one writes.
+    pub(super) owner: AtomicU8,
+    /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
+    has_borrowed: AtomicBool,
+    /// The stripes of the other stripe indexes, made when a second one writes.
+    pub(super) others: OnceLock<Box<Others>>,
     minute: OnceLock<Box<MinuteWindow>>,
     /// Passes that prioritized calls borrowed from future buckets, keyed by the future
     /// bucket's start. They count as passes once their bucket has started.
     borrowed: OnceLock<Box<Window<SECOND_BUCKET_MS>>>,
-    /// Whether any call ever borrowed: until then the hot path skips `borrowed`.
-    has_borrowed: AtomicBool,
     /// Calls in flight that a concurrency (thread-grade) rule admitted by reserving a place
     /// here: the exact part of that check (see [`reserve`](Self::reserve)).
     reserved: AtomicU64,
+    /// The stripe of the owner's stripe index, inline.
+    pub(super) first: HotStripe,
 }
 
 /// Longest a prioritized call may wait for a slot in a future bucket (Sentinel's
 /// `OccupyTimeoutProperty`, 500 ms).
 pub(crate) const OCCUPY_TIMEOUT_MS: u64 = 500;
 
-/// Buckets the second-level window retains: the current second and the previous one.
+/// Buckets the borrowed window retains: the current second and the previous one.
 const SECOND_RETAINED: usize = 2 * SECOND_BUCKETS;
 
 impl Default for StatNode {
@@ -59,30 +72,31 @@ impl Default for StatNode {
 impl StatNode {
     pub(crate) fn new() -> Self {
         Self {
-            second: StripedWindow::new(SECOND_BUCKETS, SECOND_INTERVAL_MS, SECOND_RETAINED),
+            owner: AtomicU8::new(NO_OWNER),
+            has_borrowed: AtomicBool::new(false),
+            others: OnceLock::new(),
             minute: OnceLock::new(),
             borrowed: OnceLock::new(),
-            has_borrowed: AtomicBool::new(false),
             reserved: AtomicU64::new(0),
+            first: HotStripe::new(),
         }
     }
 
-    /// This thread's live second-level bucket for `now` (rolling a finished round into the
-    /// minute window), its stripe, and whether this thread owns it.
+    /// Adds a finished round of the second-level window into the minute window, if it is
+    /// still inside the minute ending at `now`.
     #[inline(always)]
-    fn bucket(&self, now: u64) -> (&Bucket, &Stripe<SECOND_BUCKET_MS>, bool) {
-        let (stripe, owned) = my_stripe();
-        let (bucket, stripe) = self.second.current_with(stripe, now, |start, finished| {
+    fn retire(&self, now: u64) -> impl FnOnce(Retired) + '_ {
+        move |(start, counts)| {
             if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
-                self.minute().absorb(start, finished);
+                self.minute().absorb(start, &counts);
             }
-        });
-        (bucket, stripe, owned)
+        }
     }
 
-    /// When the node was last written: the end of its newest round. `None` if never.
-    pub(crate) fn last_written(&self) -> Option<u64> {
-        self.second.last_written()
+    /// When the node was last written: the end of its newest round. `None` if never. `now`
+    /// only disambiguates the rounds' 32-bit tags (see `hot`).
+    pub(crate) fn last_written(&self, now: u64) -> Option<u64> {
+        self.newest_end(now)
     }
 
     /// The minute window, made on the first roll-up.
@@ -103,17 +117,11 @@ impl StatNode {
         })
     }
 
-    #[inline]
-    fn add(&self, now: u64, event: Event, n: u64) {
-        let (bucket, _, owned) = self.bucket(now);
-        bucket.add_by(event, n, owned);
-    }
-
     /// A call passed every check: count it and raise the concurrency.
     #[inline(always)]
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
-        let (bucket, stripe, owned) = self.bucket(now);
-        bucket.add_by(Event::Pass, n, owned);
+        let (stripe, owned) = self.my_hot_stripe();
+        stripe.pass(round_of(now), n, owned, self.retire(now));
         stripe.add_concurrency(owned, 1);
     }
 
@@ -121,8 +129,8 @@ impl StatNode {
     /// that future bucket, so only the concurrency rises.
     #[inline]
     pub(crate) fn on_pass_borrowed(&self) {
-        let (stripe, owned) = my_stripe();
-        self.second.stripe(stripe).add_concurrency(owned, 1);
+        let (stripe, owned) = self.my_hot_stripe();
+        stripe.add_concurrency(owned, 1);
     }
 
     #[cfg(test)]
@@ -131,9 +139,9 @@ impl StatNode {
         let minute = self.minute.get().map_or(0, |_| MinuteWindow::HEAP_BYTES);
         let borrowed = self.borrowed.get().map_or(0, |_| {
             std::mem::size_of::<Window<SECOND_BUCKET_MS>>()
-                + SECOND_RETAINED * std::mem::size_of::<Bucket>()
+                + SECOND_RETAINED * std::mem::size_of::<super::window::Bucket>()
         });
-        self.second.heap_bytes() + minute + borrowed
+        self.stripes_heap_bytes() + minute + borrowed
     }
 
     /// Sentinel's `tryOccupyNext`: how long a prioritized call must wait until a bucket
@@ -145,7 +153,7 @@ impl StatNode {
         if borrowed >= max {
             return None;
         }
-        let window = self.second.bucket_ms();
+        let window = SECOND_BUCKET_MS;
         let mut earliest = (now - now % window + window).checked_sub(SECOND_INTERVAL_MS)?;
         let mut pass = self.passes(now) as f64;
         let mut index = 0;
@@ -170,7 +178,8 @@ impl StatNode {
     pub(crate) fn borrow_future(&self, now: u64, future: u64, n: u64) {
         self.has_borrowed.store(true, Ordering::Release);
         self.borrowed().current(future).add(Event::Pass, n);
-        self.add(now, Event::OccupiedPass, n);
+        let (stripe, owned) = self.my_hot_stripe();
+        stripe.occupied(round_of(now), n, owned, self.retire(now));
     }
 
     /// Borrowed passes of rounds starting in `[from, to)`.
@@ -190,12 +199,12 @@ impl StatNode {
     #[inline(always)]
     fn passes(&self, now: u64) -> u64 {
         let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
-        self.second.sum(now, Event::Pass) + self.borrowed_in(from, now + 1)
+        self.second_passes(round_of(now)) + self.borrowed_in(from, now + 1)
     }
 
     /// Passes in rounds starting in `[from, to)`, borrowed ones included.
     fn passes_in(&self, from: u64, to: u64) -> u64 {
-        self.second.sum_range(from, to, Event::Pass) + self.borrowed_in(from, to)
+        self.second_range(from, to, Event::Pass) + self.borrowed_in(from, to)
     }
 
     /// Passes borrowed from buckets that have not started yet.
@@ -207,18 +216,15 @@ impl StatNode {
 
     #[inline]
     pub(crate) fn on_block(&self, now: u64, n: u64) {
-        self.add(now, Event::Block, n);
+        let (stripe, owned) = self.my_hot_stripe();
+        stripe.block(round_of(now), n, owned, self.retire(now));
     }
 
     /// A passed call completed: record success and RT, lower the concurrency.
     #[inline(always)]
     pub(crate) fn on_complete(&self, now: u64, rt: u64, n: u64, error: bool) {
-        let (bucket, stripe, owned) = self.bucket(now);
-        bucket.add_completions_by(n, rt, owned);
-        bucket.record_rt_by(rt, owned);
-        if error {
-            bucket.add_by(Event::Error, n, owned);
-        }
+        let (stripe, owned) = self.my_hot_stripe();
+        stripe.complete(round_of(now), n, rt, error, owned, self.retire(now));
         stripe.add_concurrency(owned, -1);
     }
 
@@ -226,7 +232,7 @@ impl StatNode {
     /// another).
     #[inline]
     pub(crate) fn concurrency(&self) -> i64 {
-        self.second.concurrency()
+        self.stripes_concurrency()
     }
 
     /// Reserves `n` places for a call a concurrency rule is checking; returns the places held
@@ -250,7 +256,7 @@ impl StatNode {
 
     #[inline]
     fn per_second(&self, now: u64, event: Event) -> f64 {
-        self.second.sum(now, event) as f64 * 1000.0 / self.second.interval_ms() as f64
+        self.second_sum(now, event) as f64 * 1000.0 / SECOND_INTERVAL_MS as f64
     }
 
     /// Passes per second: the second-level window is one second long.
@@ -288,27 +294,27 @@ impl StatNode {
 
     /// Average RT of the calls completed in the second window, in ms.
     pub(crate) fn avg_rt(&self, now: u64) -> f64 {
-        let success = self.second.sum(now, Event::Success);
+        let success = self.second_sum(now, Event::Success);
         if success == 0 {
             return 0.0;
         }
-        self.second.sum(now, Event::Rt) as f64 / success as f64
+        self.second_sum(now, Event::Rt) as f64 / success as f64
     }
 
     /// Minimum RT in the second window; `None` when nothing completed.
     pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
-        self.second.min_rt(now)
+        self.second_min_rt(now)
     }
 
     /// Highest success rate of any bucket in the second window, scaled to per second.
     pub(crate) fn max_success_qps(&self, now: u64) -> f64 {
-        self.second.max_round(now, Event::Success) as f64 * 1000.0 / self.second.bucket_ms() as f64
+        self.second_max_round(now, Event::Success) as f64 * 1000.0 / SECOND_BUCKET_MS as f64
     }
 
     /// [`max_success_qps`](Self::max_success_qps) of one success in a bucket: Sentinel's
     /// floor for it.
     pub(crate) fn min_success_qps(&self) -> f64 {
-        1000.0 / self.second.bucket_ms() as f64
+        1000.0 / SECOND_BUCKET_MS as f64
     }
 
     /// Totals over the last minute: rolled-up rounds plus the live buckets.
@@ -316,7 +322,7 @@ impl StatNode {
         let from = now.saturating_sub(MINUTE_INTERVAL_MS - 1);
         let total = |event| {
             let rolled = self.minute.get().map_or(0, |m| m.sum(now, event));
-            rolled + self.second.sum_range(from, now + 1, event)
+            rolled + self.second_range(from, now + 1, event)
         };
         (
             total(Event::Pass),
@@ -333,7 +339,7 @@ impl StatNode {
             .checked_sub(1000)
             .map_or(0, |previous| match event {
                 Event::Pass => self.passes_in(previous, this_second),
-                _ => self.second.sum_range(previous, this_second, event),
+                _ => self.second_range(previous, this_second, event),
             })
     }
 
@@ -344,7 +350,7 @@ impl StatNode {
         let end = second + 1000;
         let count = |event| {
             let rolled = self.minute.get().map_or(0, |m| m.at(second, event));
-            rolled + self.second.sum_range(second, end, event)
+            rolled + self.second_range(second, end, event)
         };
         SecondStats {
             second_ms: second,
@@ -448,26 +454,23 @@ mod tests {
             "a node nobody entered holds no window"
         );
         node.on_pass(100_000, 1);
-        let one_stripe = node.heap_bytes();
-        assert!(one_stripe > 0 && one_stripe <= 512, "{one_stripe}");
+        assert_eq!(node.heap_bytes(), 0, "the first thread's stripe is inline");
         node.on_complete(100_001, 1, 1, false);
-        assert_eq!(
-            node.heap_bytes(),
-            one_stripe,
-            "the same thread, the same stripe"
-        );
+        assert_eq!(node.heap_bytes(), 0, "the same thread, the same stripe");
         // Four rounds later the first bucket is reused: its round rolls up into the minute.
         node.on_pass(102_000, 1);
         let rolled = node.heap_bytes();
-        assert_eq!(rolled, one_stripe + MinuteWindow::HEAP_BYTES);
+        assert_eq!(rolled, MinuteWindow::HEAP_BYTES);
         assert_eq!(MinuteWindow::HEAP_BYTES, 60 * 32);
         std::thread::scope(|s| {
             s.spawn(|| node.on_pass(102_001, 1));
         });
+        let table = std::mem::size_of::<Others>() + std::mem::size_of::<HotStripe>();
+        assert!(table <= 384, "{table}");
         assert_eq!(
             node.heap_bytes(),
-            rolled + one_stripe,
-            "another thread: one more stripe"
+            rolled + table,
+            "another thread: the stripe table and one stripe"
         );
         assert_eq!(node.concurrency(), 2);
     }

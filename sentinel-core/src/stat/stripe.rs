@@ -1,5 +1,6 @@
-//! Thread-owned stripes: the second-level window and the concurrency gauge are split into
-//! stripes, and each thread writes only its own.
+//! Thread-owned stripes: a window is split into stripes, and each thread writes only its
+//! own. This module leases the stripe indexes ([`my_stripe`]), which node statistics
+//! (`hot` and `spread`) use too, and holds the generic striped window of circuit breakers.
 //!
 //! A locked atomic add costs about 10 ns on the machines this was measured on, and an entry
 //! and its exit make four updates. Up to [`OWNED_STRIPES`] live threads each lease a stripe
@@ -11,7 +12,9 @@
 //! A stripe is allocated when a thread first writes it: a window that one thread uses holds
 //! one stripe, not nine.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+#[cfg(test)]
+use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use super::window::{Bucket, Event, Window};
@@ -103,19 +106,39 @@ fn lease_stripe() -> usize {
     stripe
 }
 
+/// The stripes of `stripes` whose bit is set in `bits` and that are made (a bit may be
+/// seen a moment before its stripe: that stripe is skipped).
+#[inline(always)]
+pub(crate) fn made<T>(stripes: &[OnceLock<Box<T>>], mut bits: u64) -> impl Iterator<Item = &T> {
+    std::iter::from_fn(move || loop {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        if let Some(stripe) = stripes.get(i).and_then(OnceLock::get) {
+            return Some(&**stripe);
+        }
+    })
+}
+
 /// One thread's part of a [`StripedWindow`]: its window, and a concurrency gauge on a cache
 /// line of its own (the window's fields are read by every reader; the gauge is written by
 /// the owner on every call).
 #[derive(Debug)]
 pub(crate) struct Stripe<const BUCKET_MS: u64> {
     window: Window<BUCKET_MS>,
+    /// Only the tests still count concurrency here: node statistics use `hot`'s stripes.
+    #[cfg(test)]
     gauge: Gauge,
 }
 
+#[cfg(test)]
 #[repr(align(64))]
 #[derive(Debug, Default)]
 struct Gauge(AtomicI64);
 
+#[cfg(test)]
 impl<const BUCKET_MS: u64> Stripe<BUCKET_MS> {
     /// Adds `delta` to the stripe's concurrency, with a plain store when `owned`.
     #[inline(always)]
@@ -141,7 +164,6 @@ pub(crate) struct StripedWindow<const BUCKET_MS: u64 = 0> {
     active: AtomicU64,
     buckets: u32,
     retained: u32,
-    bucket_ms: u64,
     interval_ms: u64,
 }
 
@@ -159,7 +181,6 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
             active: AtomicU64::new(0),
             buckets: u32::try_from(buckets).unwrap_or(u32::MAX),
             retained: u32::try_from(retained).unwrap_or(u32::MAX),
-            bucket_ms,
             interval_ms: bucket_ms * buckets as u64,
         }
     }
@@ -177,6 +198,7 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
                 );
                 let made = Box::new(Stripe {
                     window,
+                    #[cfg(test)]
                     gauge: Gauge::default(),
                 });
                 // Readers may see the bit a moment before the stripe: they skip it.
@@ -189,17 +211,7 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
     /// The stripes that have been written.
     #[inline(always)]
     fn active_stripes(&self) -> impl Iterator<Item = &Stripe<BUCKET_MS>> {
-        let mut bits = self.active.load(Ordering::Relaxed);
-        std::iter::from_fn(move || loop {
-            if bits == 0 {
-                return None;
-            }
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if let Some(stripe) = self.stripes.get(i).and_then(OnceLock::get) {
-                return Some(&**stripe);
-            }
-        })
+        made(&self.stripes, self.active.load(Ordering::Relaxed))
     }
 
     /// The windows of the stripes that have been written.
@@ -221,11 +233,7 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         (stripe.window.current_with(now, retire, |_, _| {}), stripe)
     }
 
-    /// The end of the newest round any stripe was written in.
-    pub(crate) fn last_written(&self) -> Option<u64> {
-        self.active().filter_map(Window::newest_end).max()
-    }
-
+    #[cfg(test)]
     /// The sum of every stripe's concurrency gauge.
     pub(crate) fn concurrency(&self) -> i64 {
         self.active_stripes()
@@ -245,8 +253,9 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         self.interval_ms
     }
 
+    #[cfg(test)]
     pub(crate) fn bucket_ms(&self) -> u64 {
-        self.bucket_ms
+        self.interval_ms / u64::from(self.buckets)
     }
 
     #[inline(always)]
@@ -263,14 +272,12 @@ impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
         total
     }
 
+    #[cfg(test)]
     pub(crate) fn sum_range(&self, from: u64, to: u64, event: Event) -> u64 {
         self.active().map(|w| w.sum_range(from, to, event)).sum()
     }
 
-    pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
-        self.active().filter_map(|w| w.min_rt(now)).min()
-    }
-
+    #[cfg(test)]
     /// The largest per-round total of `event` among the rounds inside the interval.
     pub(crate) fn max_round(&self, now: u64, event: Event) -> u64 {
         let width = self.bucket_ms();

@@ -49,6 +49,7 @@ fn encode(event: Event, n: u64) -> u64 {
     }
 }
 
+#[cfg(test)]
 /// One add of `n` completions taking `rt` ms in all.
 #[inline]
 fn encode_completions(n: u64, rt: u64) -> u64 {
@@ -60,6 +61,16 @@ const SLOTS: usize = 5;
 const SUCCESS_RT: usize = 2;
 
 impl Event {
+    /// Every event, in the order the minute window and a retired round list them.
+    pub(crate) const ALL: [Event; 6] = [
+        Event::Pass,
+        Event::Block,
+        Event::Success,
+        Event::Error,
+        Event::Rt,
+        Event::OccupiedPass,
+    ];
+
     #[inline]
     fn slot(self) -> usize {
         match self {
@@ -72,12 +83,15 @@ impl Event {
     }
 }
 
-/// One bucket: start time, five counters and the minimum RT, on its own cache line.
+/// One bucket: start time, five counters and (for the tests, which still check it) the
+/// minimum RT, on its own cache line. Node statistics use `hot`'s buckets; this generic
+/// window counts circuit breakers' calls and prioritized calls' borrowed passes.
 #[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct Bucket {
     start: AtomicU64,
     counters: [AtomicU64; SLOTS],
+    #[cfg(test)]
     min_rt: AtomicU64,
 }
 
@@ -86,6 +100,7 @@ impl Bucket {
         Self {
             start: AtomicU64::new(EMPTY),
             counters: Default::default(),
+            #[cfg(test)]
             min_rt: AtomicU64::new(u64::MAX),
         }
     }
@@ -95,8 +110,8 @@ impl Bucket {
         self.counters[event.slot()].fetch_add(encode(event, n), Ordering::Relaxed);
     }
 
+    #[cfg(test)]
     /// `n` completions that took `rt` ms in all: one atomic add.
-    #[inline]
     pub(crate) fn add_completions(&self, n: u64, rt: u64) {
         self.counters[SUCCESS_RT].fetch_add(encode_completions(n, rt), Ordering::Relaxed);
     }
@@ -121,34 +136,6 @@ impl Bucket {
         }
     }
 
-    /// Like [`add_completions`](Self::add_completions), by the bucket's only writer when
-    /// `owned`.
-    #[inline]
-    pub(crate) fn add_completions_by(&self, n: u64, rt: u64, owned: bool) {
-        if owned {
-            let counter = &self.counters[SUCCESS_RT];
-            let v = encode_completions(n, rt);
-            counter.store(
-                counter.load(Ordering::Relaxed).wrapping_add(v),
-                Ordering::Relaxed,
-            );
-        } else {
-            self.add_completions(n, rt);
-        }
-    }
-
-    /// Like [`record_rt`](Self::record_rt), by the bucket's only writer when `owned`.
-    #[inline]
-    pub(crate) fn record_rt_by(&self, rt: u64, owned: bool) {
-        if owned {
-            if rt < self.min_rt.load(Ordering::Relaxed) {
-                self.min_rt.store(rt, Ordering::Relaxed);
-            }
-        } else {
-            self.record_rt(rt);
-        }
-    }
-
     #[inline(always)]
     pub(crate) fn get(&self, event: Event) -> u64 {
         let v = self.counters[event.slot()].load(Ordering::Relaxed);
@@ -159,7 +146,7 @@ impl Bucket {
         }
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn record_rt(&self, rt: u64) {
         // Most calls are not the fastest: a plain load avoids a locked instruction.
         if rt < self.min_rt.load(Ordering::Relaxed) {
@@ -171,6 +158,7 @@ impl Bucket {
         for counter in &self.counters {
             counter.store(0, Ordering::Relaxed);
         }
+        #[cfg(test)]
         self.min_rt.store(u64::MAX, Ordering::Relaxed);
     }
 }
@@ -237,16 +225,6 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
             None => round % self.per_array,
         } as usize;
         (&self.buckets[index], round * self.bucket_ms)
-    }
-
-    /// The end of the newest round a bucket holds, if any was used.
-    pub(crate) fn newest_end(&self) -> Option<u64> {
-        self.buckets
-            .iter()
-            .map(|b| b.start.load(Ordering::Acquire))
-            .filter(|s| *s != EMPTY)
-            .max()
-            .map(|start| start + self.bucket_ms)
     }
 
     /// The bucket for `now`, reset first if it still holds an older round.
@@ -352,6 +330,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
         self.sum_at(self.round_of(now), event)
     }
 
+    #[cfg(test)]
     /// The smallest RT seen inside the interval ending in `round`, if any call completed.
     pub(crate) fn min_rt_at(&self, round: u64) -> Option<u64> {
         self.live(round)
@@ -360,6 +339,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
             .min()
     }
 
+    #[cfg(test)]
     /// The smallest RT seen inside the interval, if any call completed.
     pub(crate) fn min_rt(&self, now: u64) -> Option<u64> {
         self.min_rt_at(self.round_of(now))
