@@ -1,9 +1,12 @@
 //! Time, injected: a real clock for production and a fake one that tests advance.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+mod system;
+pub use system::SystemClock;
 
 /// The time source of a [`Sentinel`](crate::Sentinel) instance.
 ///
@@ -23,167 +26,6 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn wait_virtually(&self, wait: Duration) -> bool {
         let _ = wait;
         false
-    }
-}
-
-/// The production clock: monotonic, on a TSC-based clock from `quanta`.
-///
-/// `now_ms` reads a process-wide millisecond counter that a background thread refreshes
-/// every millisecond (one atomic load, as Sentinel's own `TimeUtil` does). The thread is
-/// started once per process, on first use. All `SystemClock`s share one origin: the first
-/// one's creation.
-///
-/// A process at rest pays nothing for it: after 100 ms without a read the thread parks, and
-/// the next read (which finds it parked) reads the precise clock, refreshes the counter and
-/// wakes the thread. A read costs one more load of a flag on the counter's cache line, and
-/// the first read of each millisecond one store.
-#[derive(Clone)]
-pub struct SystemClock {
-    timebase: &'static Timebase,
-}
-
-/// The origin every `SystemClock` measures from, and whether the upkeep thread runs.
-struct Timebase {
-    clock: quanta::Clock,
-    origin: quanta::Instant,
-    upkeep: Option<std::thread::Thread>,
-}
-
-impl Timebase {
-    fn elapsed_ms(&self) -> u64 {
-        let elapsed = self.clock.now().saturating_duration_since(self.origin);
-        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-    }
-}
-
-/// The upkeep thread's counter and its two flags, on one cache line.
-#[repr(align(64))]
-struct Recent {
-    /// Milliseconds since the timebase origin, as of the upkeep thread's last tick.
-    ms: AtomicU64,
-    /// A reader read the counter since the thread's last tick.
-    read: AtomicBool,
-    /// The thread is parked (or about to park): the counter is not moving.
-    parked: AtomicBool,
-}
-
-static TIMEBASE: OnceLock<Timebase> = OnceLock::new();
-static RECENT: Recent = Recent {
-    ms: AtomicU64::new(0),
-    read: AtomicBool::new(false),
-    parked: AtomicBool::new(false),
-};
-/// Ticks without a read after which the upkeep thread parks.
-const IDLE_TICKS: u32 = 100;
-
-impl fmt::Debug for SystemClock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SystemClock").finish_non_exhaustive()
-    }
-}
-
-/// The upkeep thread: refreshes the counter every millisecond while it is read, and parks
-/// when it is not.
-fn upkeep(ticker: Timebase) {
-    let mut idle = 0u32;
-    loop {
-        RECENT.ms.fetch_max(ticker.elapsed_ms(), Ordering::Release);
-        if RECENT.read.swap(false, Ordering::AcqRel) {
-            idle = 0;
-        } else {
-            idle += 1;
-        }
-        if idle >= IDLE_TICKS {
-            RECENT.parked.store(true, Ordering::SeqCst);
-            // A reader that marked a read before seeing `parked` would not wake this
-            // thread: look again after publishing it (each side sees the other's store).
-            if RECENT.read.load(Ordering::SeqCst) {
-                RECENT.parked.store(false, Ordering::SeqCst);
-            } else {
-                while RECENT.parked.load(Ordering::SeqCst) {
-                    std::thread::park();
-                }
-            }
-            idle = 0;
-            continue;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-impl SystemClock {
-    /// Returns the process's clock, starting its upkeep thread on first use.
-    pub fn new() -> Self {
-        let timebase = TIMEBASE.get_or_init(|| {
-            let clock = quanta::Clock::new();
-            let origin = clock.now();
-            let ticker = Timebase {
-                clock: clock.clone(),
-                origin,
-                upkeep: None,
-            };
-            let started = std::thread::Builder::new()
-                .name("sentinel-clock".into())
-                .spawn(move || upkeep(ticker));
-            if let Err(error) = &started {
-                tracing::warn!(%error, "cannot start the clock upkeep thread; reading the precise clock instead");
-            }
-            Timebase {
-                clock,
-                origin,
-                upkeep: started.ok().map(|handle| handle.thread().clone()),
-            }
-        });
-        Self { timebase }
-    }
-
-    /// The first read since the upkeep thread's last tick: marks it, and if the thread is
-    /// parked, reads the precise clock and wakes the thread.
-    #[cold]
-    #[inline(never)]
-    fn first_read(&self, thread: &std::thread::Thread) -> u64 {
-        RECENT.read.store(true, Ordering::SeqCst);
-        if !RECENT.parked.load(Ordering::SeqCst) {
-            return RECENT.ms.load(Ordering::Acquire);
-        }
-        let now = self.timebase.elapsed_ms();
-        RECENT.ms.fetch_max(now, Ordering::AcqRel);
-        if RECENT.parked.swap(false, Ordering::SeqCst) {
-            thread.unpark();
-        }
-        now
-    }
-}
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clock for SystemClock {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        match &self.timebase.upkeep {
-            Some(thread) => {
-                if RECENT.read.load(Ordering::Relaxed) {
-                    RECENT.ms.load(Ordering::Acquire)
-                } else {
-                    self.first_read(thread)
-                }
-            }
-            None => self.timebase.elapsed_ms(),
-        }
-    }
-
-    #[inline]
-    fn now_nanos(&self) -> u64 {
-        let elapsed = self
-            .timebase
-            .clock
-            .now()
-            .saturating_duration_since(self.timebase.origin);
-        u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
