@@ -12,8 +12,9 @@
 //!
 //! - [`Load`] and [`report`]: the workload's arguments and its one-line report per second;
 //! - [`Login`]: a store's user and password from the environment, or asked on the terminal;
-//! - [`init_tracing`], [`exit_on_error`] and [`error_chain`]: a program's logging, exit
-//!   status and error message.
+//! - [`main`]: a live example's `main` (logging, arguments, runtime, exit status);
+//! - [`init_tracing`], [`exit_on_error`], [`exit_with`] and [`error_chain`]: a program's
+//!   logging, exit status and error message.
 
 #[cfg(feature = "console")]
 pub mod console_service;
@@ -169,6 +170,44 @@ pub fn exit_on_error(result: Result<(), Box<dyn Error>>) -> std::process::ExitCo
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Ends the program at once: prints `context` and the error with its causes
+/// (`context: a: b`) to stderr and exits with status 1. For the programs that stop at their
+/// first error rather than return it.
+pub fn exit_with(context: &str, error: &dyn Error) -> ! {
+    eprintln!("{context}: {}", error_chain(error));
+    std::process::exit(1)
+}
+
+/// A live example's `main`: logs at `info` ([`init_tracing`]), parses the arguments `A`,
+/// runs `run` with them on a multi-threaded tokio runtime (as `#[tokio::main]` does) and
+/// ends as [`exit_on_error`] says.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// struct Args {
+///     #[arg(long, default_value = "127.0.0.1:2379")]
+///     server: String,
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     examples::main(async |args: Args| {
+///         println!("would watch {}", args.server);
+///         Ok(())
+///     })
+/// }
+/// ```
+pub fn main<A: clap::Parser>(
+    run: impl AsyncFnOnce(A) -> Result<(), Box<dyn Error>>,
+) -> std::process::ExitCode {
+    init_tracing("info");
+    let args = A::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("Failed building the Runtime");
+    exit_on_error(runtime.block_on(run(args)))
 }
 
 /// Guards `resource` with the simulated `load` and prints, once a second, the passes and
