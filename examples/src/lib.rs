@@ -24,7 +24,7 @@ pub mod service_routes;
 use std::error::Error;
 use std::time::Duration;
 
-use sentinel_core::datasource::DataSource;
+use sentinel_core::datasource::{DataSource, Secret};
 use sentinel_core::Sentinel;
 
 /// Runs a simulated resource under steady load: `rate` calls per second, each taking
@@ -90,20 +90,11 @@ pub const USER_VAR: &str = "SENTINEL_RULES_USER";
 pub const PASSWORD_VAR: &str = "SENTINEL_RULES_PASSWORD";
 
 /// A user and password for a store with auth on, from `SENTINEL_RULES_USER` and
-/// `SENTINEL_RULES_PASSWORD` (both or neither).
-#[derive(Clone, Default)]
+/// `SENTINEL_RULES_PASSWORD` (both or neither). `Debug` shows the password as `<redacted>`.
+#[derive(Clone, Debug, Default)]
 pub struct Login {
     user: Option<String>,
-    password: Option<String>,
-}
-
-impl std::fmt::Debug for Login {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Login")
-            .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
+    password: Option<Secret>,
 }
 
 impl Login {
@@ -113,7 +104,7 @@ impl Login {
         let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
         let login = Self {
             user: read(USER_VAR),
-            password: read(PASSWORD_VAR),
+            password: read(PASSWORD_VAR).map(Secret::from),
         };
         match (&login.user, &login.password) {
             (Some(_), None) => Err(format!("{USER_VAR} is set but {PASSWORD_VAR} is not")),
@@ -124,7 +115,7 @@ impl Login {
     /// The user and password, when both are given; an error for a password without a user
     /// (etcd, Nacos and NATS log in with both).
     pub fn pair(&self) -> Result<Option<(&str, &str)>, String> {
-        match (self.user.as_deref(), self.password.as_deref()) {
+        match (self.user.as_deref(), self.password()) {
             (None, Some(_)) => Err(format!("{PASSWORD_VAR} is set but {USER_VAR} is not")),
             (user, password) => Ok(user.zip(password)),
         }
@@ -132,7 +123,7 @@ impl Login {
 
     /// The password alone, when one is set.
     pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
+        self.password.as_ref().map(Secret::expose)
     }
 
     /// The user alone, when one is set.
