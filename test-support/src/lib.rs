@@ -18,6 +18,7 @@
 //! - the checks the backends' config tests share ([`assert_default_health_check`],
 //!   [`assert_refused`]);
 //! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
+//! - a form POSTed as the Sentinel dashboard posts it (`post_form`, behind the `http` feature);
 //! - the propagation benches' payloads and percentiles ([`measure_propagation`],
 //!   [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
 //!
@@ -36,6 +37,8 @@
 mod config;
 mod frozen;
 mod harness;
+#[cfg(feature = "http")]
+mod http;
 mod latency;
 mod output;
 mod partition;
@@ -43,6 +46,8 @@ mod servers;
 
 pub use config::{assert_default_health_check, assert_refused};
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
+#[cfg(feature = "http")]
+pub use http::post_form;
 pub use latency::{bench_exit, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
