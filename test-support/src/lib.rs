@@ -19,8 +19,8 @@
 //!   [`assert_refused`]);
 //! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
 //! - a form POSTed as the Sentinel dashboard posts it (`post_form`, behind the `http` feature);
-//! - the propagation benches' payloads and percentiles ([`measure_propagation`],
-//!   [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
+//! - the propagation benches' run, payloads and percentiles ([`floor`],
+//!   [`measure_propagation`], [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
 //!
 //! ```no_run
 //! use sentinel_test_support::{env_or, unique_key};
@@ -48,7 +48,7 @@ pub use config::{assert_default_health_check, assert_refused};
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
 #[cfg(feature = "http")]
 pub use http::post_form;
-pub use latency::{bench_exit, measure_propagation, padded_flow_payload, Latencies};
+pub use latency::{bench_exit, floor, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
