@@ -6,10 +6,10 @@
 //! recorders (`sentinel_core::datasource::testkit`). This crate holds what only makes sense
 //! inside this repository:
 //!
-//! - the test servers of `scripts/services.sh`: [`env_or`] (an address from the environment
-//!   `scripts/services.sh env` exports), [`services_path`], [`unique_key`], running the
-//!   script ([`run_services`], [`services`]) and serialising the tests that stop a shared
-//!   server ([`fault_lock`]);
+//! - the test servers of `scripts/services.sh`: where each listens and what starts it
+//!   ([`addresses`]), [`env_or`] (an address from the environment `scripts/services.sh env`
+//!   exports), [`services_path`], [`unique_key`], running the script ([`run_services`],
+//!   [`services`]) and serialising the tests that stop a shared server ([`fault_lock`]);
 //! - cutting a client off from a server that keeps running ([`Partition`]), and how a
 //!   conformance harness stops "its server" ([`ServerControl`], and [`server_control!`] for
 //!   the harness's methods);
@@ -34,6 +34,7 @@
 //!
 //! `docs/adding-a-backend.md` says which helper comes from where.
 
+pub mod addresses;
 mod config;
 mod frozen;
 mod harness;
