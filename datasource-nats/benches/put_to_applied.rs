@@ -18,11 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_nats::{NatsConfig, NatsRuleWriter, NatsSource};
+use sentinel_test_support::floor::{GAP, SAMPLES, WARMUP};
 use sentinel_test_support::{bench_exit, env_or, measure_propagation, padded_flow_payload};
 
-const WARMUP: usize = 20;
-const SAMPLES: usize = 200;
-const GAP: Duration = Duration::from_millis(10);
 const BUDGET_P99: Duration = Duration::from_millis(2);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

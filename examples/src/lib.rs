@@ -12,8 +12,9 @@
 //!
 //! - [`Load`] and [`report`]: the workload's arguments and its one-line report per second;
 //! - [`Login`]: a store's user and password from the environment, or asked on the terminal;
-//! - [`init_tracing`], [`exit_on_error`] and [`error_chain`]: a program's logging, exit
-//!   status and error message.
+//! - [`main`]: a live example's `main` (logging, arguments, runtime, exit status);
+//! - [`init_tracing`], [`exit_on_error`], [`exit_with`] and [`error_chain`]: a program's
+//!   logging, exit status and error message.
 
 #[cfg(feature = "console")]
 pub mod console_service;
@@ -23,7 +24,7 @@ pub mod service_routes;
 use std::error::Error;
 use std::time::Duration;
 
-use sentinel_core::datasource::DataSource;
+use sentinel_core::datasource::{DataSource, Secret};
 use sentinel_core::Sentinel;
 
 /// Runs a simulated resource under steady load: `rate` calls per second, each taking
@@ -89,20 +90,11 @@ pub const USER_VAR: &str = "SENTINEL_RULES_USER";
 pub const PASSWORD_VAR: &str = "SENTINEL_RULES_PASSWORD";
 
 /// A user and password for a store with auth on, from `SENTINEL_RULES_USER` and
-/// `SENTINEL_RULES_PASSWORD` (both or neither).
-#[derive(Clone, Default)]
+/// `SENTINEL_RULES_PASSWORD` (both or neither). `Debug` shows the password as `<redacted>`.
+#[derive(Clone, Debug, Default)]
 pub struct Login {
     user: Option<String>,
-    password: Option<String>,
-}
-
-impl std::fmt::Debug for Login {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Login")
-            .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
+    password: Option<Secret>,
 }
 
 impl Login {
@@ -112,7 +104,7 @@ impl Login {
         let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
         let login = Self {
             user: read(USER_VAR),
-            password: read(PASSWORD_VAR),
+            password: read(PASSWORD_VAR).map(Secret::from),
         };
         match (&login.user, &login.password) {
             (Some(_), None) => Err(format!("{USER_VAR} is set but {PASSWORD_VAR} is not")),
@@ -123,7 +115,7 @@ impl Login {
     /// The user and password, when both are given; an error for a password without a user
     /// (etcd, Nacos and NATS log in with both).
     pub fn pair(&self) -> Result<Option<(&str, &str)>, String> {
-        match (self.user.as_deref(), self.password.as_deref()) {
+        match (self.user.as_deref(), self.password()) {
             (None, Some(_)) => Err(format!("{PASSWORD_VAR} is set but {USER_VAR} is not")),
             (user, password) => Ok(user.zip(password)),
         }
@@ -131,7 +123,7 @@ impl Login {
 
     /// The password alone, when one is set.
     pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
+        self.password.as_ref().map(Secret::expose)
     }
 
     /// The user alone, when one is set.
@@ -169,6 +161,44 @@ pub fn exit_on_error(result: Result<(), Box<dyn Error>>) -> std::process::ExitCo
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Ends the program at once: prints `context` and the error with its causes
+/// (`context: a: b`) to stderr and exits with status 1. For the programs that stop at their
+/// first error rather than return it.
+pub fn exit_with(context: &str, error: &dyn Error) -> ! {
+    eprintln!("{context}: {}", error_chain(error));
+    std::process::exit(1)
+}
+
+/// A live example's `main`: logs at `info` ([`init_tracing`]), parses the arguments `A`,
+/// runs `run` with them on a multi-threaded tokio runtime (as `#[tokio::main]` does) and
+/// ends as [`exit_on_error`] says.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// struct Args {
+///     #[arg(long, default_value = "127.0.0.1:2379")]
+///     server: String,
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     examples::main(async |args: Args| {
+///         println!("would watch {}", args.server);
+///         Ok(())
+///     })
+/// }
+/// ```
+pub fn main<A: clap::Parser>(
+    run: impl AsyncFnOnce(A) -> Result<(), Box<dyn Error>>,
+) -> std::process::ExitCode {
+    init_tracing("info");
+    let args = A::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("Failed building the Runtime");
+    exit_on_error(runtime.block_on(run(args)))
 }
 
 /// Guards `resource` with the simulated `load` and prints, once a second, the passes and

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use sentinel_test_support::OutputLines;
+use sentinel_test_support::{post_form, OutputLines};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -86,17 +86,8 @@ async fn the_example_serves_the_dashboard_commands_for_its_route() {
     let rules = ask("getRules?type=flow".into()).await;
     assert!(rules.contains("GET:/order/{id}"), "{rules}");
     let data = r#"[{"resource":"GET:/order/{id}","count":50.0,"grade":1,"limitApp":"default"}]"#;
-    let body = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs([("type", "flow"), ("data", data)])
-        .finish();
-    let answer = client
-        .post(format!("http://127.0.0.1:{port}/setRules"))
-        .header(
-            "Content-Type",
-            "application/x-www-form-urlencoded; charset=UTF-8",
-        )
-        .body(body)
-        .send()
+    let url = format!("http://127.0.0.1:{port}/setRules");
+    let answer = post_form(&client, &url, &[("type", "flow"), ("data", data)])
         .await
         .expect("the command center answers")
         .text()

@@ -11,11 +11,13 @@ use sentinel_core::series::MetricSeries;
 use sentinel_core::{FakeClock, Limits, Sentinel};
 use sentinel_transport::{Transport, TransportConfig};
 
+/// An engine whose resource `r` has a flow rule that never blocks: the hot path checks a rule.
 fn engine() -> Sentinel {
     let sentinel = Sentinel::new();
+    let never_blocks = FlowRule::qps("r", 1e12);
     sentinel
         .flow_rules()
-        .load_rules(vec![FlowRule::qps("r", 1e12)])
+        .load_rules(vec![never_blocks])
         .expect("valid rule");
     sentinel
 }

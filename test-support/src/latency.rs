@@ -2,6 +2,21 @@
 
 use std::time::Duration;
 
+/// The propagation benches' run, as the notify-floor tool's (`../shared/tools/notify-floor`)
+/// whose numbers they compare with: [`WARMUP`](floor::WARMUP) untimed updates, then
+/// [`SAMPLES`](floor::SAMPLES) timed ones, [`GAP`](floor::GAP) of idle before each (rule
+/// changes arrive into an idle process).
+pub mod floor {
+    use std::time::Duration;
+
+    /// Updates written before the timed ones.
+    pub const WARMUP: usize = 20;
+    /// Timed updates.
+    pub const SAMPLES: usize = 200;
+    /// Idle before each update.
+    pub const GAP: Duration = Duration::from_millis(10);
+}
+
 /// Latency samples: record, then read percentiles.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies {

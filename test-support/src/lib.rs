@@ -6,10 +6,10 @@
 //! recorders (`sentinel_core::datasource::testkit`). This crate holds what only makes sense
 //! inside this repository:
 //!
-//! - the test servers of `scripts/services.sh`: [`env_or`] (an address from the environment
-//!   `scripts/services.sh env` exports), [`services_path`], [`unique_key`], running the
-//!   script ([`run_services`], [`services`]) and serialising the tests that stop a shared
-//!   server ([`fault_lock`]);
+//! - the test servers of `scripts/services.sh`: where each listens and what starts it
+//!   ([`addresses`]), [`env_or`] (an address from the environment `scripts/services.sh env`
+//!   exports), [`services_path`], [`unique_key`], running the script ([`run_services`],
+//!   [`services`]) and serialising the tests that stop a shared server ([`fault_lock`]);
 //! - cutting a client off from a server that keeps running ([`Partition`]), and how a
 //!   conformance harness stops "its server" ([`ServerControl`], and [`server_control!`] for
 //!   the harness's methods);
@@ -18,8 +18,9 @@
 //! - the checks the backends' config tests share ([`assert_default_health_check`],
 //!   [`assert_refused`]);
 //! - what a built binary prints, line by line, with bounded waits ([`OutputLines`]);
-//! - the propagation benches' payloads and percentiles ([`measure_propagation`],
-//!   [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
+//! - a form POSTed as the Sentinel dashboard posts it (`post_form`, behind the `http` feature);
+//! - the propagation benches' run, payloads and percentiles ([`floor`],
+//!   [`measure_propagation`], [`padded_flow_payload`], [`Latencies`], [`bench_exit`]).
 //!
 //! ```no_run
 //! use sentinel_test_support::{env_or, unique_key};
@@ -33,9 +34,12 @@
 //!
 //! `docs/adding-a-backend.md` says which helper comes from where.
 
+pub mod addresses;
 mod config;
 mod frozen;
 mod harness;
+#[cfg(feature = "http")]
+mod http;
 mod latency;
 mod output;
 mod partition;
@@ -43,7 +47,9 @@ mod servers;
 
 pub use config::{assert_default_health_check, assert_refused};
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
-pub use latency::{bench_exit, measure_propagation, padded_flow_payload, Latencies};
+#[cfg(feature = "http")]
+pub use http::post_form;
+pub use latency::{bench_exit, floor, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
 pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};

@@ -138,17 +138,8 @@ async fn try_get(port: u16, path: &str) -> Result<(u16, String), reqwest::Error>
 
 /// POSTs `params` as the dashboard does: a UTF-8 form, `; charset=UTF-8`.
 async fn post(port: u16, command: &str, params: &[(&str, &str)]) -> (u16, String) {
-    let body = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(params)
-        .finish();
-    let response = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/{command}"))
-        .header(
-            "Content-Type",
-            "application/x-www-form-urlencoded; charset=UTF-8",
-        )
-        .body(body)
-        .send()
+    let url = format!("http://127.0.0.1:{port}/{command}");
+    let response = sentinel_test_support::post_form(&reqwest::Client::new(), &url, params)
         .await
         .unwrap_or_else(|e| panic!("POST /{command} on port {port}: {e}"));
     let status = response.status().as_u16();

@@ -8,41 +8,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sentinel_test_support::{env_or, services_path, unique_key};
-
-/// What to run when a server is missing.
-pub(crate) const START_HINT: &str =
-    "start the test servers with `scripts/services.sh start redis` \
-     (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the addresses)";
-
-/// The shared plain Redis (`SENTINEL_REDIS_ADDR`).
-pub(crate) fn redis_addr() -> String {
-    env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379")
-}
-
-/// This crate's own Redis, which the outage tests stop and kill (`SENTINEL_REDIS_FLOW_ADDR`,
-/// `scripts/services.sh start redis-flow`).
-pub(crate) fn flow_addr() -> String {
-    env_or("SENTINEL_REDIS_FLOW_ADDR", "127.0.0.1:16384")
-}
-
-/// The three cluster masters (`SENTINEL_REDIS_CLUSTER_ADDRS`).
-pub(crate) fn cluster_addrs() -> String {
-    env_or(
-        "SENTINEL_REDIS_CLUSTER_ADDRS",
-        "127.0.0.1:16401,127.0.0.1:16402,127.0.0.1:16403",
-    )
-}
-
-/// The sentinel of `redis-ha` and its master name.
-pub(crate) fn sentinel_addrs() -> String {
-    env_or("SENTINEL_REDIS_SENTINEL_ADDRS", "127.0.0.1:26390")
-}
-
-/// The master name the sentinel watches.
-pub(crate) fn master_name() -> String {
-    env_or("SENTINEL_REDIS_MASTER_NAME", "sentinel-test")
-}
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::redis::{
+    addr as redis_addr, cluster_addrs, flow_addr, master_name, sentinel_addrs, START_HINT,
+};
+use sentinel_test_support::{services_path, unique_key};
 
 /// The PID of `redis-flow` (from the services script's pidfile).
 pub(crate) fn flow_pid() -> String {

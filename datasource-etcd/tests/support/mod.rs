@@ -1,6 +1,7 @@
-//! Where the etcd servers of `scripts/services.sh` listen, how tests reach them or fail naming
-//! the command that starts them, and the etcd-specific helpers of this crate's tests. The
-//! waits and the event recorder are the testkit's (`sentinel_core::datasource::testkit`).
+//! Where the etcd servers of `scripts/services.sh` listen (re-exported from
+//! `sentinel_test_support::addresses::etcd`), how tests reach them or fail naming the
+//! command that starts them, and the etcd-specific helpers of this crate's tests. The waits
+//! and the event recorder are the testkit's (`sentinel_core::datasource::testkit`).
 
 #![allow(dead_code)]
 
@@ -9,43 +10,15 @@ use std::time::Duration;
 use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdConfigBuilder, EtcdRuleWriter};
-use sentinel_test_support::{env_or, services_path};
+use sentinel_test_support::services_path;
 
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::etcd::{
+    auth_endpoints, endpoints, fault_endpoints, freeze_endpoints, tls_endpoints, START_HINT,
+};
+#[allow(unused_imports)]
 pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
-
-/// What to run when a server is missing.
-pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd` \
-     (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the endpoints)";
-
-/// The plain etcd most tests share (`SENTINEL_ETCD_ENDPOINTS`).
-pub(crate) fn endpoints() -> String {
-    env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790")
-}
-
-/// The etcd with auth enabled (`SENTINEL_ETCD_AUTH_ENDPOINTS`): root:rootpw, and app:apppw
-/// who may read and write under `/rules/`.
-pub(crate) fn auth_endpoints() -> String {
-    env_or("SENTINEL_ETCD_AUTH_ENDPOINTS", "http://127.0.0.1:23791")
-}
-
-/// The etcd that the fault tests stop and restart (`SENTINEL_ETCD_FAULT_ENDPOINTS`).
-pub(crate) fn fault_endpoints() -> String {
-    env_or("SENTINEL_ETCD_FAULT_ENDPOINTS", "http://127.0.0.1:23792")
-}
-
-/// The etcd the frozen-server tests freeze and thaw (`SENTINEL_ETCD_FREEZE_ENDPOINTS`,
-/// `scripts/services.sh start etcd-freeze`).
-pub(crate) fn freeze_endpoints() -> String {
-    env_or("SENTINEL_ETCD_FREEZE_ENDPOINTS", "http://127.0.0.1:23794")
-}
-
-/// The etcd that serves TLS only (`SENTINEL_ETCD_TLS_ENDPOINTS`,
-/// `scripts/services.sh start etcd-tls`).
-pub(crate) fn tls_endpoints() -> String {
-    env_or("SENTINEL_ETCD_TLS_ENDPOINTS", "https://127.0.0.1:23793")
-}
 
 /// The CA certificate (PEM) of the TLS etcd, made by the script (`SENTINEL_ETCD_TLS_CA`).
 pub(crate) fn tls_ca_pem() -> Vec<u8> {

@@ -1,7 +1,8 @@
-//! Where the Nacos-compatible servers (rnacos) of `scripts/services.sh` listen, how tests
-//! reach them or fail naming the command that starts them, and the Nacos-specific helpers of
-//! this crate's tests. The waits, the event recorder and the server script helpers are the
-//! testkit's (`sentinel_core::datasource::testkit`).
+//! Where the Nacos-compatible servers (rnacos) of `scripts/services.sh` listen (re-exported
+//! from `sentinel_test_support::addresses::nacos`), how tests reach them or fail naming the
+//! command that starts them, and the Nacos-specific helpers of this crate's tests. The
+//! waits, the event recorder and the server script helpers are the testkit's
+//! (`sentinel_core::datasource::testkit`).
 
 #![allow(dead_code)]
 
@@ -10,40 +11,16 @@ use std::time::Duration;
 use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_nacos::{ConfigKey, NacosConfig, NacosConfigBuilder, NacosRuleWriter};
-use sentinel_test_support::env_or;
 
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::nacos::{
+    addr, auth_addr, fault_addr, freeze_addr, START_HINT,
+};
+#[allow(unused_imports)]
 pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
 
-/// What to run when a server is missing.
-pub(crate) const START_HINT: &str =
-    "start the test servers with `scripts/services.sh start nacos` \
-     (from the repository root; the first run builds rnacos, about 10 minutes; \
-     `eval \"$(scripts/services.sh env)\"` exports the addresses)";
-
-/// The plain rnacos most tests share (`SENTINEL_NACOS_ADDR`).
-pub(crate) fn addr() -> String {
-    env_or("SENTINEL_NACOS_ADDR", "127.0.0.1:18848")
-}
-
-/// The rnacos with auth on (`SENTINEL_NACOS_AUTH_ADDR`), admin user `admin:adminpw`.
-pub(crate) fn auth_addr() -> String {
-    env_or("SENTINEL_NACOS_AUTH_ADDR", "127.0.0.1:18849")
-}
-
-/// The rnacos the fault tests stop and restart (`SENTINEL_NACOS_FAULT_ADDR`).
-pub(crate) fn fault_addr() -> String {
-    env_or("SENTINEL_NACOS_FAULT_ADDR", "127.0.0.1:18850")
-}
-
 /// The auth instance's admin user and password.
-/// The rnacos the frozen-server tests freeze and thaw (`SENTINEL_NACOS_FREEZE_ADDR`,
-/// `scripts/services.sh start nacos-freeze`).
-pub(crate) fn freeze_addr() -> String {
-    env_or("SENTINEL_NACOS_FREEZE_ADDR", "127.0.0.1:18851")
-}
-
 pub(crate) const ADMIN: (&str, &str) = ("admin", "adminpw");
 
 /// A dataId no other test (or earlier run) uses.

@@ -1,5 +1,6 @@
-//! Where the NATS servers of `scripts/services.sh` listen, how tests reach them or fail naming
-//! the command that starts them, and the NATS-specific helpers of this crate's tests. The
+//! Where the NATS servers of `scripts/services.sh` listen (re-exported from
+//! `sentinel_test_support::addresses::nats`), how tests reach them or fail naming the
+//! command that starts them, and the NATS-specific helpers of this crate's tests. The
 //! waits, the event recorder and the server script helpers are the testkit's
 //! (`sentinel_core::datasource::testkit`).
 
@@ -9,44 +10,14 @@ use std::time::Duration;
 
 use sentinel_core::datasource::testkit::WAIT;
 use sentinel_datasource_nats::{NatsConfig, NatsConfigBuilder, NatsRuleWriter};
-use sentinel_test_support::env_or;
 
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::nats::{
+    addr, auth_addr, fault_addr, freeze_addr, tls_addr, START_HINT,
+};
+#[allow(unused_imports)]
 pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
-
-/// What to run when a server is missing.
-pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start nats` \
-     (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the addresses)";
-
-/// The plain nats-server most tests share (`SENTINEL_NATS_ADDR`).
-pub(crate) fn addr() -> String {
-    env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222")
-}
-
-/// The nats-server with user/password auth on (`SENTINEL_NATS_AUTH_ADDR`): user `app`,
-/// password `apppw`.
-pub(crate) fn auth_addr() -> String {
-    env_or("SENTINEL_NATS_AUTH_ADDR", "127.0.0.1:14223")
-}
-
-/// The nats-server the fault tests stop and restart (`SENTINEL_NATS_FAULT_ADDR`); its
-/// JetStream store survives a restart.
-pub(crate) fn fault_addr() -> String {
-    env_or("SENTINEL_NATS_FAULT_ADDR", "127.0.0.1:14224")
-}
-
-/// The nats-server the frozen-server tests freeze and thaw (`SENTINEL_NATS_FREEZE_ADDR`,
-/// `scripts/services.sh start nats-freeze`).
-pub(crate) fn freeze_addr() -> String {
-    env_or("SENTINEL_NATS_FREEZE_ADDR", "127.0.0.1:14226")
-}
-
-/// The nats-server that serves TLS only (`SENTINEL_NATS_TLS_ADDR`), with a CA the script made
-/// (`SENTINEL_NATS_TLS_CA`).
-pub(crate) fn tls_addr() -> String {
-    env_or("SENTINEL_NATS_TLS_ADDR", "127.0.0.1:14225")
-}
 
 /// The TLS server's CA certificate file.
 pub(crate) fn tls_ca() -> std::path::PathBuf {

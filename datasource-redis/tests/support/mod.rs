@@ -1,5 +1,6 @@
-//! Where the Redis servers of `scripts/services.sh` listen, how tests reach them or fail naming
-//! the command that starts them, and the Redis-specific helpers of this crate's tests. The
+//! Where the Redis servers of `scripts/services.sh` listen (re-exported from
+//! `sentinel_test_support::addresses::redis`), how tests reach them or fail naming the
+//! command that starts them, and the Redis-specific helpers of this crate's tests. The
 //! waits, the event recorder and the server script helpers are the testkit's
 //! (`sentinel_core::datasource::testkit`).
 
@@ -12,60 +13,16 @@ use redis::aio::MultiplexedConnection;
 use sentinel_core::datasource::testkit::WAIT;
 use sentinel_core::datasource::SourceError;
 use sentinel_datasource_redis::{RedisConfig, RedisConfigBuilder, RedisRuleWriter};
-use sentinel_test_support::{env_or, services_path};
+use sentinel_test_support::services_path;
 
 // Not every test binary of this crate uses them.
 #[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::redis::{
+    addr, auth_addr, cluster_addrs, fault_addr, freeze_addr, keyspace_addr, master_name,
+    sentinel_addrs, tls_addr, START_HINT,
+};
+#[allow(unused_imports)]
 pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
-
-/// What to run when a server is missing.
-pub(crate) const START_HINT: &str =
-    "start the test servers with `scripts/services.sh start redis` \
-     (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the addresses)";
-
-/// The plain Redis most tests share (`SENTINEL_REDIS_ADDR`); keyspace notifications off.
-pub(crate) fn addr() -> String {
-    env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379")
-}
-
-/// The Redis with `requirepass rootpw` and the ACL user app:apppw, who may use keys and
-/// channels matching `rules:*` only (`SENTINEL_REDIS_AUTH_ADDR`).
-pub(crate) fn auth_addr() -> String {
-    env_or("SENTINEL_REDIS_AUTH_ADDR", "127.0.0.1:16380")
-}
-
-/// The Redis with `notify-keyspace-events KA` (`SENTINEL_REDIS_KEYSPACE_ADDR`).
-pub(crate) fn keyspace_addr() -> String {
-    env_or("SENTINEL_REDIS_KEYSPACE_ADDR", "127.0.0.1:16381")
-}
-
-/// The Redis the fault tests stop and restart (`SENTINEL_REDIS_FAULT_ADDR`); its data lives
-/// in an append-only file and survives a restart.
-pub(crate) fn fault_addr() -> String {
-    env_or("SENTINEL_REDIS_FAULT_ADDR", "127.0.0.1:16382")
-}
-
-/// The Redis the frozen-server tests freeze and thaw (`SENTINEL_REDIS_FREEZE_ADDR`,
-/// `scripts/services.sh start redis-freeze`).
-pub(crate) fn freeze_addr() -> String {
-    env_or("SENTINEL_REDIS_FREEZE_ADDR", "127.0.0.1:16385")
-}
-
-/// The Redis Sentinel that watches the `redis-ha` pair (`SENTINEL_REDIS_SENTINEL_ADDRS`).
-pub(crate) fn sentinel_addrs() -> String {
-    env_or("SENTINEL_REDIS_SENTINEL_ADDRS", "127.0.0.1:26390")
-}
-
-/// The master name the sentinel watches (`SENTINEL_REDIS_MASTER_NAME`).
-pub(crate) fn master_name() -> String {
-    env_or("SENTINEL_REDIS_MASTER_NAME", "sentinel-test")
-}
-
-/// The Redis that serves TLS only (`SENTINEL_REDIS_TLS_ADDR`, `scripts/services.sh start
-/// redis-tls`).
-pub(crate) fn tls_addr() -> String {
-    env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383")
-}
 
 /// The CA certificate (PEM) of the TLS Redis, made by the script (`SENTINEL_REDIS_TLS_CA`).
 pub(crate) fn tls_ca_pem() -> Vec<u8> {
@@ -76,14 +33,6 @@ pub(crate) fn tls_ca_pem() -> Vec<u8> {
             path.display()
         )
     })
-}
-
-/// The nodes of the 3-master cluster (`SENTINEL_REDIS_CLUSTER_ADDRS`).
-pub(crate) fn cluster_addrs() -> String {
-    env_or(
-        "SENTINEL_REDIS_CLUSTER_ADDRS",
-        "127.0.0.1:16401,127.0.0.1:16402,127.0.0.1:16403",
-    )
 }
 
 /// A key under `rules:` (where the ACL user may read) no other test uses.

@@ -112,20 +112,10 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let data_source = match DataSource::builder(source, converter_fn(parse_properties))
+    let data_source = DataSource::builder(source, converter_fn(parse_properties))
         .start(&sentinel)
         .await
-    {
-        Ok(ds) => ds,
-        Err(e) => {
-            eprintln!(
-                "cannot load {}: {}",
-                rules.display(),
-                examples::error_chain(&e)
-            );
-            std::process::exit(1);
-        }
-    };
+        .unwrap_or_else(|e| examples::exit_with(&format!("cannot load {}", rules.display()), &e));
 
     let resources: [&'static str; 2] = ["GET:/order", "GET:/stock"];
     let tasks: Vec<_> = resources

@@ -35,42 +35,36 @@ struct Args {
     load: examples::Load,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    examples::exit_on_error(run().await)
-}
+fn main() -> std::process::ExitCode {
+    examples::main(async |args: Args| {
+        let mut config = EtcdConfig::builder().endpoints([args.endpoints.as_str()]);
+        if let Some((user, password)) = examples::Login::from_env()?.pair()? {
+            config = config.credentials(user, password);
+        }
+        let config = config.build()?;
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    examples::init_tracing("info");
-    let args = <Args as clap::Parser>::parse();
-
-    let mut config = EtcdConfig::builder().endpoints([args.endpoints.as_str()]);
-    if let Some((user, password)) = examples::Login::from_env()?.pair()? {
-        config = config.credentials(user, password);
-    }
-    let config = config.build()?;
-
-    let sentinel = Sentinel::new();
-    let backend = EtcdSource::key(config, args.key.clone());
-    let builder = if args.combined {
-        DataSource::builder(backend, CombinedJson::new())
-    } else {
-        DataSource::builder(backend, FlowJson::new())
-    };
-    let source = builder.name("etcd").start(&sentinel).await?;
-    println!(
-        "watching {} at {} ({}); guarding {RESOURCE} at {} calls/s",
-        args.key,
-        args.endpoints,
-        if args.combined {
-            "combined document"
+        let sentinel = Sentinel::new();
+        let backend = EtcdSource::key(config, args.key.clone());
+        let builder = if args.combined {
+            DataSource::builder(backend, CombinedJson::new())
         } else {
-            "flow rules"
-        },
-        args.load.rate
-    );
+            DataSource::builder(backend, FlowJson::new())
+        };
+        let source = builder.name("etcd").start(&sentinel).await?;
+        println!(
+            "watching {} at {} ({}); guarding {RESOURCE} at {} calls/s",
+            args.key,
+            args.endpoints,
+            if args.combined {
+                "combined document"
+            } else {
+                "flow rules"
+            },
+            args.load.rate
+        );
 
-    examples::live(&sentinel, &source, RESOURCE, &args.load).await;
-    source.close().await;
-    Ok(())
+        examples::live(&sentinel, &source, RESOURCE, &args.load).await;
+        source.close().await;
+        Ok(())
+    })
 }

@@ -39,37 +39,32 @@ struct Args {
     load: examples::Load,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    examples::exit_on_error(run().await)
-}
+fn main() -> std::process::ExitCode {
+    examples::main(async |args: Args| {
+        let mut config = NacosConfig::builder().servers([args.server.as_str()]);
+        if let Some(namespace) = &args.namespace {
+            config = config.namespace(namespace.as_str());
+        }
+        if let Some((user, password)) = examples::Login::from_env()?.pair()? {
+            config = config.credentials(user, password);
+        }
+        let config = config.build()?;
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    examples::init_tracing("info");
-    let args = <Args as clap::Parser>::parse();
-    let mut config = NacosConfig::builder().servers([args.server.as_str()]);
-    if let Some(namespace) = &args.namespace {
-        config = config.namespace(namespace.as_str());
-    }
-    if let Some((user, password)) = examples::Login::from_env()?.pair()? {
-        config = config.credentials(user, password);
-    }
-    let config = config.build()?;
-
-    let sentinel = Sentinel::new();
-    let backend = NacosSource::dashboard(config, &args.app)?;
-    println!("watching {}", backend.describe());
-    let [_, degrade, system, authority, param] = dashboard_keys(&args.app);
-    let source = DataSource::builder(backend, FlowJson::new())
-        .converter_for(degrade.entry_key(), DegradeJson::new())
-        .converter_for(system.entry_key(), SystemJson::new())
-        .converter_for(authority.entry_key(), AuthorityJson::new())
-        .converter_for(param.entry_key(), ParamFlowJson::new())
-        .name("nacos")
-        .start(&sentinel)
-        .await?;
-    println!("guarding {RESOURCE} at {} calls/s", args.load.rate);
-    examples::live(&sentinel, &source, RESOURCE, &args.load).await;
-    source.close().await;
-    Ok(())
+        let sentinel = Sentinel::new();
+        let backend = NacosSource::dashboard(config, &args.app)?;
+        println!("watching {}", backend.describe());
+        let [_, degrade, system, authority, param] = dashboard_keys(&args.app);
+        let source = DataSource::builder(backend, FlowJson::new())
+            .converter_for(degrade.entry_key(), DegradeJson::new())
+            .converter_for(system.entry_key(), SystemJson::new())
+            .converter_for(authority.entry_key(), AuthorityJson::new())
+            .converter_for(param.entry_key(), ParamFlowJson::new())
+            .name("nacos")
+            .start(&sentinel)
+            .await?;
+        println!("guarding {RESOURCE} at {} calls/s", args.load.rate);
+        examples::live(&sentinel, &source, RESOURCE, &args.load).await;
+        source.close().await;
+        Ok(())
+    })
 }

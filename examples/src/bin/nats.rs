@@ -54,55 +54,50 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    examples::exit_on_error(run().await)
-}
-
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    examples::init_tracing("info");
-    let args = <Args as clap::Parser>::parse();
-    let servers: Vec<String> = args
-        .server
-        .split(',')
-        .map(|s| format!("nats://{}", s.trim()))
-        .collect();
-    let mut config = NatsConfig::builder().servers(servers);
-    if let Some((user, password)) = examples::Login::from_env()?.pair()? {
-        config = config.credentials(user, password);
-    }
-    let config = config.build()?;
-    let writer = NatsRuleWriter::create_bucket(config.clone(), &args.bucket, 5).await?;
-    match args.command {
-        Command::Put { payload } => {
-            // Read as the sources read it: a combined document or a flow list.
-            let rules = if payload.trim_start().starts_with('{') {
-                CombinedJson::new().convert(payload.as_bytes())?
-            } else {
-                FlowJson::new().convert(payload.as_bytes())?
-            };
-            let seen = writer.revision(&args.key).await?.unwrap_or(0);
-            let revision = writer.put_rules_if(&args.key, &rules, seen).await?;
-            println!("stored {} at revision {revision}", args.key);
+fn main() -> std::process::ExitCode {
+    examples::main(async |args: Args| {
+        let servers: Vec<String> = args
+            .server
+            .split(',')
+            .map(|s| format!("nats://{}", s.trim()))
+            .collect();
+        let mut config = NatsConfig::builder().servers(servers);
+        if let Some((user, password)) = examples::Login::from_env()?.pair()? {
+            config = config.credentials(user, password);
         }
-        Command::Watch { combined, load } => {
-            let backend = if args.key.contains(['*', '>']) {
-                NatsSource::wildcard(config, &args.bucket, &args.key)
-            } else {
-                NatsSource::key(config, &args.bucket, &args.key)
-            };
-            println!("watching {}", backend.describe());
-            let builder = if combined {
-                DataSource::builder(backend, CombinedJson::new())
-            } else {
-                DataSource::builder(backend, FlowJson::new())
-            };
-            let sentinel = Sentinel::new();
-            let source = builder.name("nats").start(&sentinel).await?;
-            println!("guarding {RESOURCE} at {} calls/s", load.rate);
-            examples::live(&sentinel, &source, RESOURCE, &load).await;
-            source.close().await;
+        let config = config.build()?;
+        let writer = NatsRuleWriter::create_bucket(config.clone(), &args.bucket, 5).await?;
+        match args.command {
+            Command::Put { payload } => {
+                // Read as the sources read it: a combined document or a flow list.
+                let rules = if payload.trim_start().starts_with('{') {
+                    CombinedJson::new().convert(payload.as_bytes())?
+                } else {
+                    FlowJson::new().convert(payload.as_bytes())?
+                };
+                let seen = writer.revision(&args.key).await?.unwrap_or(0);
+                let revision = writer.put_rules_if(&args.key, &rules, seen).await?;
+                println!("stored {} at revision {revision}", args.key);
+            }
+            Command::Watch { combined, load } => {
+                let backend = if args.key.contains(['*', '>']) {
+                    NatsSource::wildcard(config, &args.bucket, &args.key)
+                } else {
+                    NatsSource::key(config, &args.bucket, &args.key)
+                };
+                println!("watching {}", backend.describe());
+                let builder = if combined {
+                    DataSource::builder(backend, CombinedJson::new())
+                } else {
+                    DataSource::builder(backend, FlowJson::new())
+                };
+                let sentinel = Sentinel::new();
+                let source = builder.name("nats").start(&sentinel).await?;
+                println!("guarding {RESOURCE} at {} calls/s", load.rate);
+                examples::live(&sentinel, &source, RESOURCE, &load).await;
+                source.close().await;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

@@ -167,20 +167,12 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let data_source = match DataSource::builder(source, CombinedJson::new())
+    let data_source = DataSource::builder(source, CombinedJson::new())
         .start(&sentinel)
         .await
-    {
-        Ok(ds) => ds,
-        Err(e) => {
-            eprintln!(
-                "cannot load {}: {}",
-                args.rules.display(),
-                examples::error_chain(&e)
-            );
-            std::process::exit(1);
-        }
-    };
+        .unwrap_or_else(|e| {
+            examples::exit_with(&format!("cannot load {}", args.rules.display()), &e)
+        });
 
     // GET:/order: 50 calls/s of quick work. GET:/stock: 20 calls/s of work that is slow
     // (200 ms) every third second, which the slow-call breaker notices.

@@ -76,36 +76,31 @@ fn config(args: &Args) -> Result<RedisConfig, Box<dyn std::error::Error>> {
     Ok(config.build()?)
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    examples::exit_on_error(run().await)
-}
+fn main() -> std::process::ExitCode {
+    examples::main(async |args: Args| {
+        let config = config(&args)?;
+        let channel = args
+            .channel
+            .clone()
+            .unwrap_or_else(|| format!("{}:changed", args.key));
+        let mode = match args.mode {
+            Mode::Notify => ChangeMode::Notify(channel),
+            Mode::Payload => ChangeMode::Payload(channel),
+            Mode::Keyspace => ChangeMode::Keyspace,
+        };
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    examples::init_tracing("info");
-    let args = <Args as clap::Parser>::parse();
-    let config = config(&args)?;
-    let channel = args
-        .channel
-        .clone()
-        .unwrap_or_else(|| format!("{}:changed", args.key));
-    let mode = match args.mode {
-        Mode::Notify => ChangeMode::Notify(channel),
-        Mode::Payload => ChangeMode::Payload(channel),
-        Mode::Keyspace => ChangeMode::Keyspace,
-    };
-
-    let sentinel = Sentinel::new();
-    let backend = RedisSource::new(config, args.key.clone(), mode);
-    println!("watching {}", backend.describe());
-    let builder = if args.combined {
-        DataSource::builder(backend, CombinedJson::new())
-    } else {
-        DataSource::builder(backend, FlowJson::new())
-    };
-    let source = builder.name("redis").start(&sentinel).await?;
-    println!("guarding {RESOURCE} at {} calls/s", args.load.rate);
-    examples::live(&sentinel, &source, RESOURCE, &args.load).await;
-    source.close().await;
-    Ok(())
+        let sentinel = Sentinel::new();
+        let backend = RedisSource::new(config, args.key.clone(), mode);
+        println!("watching {}", backend.describe());
+        let builder = if args.combined {
+            DataSource::builder(backend, CombinedJson::new())
+        } else {
+            DataSource::builder(backend, FlowJson::new())
+        };
+        let source = builder.name("redis").start(&sentinel).await?;
+        println!("guarding {RESOURCE} at {} calls/s", args.load.rate);
+        examples::live(&sentinel, &source, RESOURCE, &args.load).await;
+        source.close().await;
+        Ok(())
+    })
 }

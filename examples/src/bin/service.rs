@@ -41,37 +41,34 @@ struct Args {
     key: String,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    examples::exit_on_error(run().await)
-}
+fn main() -> std::process::ExitCode {
+    examples::main(async |args: Args| {
+        // The recorder goes in before the first entry: each resource registers its counters once.
+        let prometheus = PrometheusBuilder::new().install_recorder()?;
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    examples::init_tracing("info");
-    let args = <Args as clap::Parser>::parse();
-    // The recorder goes in before the first entry: each resource registers its counters once.
-    let prometheus = PrometheusBuilder::new().install_recorder()?;
+        let sentinel = Sentinel::new();
+        sentinel.add_listener(|event: &SentinelEvent| match event {
+            SentinelEvent::RulesApplied { version, .. } => {
+                println!(">> rules applied (v{version})")
+            }
+            SentinelEvent::RulesRejected { error, .. } => println!(">> rules REJECTED: {error}"),
+            SentinelEvent::BreakerStateChanged {
+                resource, from, to, ..
+            } => println!(">> breaker on {resource}: {from} -> {to}"),
+            _ => {}
+        });
+        let source = start_rules(&args, &sentinel).await?;
 
-    let sentinel = Sentinel::new();
-    sentinel.add_listener(|event: &SentinelEvent| match event {
-        SentinelEvent::RulesApplied { version, .. } => println!(">> rules applied (v{version})"),
-        SentinelEvent::RulesRejected { error, .. } => println!(">> rules REJECTED: {error}"),
-        SentinelEvent::BreakerStateChanged {
-            resource, from, to, ..
-        } => println!(">> breaker on {resource}: {from} -> {to}"),
-        _ => {}
-    });
-    let source = start_rules(&args, &sentinel).await?;
+        let app = guarded_routes(&sentinel).route(
+            "/metrics",
+            get(move || std::future::ready(prometheus.render())),
+        );
 
-    let app = guarded_routes(&sentinel).route(
-        "/metrics",
-        get(move || std::future::ready(prometheus.render())),
-    );
-
-    let banner = format!("listening on http://{}", args.listen);
-    serve(args.listen, app, &banner).await?;
-    source.close().await;
-    Ok(())
+        let banner = format!("listening on http://{}", args.listen);
+        serve(args.listen, app, &banner).await?;
+        source.close().await;
+        Ok(())
+    })
 }
 
 /// Starts the rule source: etcd when asked, else the rules file.

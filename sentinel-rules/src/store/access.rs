@@ -56,9 +56,9 @@ impl AskPassword {
         }
         let mut login = Login::from_env();
         if self.terminal {
-            login.password = Some(login.ask_password()?);
+            login.password = Some(login.ask_password()?.into());
         } else if self.stdin {
-            login.password = Some(Login::password_from(std::io::stdin().lock())?);
+            login.password = Some(Login::password_from(std::io::stdin().lock())?.into());
         }
         access.login = login;
         Ok(access)
@@ -118,7 +118,7 @@ impl Store {
         // Redis takes a password alone (the default user's).
         let login = &access.login;
         config = match (&login.user, &login.password) {
-            (None, Some(password)) => config.password(password.as_str()),
+            (None, Some(password)) => config.password(password.expose()),
             _ => match login.pair("Redis")? {
                 Some((user, password)) => config.credentials(user, password),
                 None => config,

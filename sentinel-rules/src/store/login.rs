@@ -1,6 +1,8 @@
 //! Who logs in to a store: a user and a password from the environment, the terminal or
 //! standard input, never from the command line.
 
+use sentinel_core::datasource::Secret;
+
 use crate::failure::Failure;
 
 /// The environment variables credentials are read from (never from the command line).
@@ -8,20 +10,11 @@ pub(crate) const USER_VAR: &str = "SENTINEL_RULES_USER";
 pub(crate) const PASSWORD_VAR: &str = "SENTINEL_RULES_PASSWORD";
 
 /// A user (from the environment) and a password (from the environment, the terminal or
-/// standard input).
-#[derive(Clone, Default)]
+/// standard input). `Debug` shows the password as `<redacted>`.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Login {
     pub(crate) user: Option<String>,
-    pub(crate) password: Option<String>,
-}
-
-impl std::fmt::Debug for Login {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Login")
-            .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
+    pub(crate) password: Option<Secret>,
 }
 
 impl Login {
@@ -29,7 +22,7 @@ impl Login {
         let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
         Self {
             user: var(USER_VAR),
-            password: var(PASSWORD_VAR),
+            password: var(PASSWORD_VAR).map(Secret::from),
         }
     }
 
@@ -37,7 +30,7 @@ impl Login {
     /// usage error, never silently dropped.
     pub(crate) fn pair(&self, store: &str) -> Result<Option<(&str, &str)>, Failure> {
         match (&self.user, &self.password) {
-            (Some(user), Some(password)) => Ok(Some((user, password))),
+            (Some(user), Some(password)) => Ok(Some((user, password.expose()))),
             (None, None) => Ok(None),
             (Some(_), None) => Err(Failure::Usage(format!(
                 "{store} needs a password with {USER_VAR}: set {PASSWORD_VAR}, or pass \

@@ -116,18 +116,8 @@ impl Dashboard {
 
     /// `executeCommand` with POST (machines at `v` >= 1.7.1): a UTF-8 form entity.
     async fn post(&self, api: &str, params: &[(&str, &str)]) -> (u16, String) {
-        let body = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(params)
-            .finish();
-        let response = self
-            .http
-            .post(format!("http://{}/{api}", self.machine))
-            .header(
-                "Content-Type",
-                "application/x-www-form-urlencoded; charset=UTF-8",
-            )
-            .body(body)
-            .send()
+        let url = format!("http://{}/{api}", self.machine);
+        let response = sentinel_test_support::post_form(&self.http, &url, params)
             .await
             .expect("the command center answers");
         let status = response.status().as_u16();
