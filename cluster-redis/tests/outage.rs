@@ -74,11 +74,13 @@ fn check_transitions(reports: &[Report], down_ms: u64, up_ms: u64) -> (u64, u64)
     worst
 }
 
-/// No `enter()` waited on Redis: a wait would last as long as the outage (seconds). The bound
-/// leaves room for a starved process on a busy 2-core machine.
+/// No `enter()` waited on Redis: a wait would last as long as the outage (5 s stopped, 1.5 s
+/// killed). The bound is a third of the shorter one and ten times what a starved process on a
+/// busy 2-core machine has shown (55 ms while another build ran), so it tells a wait on Redis
+/// from a descheduled thread.
 fn check_entry_latency(reports: &[Report]) -> u64 {
     let max = reports.iter().map(|r| r.max_entry_us).max().unwrap_or(0);
-    assert!(max < 50_000, "an entry took {max} µs: it waited on Redis");
+    assert!(max < 500_000, "an entry took {max} µs: it waited on Redis");
     max
 }
 
