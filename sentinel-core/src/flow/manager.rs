@@ -152,7 +152,8 @@ impl FlowTable {
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
         let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
-        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> =
+        // Grouped by the name the rules carry; one `Arc<str>` per resource, made below.
+        let mut grouped: FastMap<&str, Vec<CompiledFlowRule>> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut cluster_checks = match backend {
             Some(backend) => register_rules(backend, &rules),
@@ -161,13 +162,13 @@ impl FlowTable {
         .into_iter();
         // The limitApps of rules this engine does not check still name their origins (for
         // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
-        let mut unchecked_apps: FastMap<Arc<str>, Vec<Arc<FlowRule>>> = FastMap::default();
+        let mut unchecked_apps: FastMap<&str, Vec<Arc<FlowRule>>> = FastMap::default();
         for rule in &rules {
             let cluster = cluster_checks.next().flatten();
             if rule.regex || (cluster.is_none() && !rule.checked_locally()) {
                 if !rule.regex {
                     unchecked_apps
-                        .entry(Arc::from(rule.resource.as_str()))
+                        .entry(rule.resource.as_str())
                         .or_default()
                         .push(rule.clone());
                 }
@@ -183,7 +184,6 @@ impl FlowTable {
                 (FlowStrategy::Relate, Some(r)) => node_for(r),
                 _ => None,
             };
-            let key: Arc<str> = Arc::from(rule.resource.as_str());
             // A cluster rule (checked locally) takes the controller's path, the same decision
             // by another route: the fast path's tests compare the two.
             let plain = rule.grade == FlowGrade::Qps
@@ -191,21 +191,24 @@ impl FlowTable {
                 && rule.strategy == FlowStrategy::Direct
                 && LimitApp::of(rule) == LimitApp::Default
                 && !rule.cluster_mode;
-            grouped.entry(key).or_default().push(CompiledFlowRule {
-                plain_qps: plain.then_some(rule.count),
-                app: LimitApp::of(rule),
-                rule: rule.clone(),
-                controller,
-                ref_node,
-                cluster,
-            });
+            grouped
+                .entry(&rule.resource)
+                .or_default()
+                .push(CompiledFlowRule {
+                    plain_qps: plain.then_some(rule.count),
+                    app: LimitApp::of(rule),
+                    rule: rule.clone(),
+                    controller,
+                    ref_node,
+                    cluster,
+                });
         }
         let by_resource = grouped
             .into_iter()
             .map(|(resource, list)| {
-                let unchecked = unchecked_apps.get(&resource).map_or(&[][..], Vec::as_slice);
+                let unchecked = unchecked_apps.get(resource).map_or(&[][..], Vec::as_slice);
                 let rules = ResourceFlowRules::new(list, unchecked);
-                (resource, Arc::new(rules))
+                (Arc::from(resource), Arc::new(rules))
             })
             .collect();
         Self {
