@@ -446,8 +446,10 @@ impl FlowRuleWire {
                     .map_or(d.window_interval_ms, |v| v as i32),
             }
         });
+        // The issues borrow the name: taken first, so that the rule can have it, uncopied.
+        let found = issues.into_vec();
         let rule = FlowRule {
-            resource: resource.clone(),
+            resource,
             limit_app,
             grade,
             count: wire::float(self.count).unwrap_or(0.0),
@@ -460,7 +462,7 @@ impl FlowRuleWire {
             cluster_config,
             regex,
         };
-        issues.finish(rule)
+        (rule, found)
     }
 }
 
