@@ -10,7 +10,7 @@ use super::rule::{
 };
 use crate::clock::Clock;
 use crate::cluster::{ClusterBackend, ClusterDecision};
-use crate::hash::FastMap;
+use crate::hash::{FastMap, Hashed, HashedMap};
 use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -114,7 +114,7 @@ pub(crate) struct ResourceFlowRules {
 pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
-    controllers: FastMap<Arc<FlowRule>, Arc<Controller>>,
+    controllers: HashedMap<FlowRule, Arc<Controller>>,
     /// The regex rules, matched per resource (see `engine::regex`).
     pub(crate) patterns: Patterns<FlowRule>,
 }
@@ -151,7 +151,7 @@ impl FlowTable {
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
-        let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        let mut controllers = HashedMap::with_capacity_and_hasher(rules.len(), Default::default());
         // Grouped by the name the rules carry; one `Arc<str>` per resource, made below.
         let mut grouped: FastMap<&str, Vec<CompiledFlowRule>> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
@@ -174,12 +174,14 @@ impl FlowTable {
                 }
                 continue;
             }
+            // Hashed once for both maps.
+            let key = Hashed::new(rule.clone());
             let controller = previous
                 .controllers
-                .get(rule)
+                .get(&key)
                 .cloned()
                 .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)));
-            controllers.insert(rule.clone(), controller.clone());
+            controllers.insert(key, controller.clone());
             let ref_node = match (rule.strategy, &rule.ref_resource) {
                 (FlowStrategy::Relate, Some(r)) => node_for(r),
                 _ => None,
