@@ -241,8 +241,6 @@ impl Sentinel {
             self.own(source, families, shadow);
         }
         drop(writer);
-        // The replaced version: a large one is dropped off this thread.
-        super::reaper::retire(current);
 
         self.inner.shared.events.emit(SentinelEvent::RulesApplied {
             source: source.to_owned(),

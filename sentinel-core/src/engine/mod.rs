@@ -9,7 +9,6 @@
 //! - `regex`: regular-expression resources, resolved per resource and table version;
 //! - `resources`: the resource registry and its caps;
 //! - `apply`: the pipeline's validate, compile and swap stages;
-//! - `reaper`: drops large replaced rule snapshots off the writer's thread;
 //! - `manager`: the per-family rule managers;
 //! - `sources`: the names of running data sources;
 //! - `shadow_table`: the published shadow rule table (compiled beside the enforced rules,
@@ -18,7 +17,6 @@
 mod apply;
 mod capped_map;
 mod manager;
-mod reaper;
 mod regex;
 mod resources;
 mod sentinel;
