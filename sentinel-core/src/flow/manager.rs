@@ -10,7 +10,7 @@ use super::rule::{
 };
 use crate::clock::Clock;
 use crate::cluster::{ClusterBackend, ClusterDecision};
-use crate::hash::FastMap;
+use crate::hash::{FastMap, Hashed, HashedMap};
 use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -114,7 +114,7 @@ pub(crate) struct ResourceFlowRules {
 pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
-    controllers: FastMap<Arc<FlowRule>, Arc<Controller>>,
+    controllers: HashedMap<FlowRule, Arc<Controller>>,
     /// The regex rules, matched per resource (see `engine::regex`).
     pub(crate) patterns: Patterns<FlowRule>,
 }
@@ -151,8 +151,9 @@ impl FlowTable {
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
-        let mut controllers = FastMap::with_capacity_and_hasher(rules.len(), Default::default());
-        let mut grouped: FastMap<Arc<str>, Vec<CompiledFlowRule>> =
+        let mut controllers = HashedMap::with_capacity_and_hasher(rules.len(), Default::default());
+        // Grouped by the name the rules carry; one `Arc<str>` per resource, made below.
+        let mut grouped: FastMap<&str, Vec<CompiledFlowRule>> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut cluster_checks = match backend {
             Some(backend) => register_rules(backend, &rules),
@@ -161,29 +162,30 @@ impl FlowTable {
         .into_iter();
         // The limitApps of rules this engine does not check still name their origins (for
         // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
-        let mut unchecked_apps: FastMap<Arc<str>, Vec<Arc<FlowRule>>> = FastMap::default();
+        let mut unchecked_apps: FastMap<&str, Vec<Arc<FlowRule>>> = FastMap::default();
         for rule in &rules {
             let cluster = cluster_checks.next().flatten();
             if rule.regex || (cluster.is_none() && !rule.checked_locally()) {
                 if !rule.regex {
                     unchecked_apps
-                        .entry(Arc::from(rule.resource.as_str()))
+                        .entry(rule.resource.as_str())
                         .or_default()
                         .push(rule.clone());
                 }
                 continue;
             }
+            // Hashed once for both maps.
+            let key = Hashed::new(rule.clone());
             let controller = previous
                 .controllers
-                .get(rule)
+                .get(&key)
                 .cloned()
                 .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)));
-            controllers.insert(rule.clone(), controller.clone());
+            controllers.insert(key, controller.clone());
             let ref_node = match (rule.strategy, &rule.ref_resource) {
                 (FlowStrategy::Relate, Some(r)) => node_for(r),
                 _ => None,
             };
-            let key: Arc<str> = Arc::from(rule.resource.as_str());
             // A cluster rule (checked locally) takes the controller's path, the same decision
             // by another route: the fast path's tests compare the two.
             let plain = rule.grade == FlowGrade::Qps
@@ -191,21 +193,24 @@ impl FlowTable {
                 && rule.strategy == FlowStrategy::Direct
                 && LimitApp::of(rule) == LimitApp::Default
                 && !rule.cluster_mode;
-            grouped.entry(key).or_default().push(CompiledFlowRule {
-                plain_qps: plain.then_some(rule.count),
-                app: LimitApp::of(rule),
-                rule: rule.clone(),
-                controller,
-                ref_node,
-                cluster,
-            });
+            grouped
+                .entry(&rule.resource)
+                .or_default()
+                .push(CompiledFlowRule {
+                    plain_qps: plain.then_some(rule.count),
+                    app: LimitApp::of(rule),
+                    rule: rule.clone(),
+                    controller,
+                    ref_node,
+                    cluster,
+                });
         }
         let by_resource = grouped
             .into_iter()
             .map(|(resource, list)| {
-                let unchecked = unchecked_apps.get(&resource).map_or(&[][..], Vec::as_slice);
+                let unchecked = unchecked_apps.get(resource).map_or(&[][..], Vec::as_slice);
                 let rules = ResourceFlowRules::new(list, unchecked);
-                (resource, Arc::new(rules))
+                (Arc::from(resource), Arc::new(rules))
             })
             .collect();
         Self {

@@ -1,5 +1,8 @@
 //! Sentinel (Java) rule JSON: one converter per family, and the combined document.
 
+use std::marker::PhantomData;
+
+use serde::de::{self, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{converter_with_mode, Converted, Converter};
@@ -134,22 +137,45 @@ fn fast_path<F: Family>(bytes: &[u8]) -> Option<Vec<F>> {
     if bytes[start] != b'[' {
         return None;
     }
-    let wires: Vec<F::Wire> = serde_json::from_slice(bytes).ok()?;
-    let rules: Vec<(usize, F)> = wires
-        .into_iter()
-        .enumerate()
-        .map(|(index, wire)| {
-            if !wire.unknown().is_empty() || !wire.missing().is_empty() {
-                return None;
-            }
-            let (rule, issues) = F::decode(wire, index);
-            (issues.is_empty() && rule.validate(index).is_empty()).then_some((index, rule))
-        })
-        .collect::<Option<_>>()?;
+    // As `serde_json::from_slice` reads a list, but each rule is decoded and validated as it
+    // is read: no list of wire structs, and the first rule the fast path refuses stops it.
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let rules =
+        serde::Deserializer::deserialize_seq(&mut reader, FastList::<F>(PhantomData)).ok()?;
+    reader.end().ok()?;
     let count = rules.len();
     let mut issues: Vec<RuleIssue> = Vec::new();
     let kept = F::keep_together(rules, &mut issues);
     (kept.len() == count).then_some(kept)
+}
+
+/// Reads a list of valid rules of family `F` for [`fast_path`]: an error (which sends the
+/// payload to the general path) at the first element with an unknown key, an absent field
+/// that decides what the rule does, or an issue of decoding or validation.
+struct FastList<F>(PhantomData<F>);
+
+impl<'de, F: Family> Visitor<'de> for FastList<F> {
+    type Value = Vec<(usize, F)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of valid rules")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut rules = Vec::new();
+        while let Some(wire) = seq.next_element::<F::Wire>()? {
+            let index = rules.len();
+            if !wire.unknown().is_empty() || !wire.missing().is_empty() {
+                return Err(de::Error::custom("not for the fast path"));
+            }
+            let (rule, issues) = F::decode(wire, index);
+            if !issues.is_empty() || !rule.validate(index).is_empty() {
+                return Err(de::Error::custom("not for the fast path"));
+            }
+            rules.push((index, rule));
+        }
+        Ok(rules)
+    }
 }
 
 /// Whether the fast path accepts `bytes` (for the differential tests and the fuzz target).
