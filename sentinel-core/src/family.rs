@@ -69,7 +69,21 @@ pub(crate) trait Family:
 
     /// The rules a table was compiled from.
     fn active(table: &Self::Table) -> &[Arc<Self>];
+
+    /// Why the rule cannot be a shadow rule, as `(field, message)`; `None` if it can.
+    fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
 }
+
+/// A shadow rule names one resource: regex resources are refused.
+const SHADOW_REGEX: Option<(&str, &str)> =
+    Some(("regex", "a shadow rule cannot match resources by regex"));
+/// A cluster backend's tokens would be taken twice.
+const SHADOW_CLUSTER: Option<(&str, &str)> = Some((
+    "clusterMode",
+    "a shadow rule cannot be a cluster rule (it would take the cluster's tokens)",
+));
 
 impl Family for FlowRule {
     const FAMILY: RuleFamily = RuleFamily::Flow;
@@ -90,6 +104,16 @@ impl Family for FlowRule {
 
     fn active(table: &FlowTable) -> &[Arc<Self>] {
         &table.rules
+    }
+
+    fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
+        if self.regex {
+            SHADOW_REGEX
+        } else if self.cluster_mode {
+            SHADOW_CLUSTER
+        } else {
+            None
+        }
     }
 }
 
@@ -112,6 +136,10 @@ impl Family for DegradeRule {
 
     fn active(table: &DegradeTable) -> &[Arc<Self>] {
         &table.rules
+    }
+
+    fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
+        self.regex.then_some(SHADOW_REGEX).flatten()
     }
 }
 
@@ -162,6 +190,10 @@ impl Family for AuthorityRule {
     fn active(table: &AuthorityTable) -> &[Arc<Self>] {
         &table.rules
     }
+
+    fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
+        self.regex.then_some(SHADOW_REGEX).flatten()
+    }
 }
 
 impl Family for ParamFlowRule {
@@ -187,6 +219,22 @@ impl Family for ParamFlowRule {
 
     fn active(table: &ParamFlowTable) -> &[Arc<Self>] {
         &table.rules
+    }
+
+    fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
+        if self.regex {
+            SHADOW_REGEX
+        } else if self.cluster_mode {
+            SHADOW_CLUSTER
+        } else if self.grade == crate::param_flow::ParamFlowGrade::Thread {
+            Some((
+                "grade",
+                "a shadow param rule must be QPS-grade (a thread-grade rule holds places \
+                 for the call, which a shadow rule does not own)",
+            ))
+        } else {
+            None
+        }
     }
 }
 

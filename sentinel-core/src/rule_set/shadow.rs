@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{family_names, Decoded, Loaded, RuleSet, COMBINED_FORMAT, SHADOW_KEY};
-use crate::param_flow::ParamFlowGrade;
+use crate::family::Family;
 use crate::rules::{KeyPolicy, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::wire;
 
@@ -88,21 +88,19 @@ pub(crate) fn keep_valid(set: RuleSet, issues: &mut Vec<RuleIssue>) -> RuleSet {
 ///   not own);
 /// - a shadow section inside a shadow section.
 fn refuse_unsupported(mut set: RuleSet, issues: &mut Vec<RuleIssue>) -> RuleSet {
-    fn keep<T>(
-        rules: &mut Option<Vec<T>>,
-        family: RuleFamily,
+    fn keep<F: Family>(
+        rules: &mut Option<Vec<F>>,
         issues: &mut Vec<RuleIssue>,
-        why: impl Fn(&T) -> Option<(&'static str, &'static str)>,
-        resource: impl Fn(&T) -> &str,
+        resource: impl Fn(&F) -> &str,
     ) {
         let Some(list) = rules.take() else {
             return;
         };
         let mut kept = Vec::with_capacity(list.len());
         for (index, rule) in list.into_iter().enumerate() {
-            match why(&rule) {
+            match rule.shadow_unsupported() {
                 Some((field, message)) => issues.push(RuleIssue::new(
-                    family,
+                    F::FAMILY,
                     index,
                     Some(resource(&rule)),
                     field,
@@ -113,62 +111,10 @@ fn refuse_unsupported(mut set: RuleSet, issues: &mut Vec<RuleIssue>) -> RuleSet 
         }
         *rules = Some(kept);
     }
-    const REGEX: Option<(&str, &str)> =
-        Some(("regex", "a shadow rule cannot match resources by regex"));
-    const CLUSTER: Option<(&str, &str)> = Some((
-        "clusterMode",
-        "a shadow rule cannot be a cluster rule (it would take the cluster's tokens)",
-    ));
-    keep(
-        &mut set.flow,
-        RuleFamily::Flow,
-        issues,
-        |r| {
-            if r.regex {
-                REGEX
-            } else if r.cluster_mode {
-                CLUSTER
-            } else {
-                None
-            }
-        },
-        |r| &r.resource,
-    );
-    keep(
-        &mut set.degrade,
-        RuleFamily::Degrade,
-        issues,
-        |r| if r.regex { REGEX } else { None },
-        |r| &r.resource,
-    );
-    keep(
-        &mut set.authority,
-        RuleFamily::Authority,
-        issues,
-        |r| if r.regex { REGEX } else { None },
-        |r| &r.resource,
-    );
-    keep(
-        &mut set.param_flow,
-        RuleFamily::ParamFlow,
-        issues,
-        |r| {
-            if r.regex {
-                REGEX
-            } else if r.cluster_mode {
-                CLUSTER
-            } else if r.grade == ParamFlowGrade::Thread {
-                Some((
-                    "grade",
-                    "a shadow param rule must be QPS-grade (a thread-grade rule holds places \
-                     for the call, which a shadow rule does not own)",
-                ))
-            } else {
-                None
-            }
-        },
-        |r| &r.resource,
-    );
+    keep(&mut set.flow, issues, |r| &r.resource);
+    keep(&mut set.degrade, issues, |r| &r.resource);
+    keep(&mut set.authority, issues, |r| &r.resource);
+    keep(&mut set.param_flow, issues, |r| &r.resource);
     if set.shadow.take().is_some() {
         issues.push(RuleIssue::new(
             RuleFamily::Flow,

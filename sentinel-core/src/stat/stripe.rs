@@ -170,12 +170,7 @@ pub(crate) struct StripedWindow<const BUCKET_MS: u64 = 0> {
 impl<const BUCKET_MS: u64> StripedWindow<BUCKET_MS> {
     pub(crate) fn new(buckets: usize, interval_ms: u64, retained: usize) -> Self {
         // The shape every stripe will have (as `Window::with_retention` makes it).
-        let buckets = buckets.max(1);
-        let bucket_ms = if BUCKET_MS > 0 {
-            BUCKET_MS
-        } else {
-            (interval_ms / buckets as u64).max(1)
-        };
+        let (buckets, bucket_ms) = Window::<BUCKET_MS>::shape(buckets, interval_ms);
         Self {
             stripes: Default::default(),
             active: AtomicU64::new(0),

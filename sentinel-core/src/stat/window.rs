@@ -192,12 +192,7 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
     /// `buckets` buckets over `interval_ms`, keeping the last `retained` buckets. With a
     /// fixed `BUCKET_MS`, that length wins over `interval_ms / buckets`.
     pub(crate) fn with_retention(buckets: usize, interval_ms: u64, retained: usize) -> Self {
-        let buckets = buckets.max(1);
-        let bucket_ms = if BUCKET_MS > 0 {
-            BUCKET_MS
-        } else {
-            (interval_ms / buckets as u64).max(1)
-        };
+        let (buckets, bucket_ms) = Self::shape(buckets, interval_ms);
         let len = retained.max(buckets);
         Self {
             buckets: (0..len).map(|_| Bucket::new()).collect(),
@@ -207,6 +202,18 @@ impl<const BUCKET_MS: u64> Window<BUCKET_MS> {
             per_array: StrengthReducedU64::new(len as u64),
             mask: len.is_power_of_two().then_some(len as u64 - 1),
         }
+    }
+
+    /// The number of buckets (at least one) and their length for `buckets` over
+    /// `interval_ms`: a fixed `BUCKET_MS` wins, else the interval is split (at least 1 ms).
+    pub(crate) fn shape(buckets: usize, interval_ms: u64) -> (usize, u64) {
+        let buckets = buckets.max(1);
+        let bucket_ms = if BUCKET_MS > 0 {
+            BUCKET_MS
+        } else {
+            (interval_ms / buckets as u64).max(1)
+        };
+        (buckets, bucket_ms)
     }
 
     /// The round (bucket-length period since the clock's origin) of time `t`.
