@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cluster::{register_rules, ClusterCheck};
-use super::controller::{Controller, Decision};
+use super::controller::{Controller, Decision, Reject};
 use super::rule::{
     ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 use crate::clock::Clock;
 use crate::cluster::{ClusterBackend, ClusterDecision};
-use crate::hash::{FastMap, Hashed, HashedMap};
+use crate::hash::FastMap;
 use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
 
@@ -50,7 +50,10 @@ pub(crate) struct FlowPass {
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledFlowRule {
     pub(crate) rule: Arc<FlowRule>,
-    controller: Arc<Controller>,
+    /// The controller of a rule that keeps state (warm-up, rate limiter), shared with the
+    /// table this one replaces when the rule is unchanged. `None` for the reject
+    /// controller, which keeps none: it is made from the rule where it is needed.
+    controller: Option<Arc<Controller>>,
     ref_node: Option<Arc<dyn OwnsStat>>,
     app: LimitApp,
     /// `Some(count)` for the most common rule: QPS, reject, `default` limitApp, direct. Its
@@ -114,7 +117,6 @@ pub(crate) struct ResourceFlowRules {
 pub(crate) struct FlowTable {
     pub(crate) rules: Vec<Arc<FlowRule>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
-    controllers: HashedMap<FlowRule, Arc<Controller>>,
     /// The regex rules, matched per resource (see `engine::regex`).
     pub(crate) patterns: Patterns<FlowRule>,
 }
@@ -151,7 +153,6 @@ impl FlowTable {
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
-        let mut controllers = HashedMap::with_capacity_and_hasher(rules.len(), Default::default());
         // Grouped by the name the rules carry; one `Arc<str>` per resource, made below.
         let mut grouped: FastMap<&str, Vec<CompiledFlowRule>> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
@@ -174,14 +175,11 @@ impl FlowTable {
                 }
                 continue;
             }
-            // Hashed once for both maps.
-            let key = Hashed::new(rule.clone());
-            let controller = previous
-                .controllers
-                .get(&key)
-                .cloned()
-                .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)));
-            controllers.insert(key, controller.clone());
+            let controller = Controller::keeps_state(rule).then(|| {
+                previous
+                    .controller_of(rule)
+                    .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)))
+            });
             let ref_node = match (rule.strategy, &rule.ref_resource) {
                 (FlowStrategy::Relate, Some(r)) => node_for(r),
                 _ => None,
@@ -195,7 +193,8 @@ impl FlowTable {
                 && !rule.cluster_mode;
             grouped
                 .entry(&rule.resource)
-                .or_default()
+                // Most resources have one rule: room for more is made as they come.
+                .or_insert_with(|| Vec::with_capacity(1))
                 .push(CompiledFlowRule {
                     plain_qps: plain.then_some(rule.count),
                     app: LimitApp::of(rule),
@@ -217,8 +216,18 @@ impl FlowTable {
             patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
-            controllers,
         }
+    }
+
+    /// The controller this table compiled for a rule equal to `rule`, if it keeps state.
+    fn controller_of(&self, rule: &FlowRule) -> Option<Arc<Controller>> {
+        self.by_resource
+            .get(rule.resource.as_str())?
+            .rules
+            .iter()
+            .find(|compiled| *compiled.rule == *rule)?
+            .controller
+            .clone()
     }
 }
 
@@ -330,9 +339,17 @@ impl ResourceFlowRules {
         if compiled.rule.grade == FlowGrade::Thread {
             return check_concurrency(node, bit, compiled.rule.count, cx.batch, reserved);
         }
-        compiled
-            .controller
-            .check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
+        match &compiled.controller {
+            Some(controller) => {
+                controller.check(node, cx.batch, cx.now_ms, cx.clock, cx.prioritized)
+            }
+            None => Reject::new(compiled.rule.count, compiled.rule.grade).check(
+                node,
+                cx.batch,
+                cx.now_ms,
+                cx.prioritized,
+            ),
+        }
     }
 
     /// A cluster rule: the calls its `limitApp` selects take tokens from the backend. When

@@ -40,6 +40,12 @@ pub(crate) enum Controller {
 }
 
 impl Controller {
+    /// Whether the rule's controller keeps state between calls: every controller but
+    /// reject (which concurrency rules use too).
+    pub(crate) fn keeps_state(rule: &FlowRule) -> bool {
+        rule.grade != FlowGrade::Thread && rule.control_behavior != ControlBehavior::Reject
+    }
+
     /// Builds the controller for a rule. Concurrency rules always use the reject controller,
     /// as in Sentinel's `FlowRuleUtil.generateRater`.
     pub(crate) fn for_rule(rule: &FlowRule) -> Self {
