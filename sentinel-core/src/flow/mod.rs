@@ -23,18 +23,18 @@
 //! (Sentinel sleeps in each in turn, each measured from the end of the one before).
 
 mod cluster;
+mod concurrency;
 mod controller;
 mod golang;
 pub(crate) mod manager;
 mod rule;
 
 pub(crate) use cluster::check_rules;
+pub(crate) use concurrency::release_reserved;
 pub(crate) use golang::{
     into_go_flow_rule, into_go_isolation_rule, GoFlowRuleWire, GoIsolationRuleWire,
 };
-pub(crate) use manager::{
-    plain_qps_passes, release_reserved, CheckContext, FlowTable, ResourceFlowRules,
-};
+pub(crate) use manager::{plain_qps_passes, CheckContext, FlowTable, ResourceFlowRules};
 pub(crate) use rule::FlowRuleWire;
 pub use rule::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
