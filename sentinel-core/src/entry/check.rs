@@ -89,17 +89,11 @@ impl<'a> EntryBuilder<'a> {
         // Places thread-grade param rules take (given back if a later check blocks), dropped
         // by hand, so that a call without any pays no drop glue; none on the fast path.
         let (verdict, holds) = match fast {
-            // The fast path's own call of `passed`, with the constants it has: one shared
-            // with the full checks would test what they may set on every call.
-            Fast::Pass => {
-                let passed = Passed::new(node_ref, origin_node, context_node, now, inbound);
-                return Ok(self.passed(passed, Verdict::default(), wait_out));
-            }
+            Fast::Pass => (Verdict::default(), ManuallyDrop::new(Holds::None)),
             Fast::Qps(count)
                 if plain_qps_passes(Some(count), &node.stat, now, self.batch, self.prioritized) =>
             {
-                let passed = Passed::new(node_ref, origin_node, context_node, now, inbound);
-                return Ok(self.passed(passed, Verdict::default(), wait_out));
+                (Verdict::default(), ManuallyDrop::new(Holds::None))
             }
             fast => {
                 let call = Call {
@@ -126,23 +120,6 @@ impl<'a> EntryBuilder<'a> {
                 (verdict, holds)
             }
         };
-        let passed = Passed::new(node_ref, origin_node, context_node, now, inbound);
-        let mut entry = self.passed(passed, verdict, wait_out);
-        if !matches!(*holds, Holds::None) {
-            entry.pending |= PARAM_HOLDS;
-            entry.params = holds;
-        }
-        Ok(entry)
-    }
-
-    /// The entry of a call that passed its checks (`verdict`), counted now unless it queues.
-    #[inline(always)]
-    fn passed<'e>(
-        &self,
-        passed: Passed<'e>,
-        verdict: Verdict,
-        wait_out: &mut Duration,
-    ) -> Entry<'e> {
         let Verdict {
             wait_ns,
             borrowed,
@@ -150,66 +127,42 @@ impl<'a> EntryBuilder<'a> {
             probe,
             reserved,
         } = verdict;
-        let node: &ResourceNode = &passed.node_ref;
         if wait_ns != 0 {
             // A blocked call never queues. A queued one is counted when its wait ends.
             *wait_out = Duration::from_nanos(wait_ns);
         } else {
             count_pass(
                 node,
-                passed.origin_node.as_deref(),
-                passed.context_node.as_deref(),
-                passed.inbound,
-                passed.now,
-                u64::from(self.batch),
+                origin_node.as_deref(),
+                context_node.as_deref(),
+                inbound,
+                now,
+                batch,
                 borrowed,
             );
         }
-        Entry {
-            node: Some(passed.node_ref),
-            origin_node: passed.origin_node,
-            context_node: passed.context_node,
+        Ok(Entry {
+            node: Some(node_ref),
+            origin_node,
+            context_node,
             breakers,
             pending: reserved
+                | if matches!(*holds, Holds::None) {
+                    0
+                } else {
+                    PARAM_HOLDS
+                }
                 | if wait_ns == 0 {
                     0
                 } else {
                     queued_bits(borrowed, probe)
                 },
-            params: ManuallyDrop::new(Holds::None),
-            start_ms: passed.now,
+            params: holds,
+            start_ms: now,
             batch: self.batch,
-            inbound: passed.inbound,
-            error: false,
-        }
-    }
-}
-
-/// What a call that passed takes into its entry.
-struct Passed<'e> {
-    node_ref: NodeRef<'e>,
-    origin_node: Option<Arc<StatNode>>,
-    context_node: Option<Arc<StatNode>>,
-    now: u64,
-    inbound: bool,
-}
-
-impl<'e> Passed<'e> {
-    #[inline(always)]
-    fn new(
-        node_ref: NodeRef<'e>,
-        origin_node: Option<Arc<StatNode>>,
-        context_node: Option<Arc<StatNode>>,
-        now: u64,
-        inbound: bool,
-    ) -> Self {
-        Self {
-            node_ref,
-            origin_node,
-            context_node,
-            now,
             inbound,
-        }
+            error: false,
+        })
     }
 }
 
