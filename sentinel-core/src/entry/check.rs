@@ -13,7 +13,7 @@ use super::guard::{
 };
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
-use crate::engine::{with_rules, ResourceNode};
+use crate::engine::{with_rules, ResourceNode, ResourceRules, RuleSnapshot};
 use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
@@ -64,133 +64,62 @@ impl<'a> EntryBuilder<'a> {
         let context_node = self.context.and_then(|c| node.context_node(c));
         let inbound = self.entry_type == EntryType::Inbound;
         let batch = u64::from(self.batch);
-        // What the flow checks read of this call (the enforced ones, and the shadow ones).
-        let flow_context = || CheckContext {
-            now_ms: now,
-            clock: shared.clock.as_dyn(),
-            stat: &node.stat,
-            origin: self.origin,
-            origin_node: origin_node.as_deref(),
-            context: self.context,
-            context_node: context_node.as_deref(),
-            batch: self.batch,
-            prioritized: self.prioritized,
-        };
-
-        // The closure reports through `blocked` and returns a register-sized verdict: moving
-        // a large return value out of it costs more than the checks themselves.
-        let mut blocked: Option<BlockError> = None;
-        // Places thread-grade param rules take; given back if a later check blocks. Dropped
-        // by hand, so that a call without any pays no drop glue.
-        let mut holds = ManuallyDrop::new(Holds::None);
-        let verdict = with_rules(
+        // The common call, with nothing but (at most) one plain QPS rule to check, reads
+        // only that much of the rule table: small enough for the table's thread-local access
+        // to inline. Every other call, and one the QPS rule would block, takes the full
+        // checks, out of line (on the rule table current then).
+        let fast = with_rules(
             &node.shared,
             #[inline(always)]
             |snapshot| {
-                let mut verdict = Verdict::default();
-                let rules = node.rules_in(snapshot);
-                'passed: {
-                    let error = 'checks: {
-                        // Sentinel's slot order: authority, system, flow, circuit breaker.
-                        if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
-                            let origin = self.origin.unwrap_or("");
-                            if !rule.passes(origin) {
-                                break 'checks BlockError::Authority {
-                                    resource: node.name.clone(),
-                                    rule: rule.clone(),
-                                    origin: origin.to_owned(),
-                                };
-                            }
-                        }
-                        if inbound {
-                            if let Some(thresholds) = &snapshot.tables.system.thresholds {
-                                match thresholds.check(&shared.inbound, now, self.batch, || {
-                                    shared.system_status()
-                                }) {
-                                    Ok(true) => verdict.reserved |= RESERVED_ON_INBOUND,
-                                    Ok(false) => {}
-                                    Err(b) => {
-                                        break 'checks BlockError::System {
-                                            resource: node.name.clone(),
-                                            metric: b.metric,
-                                            threshold: b.threshold,
-                                            value: b.value,
-                                        };
-                                    }
-                                }
-                            }
-                        }
-                        let Some(rules) = rules else {
-                            break 'passed;
-                        };
-                        // Hot parameters, before flow (Sentinel's slot order). A call without
-                        // arguments passes every param rule.
-                        if let Some(param) = rules.param.as_deref() {
-                            if !self.args.is_empty() {
-                                match check_params(
-                                    param, &self.args, now, self.batch, &mut holds, node,
-                                ) {
-                                    Ok(wait_ns) => verdict.wait_ns = wait_ns,
-                                    Err(error) => break 'checks error,
-                                }
-                            }
-                        }
-                        // The common single plain QPS rule, without reading the flow table.
-                        let plain_pass = plain_qps_passes(
-                            rules.plain_qps,
-                            &node.stat,
-                            now,
-                            self.batch,
-                            self.prioritized,
-                        );
-                        if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
-                            match flow.check(&flow_context()) {
-                                Ok(pass) => {
-                                    verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
-                                    verdict.borrowed = pass.borrowed;
-                                    verdict.reserved |= pass.reserved;
-                                }
-                                Err(rule) => {
-                                    break 'checks BlockError::Flow {
-                                        resource: node.name.clone(),
-                                        rule: rule.clone(),
-                                    }
-                                }
-                            }
-                        }
-                        if let Some(list) = rules.breakers.as_ref() {
-                            // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
-                            // but its completion is reported to them (Sentinel's DegradeSlot.exit).
-                            if !verdict.borrowed {
-                                match check_breakers(list, now, node) {
-                                    Ok(probe) => verdict.probe = probe,
-                                    Err(error) => break 'checks error,
-                                }
-                            }
-                            verdict.breakers = BREAKERS;
-                        }
-                        break 'passed;
-                    };
-                    blocked = Some(error);
-                    return verdict;
+                if inbound || snapshot.shadow.is_some() {
+                    return Fast::Full;
                 }
-                // Shadow rules see the calls the enforced ones admitted (`crate::shadow`).
-                if let Some(shadow) = snapshot.shadow.as_deref() {
-                    let call = ShadowCall {
-                        flow: CheckContext {
-                            prioritized: false,
-                            ..flow_context()
-                        },
-                        inbound,
-                        args: &self.args,
-                    };
-                    if crate::shadow::check(shadow, node, &call) {
-                        verdict.breakers |= SHADOW_BREAKERS;
+                match node.rules_in(snapshot) {
+                    None => Fast::Pass,
+                    Some(r)
+                        if r.authority.is_none() && r.param.is_none() && r.breakers.is_none() =>
+                    {
+                        r.plain_qps.map_or(Fast::Full, Fast::Qps)
                     }
+                    Some(_) => Fast::Full,
                 }
-                verdict
             },
         );
+        // Places thread-grade param rules take (given back if a later check blocks), dropped
+        // by hand, so that a call without any pays no drop glue; none on the fast path.
+        let (verdict, holds) = match fast {
+            Fast::Pass => (Verdict::default(), ManuallyDrop::new(Holds::None)),
+            Fast::Qps(count)
+                if plain_qps_passes(Some(count), &node.stat, now, self.batch, self.prioritized) =>
+            {
+                (Verdict::default(), ManuallyDrop::new(Holds::None))
+            }
+            fast => {
+                let call = Call {
+                    node,
+                    now,
+                    inbound,
+                    plain_failed: matches!(fast, Fast::Qps(_)),
+                    origin_node: origin_node.as_deref(),
+                    context_node: context_node.as_deref(),
+                };
+                // The checks report through `blocked` and return a register-sized verdict:
+                // moving a large return value out of them costs more than the checks.
+                let mut blocked: Option<BlockError> = None;
+                let mut holds = ManuallyDrop::new(Holds::None);
+                let verdict = with_rules(&node.shared, |snapshot| {
+                    let rules = node.rules_in(snapshot);
+                    self.checks(&call, snapshot, rules, &mut holds, &mut blocked)
+                });
+                if let Some(error) = blocked {
+                    record_block(&call, batch, verdict.reserved, &error);
+                    drop(ManuallyDrop::into_inner(holds));
+                    return Err(error);
+                }
+                (verdict, holds)
+            }
+        };
         let Verdict {
             wait_ns,
             borrowed,
@@ -198,30 +127,6 @@ impl<'a> EntryBuilder<'a> {
             probe,
             reserved,
         } = verdict;
-        if let Some(error) = blocked {
-            if reserved != 0 {
-                // Earlier checks passed and reserved; a later one blocked.
-                give_back(
-                    reserved,
-                    node,
-                    origin_node.as_deref(),
-                    context_node.as_deref(),
-                );
-            }
-            record_block(
-                node,
-                origin_node.as_deref(),
-                context_node.as_deref(),
-                inbound,
-                now,
-                batch,
-            );
-            node.blocks.add(&error, batch);
-            #[cfg(feature = "metrics")]
-            node.metrics.blocked(&error, batch);
-            drop(ManuallyDrop::into_inner(holds));
-            return Err(error);
-        }
         if wait_ns != 0 {
             // A blocked call never queues. A queued one is counted when its wait ends.
             *wait_out = Duration::from_nanos(wait_ns);
@@ -259,6 +164,164 @@ impl<'a> EntryBuilder<'a> {
             error: false,
         })
     }
+}
+
+/// What [`EntryBuilder::checks`] reads of the call besides the builder.
+struct Call<'c> {
+    node: &'c ResourceNode,
+    now: u64,
+    inbound: bool,
+    /// The fast path checked the plain QPS rule it found, and the call did not pass it.
+    plain_failed: bool,
+    origin_node: Option<&'c StatNode>,
+    context_node: Option<&'c StatNode>,
+}
+
+impl EntryBuilder<'_> {
+    /// Every check of a call, in Sentinel's slot order, then the shadow rules: what the
+    /// common call's fast path (in [`check_node`](Self::check_node)) does not cover.
+    #[inline(never)]
+    fn checks(
+        &self,
+        call: &Call<'_>,
+        snapshot: &RuleSnapshot,
+        rules: Option<&ResourceRules>,
+        holds: &mut Holds,
+        blocked: &mut Option<BlockError>,
+    ) -> Verdict {
+        let Call {
+            node,
+            now,
+            inbound,
+            origin_node,
+            context_node,
+            ..
+        } = *call;
+        let shared = &*node.shared;
+        let flow_context = || CheckContext {
+            now_ms: now,
+            clock: shared.clock.as_dyn(),
+            stat: &node.stat,
+            origin: self.origin,
+            origin_node,
+            context: self.context,
+            context_node,
+            batch: self.batch,
+            prioritized: self.prioritized,
+        };
+        let mut verdict = Verdict::default();
+        'passed: {
+            let error = 'checks: {
+                // Sentinel's slot order: authority, system, flow, circuit breaker.
+                if let Some(rule) = rules.and_then(|r| r.authority.as_ref()) {
+                    let origin = self.origin.unwrap_or("");
+                    if !rule.passes(origin) {
+                        break 'checks BlockError::Authority {
+                            resource: node.name.clone(),
+                            rule: rule.clone(),
+                            origin: origin.to_owned(),
+                        };
+                    }
+                }
+                if inbound {
+                    if let Some(thresholds) = &snapshot.tables.system.thresholds {
+                        match thresholds
+                            .check(&shared.inbound, now, self.batch, || shared.system_status())
+                        {
+                            Ok(true) => verdict.reserved |= RESERVED_ON_INBOUND,
+                            Ok(false) => {}
+                            Err(b) => {
+                                break 'checks BlockError::System {
+                                    resource: node.name.clone(),
+                                    metric: b.metric,
+                                    threshold: b.threshold,
+                                    value: b.value,
+                                };
+                            }
+                        }
+                    }
+                }
+                let Some(rules) = rules else {
+                    break 'passed;
+                };
+                // Hot parameters, before flow (Sentinel's slot order). A call without
+                // arguments passes every param rule.
+                if let Some(param) = rules.param.as_deref() {
+                    if !self.args.is_empty() {
+                        match check_params(param, &self.args, now, self.batch, holds, node) {
+                            Ok(wait_ns) => verdict.wait_ns = wait_ns,
+                            Err(error) => break 'checks error,
+                        }
+                    }
+                }
+                // The common single plain QPS rule, without reading the flow table (unless
+                // the fast path just found it would not pass: the flow check decides).
+                let plain_pass = !call.plain_failed
+                    && plain_qps_passes(
+                        rules.plain_qps,
+                        &node.stat,
+                        now,
+                        self.batch,
+                        self.prioritized,
+                    );
+                if let Some(flow) = rules.flow.as_ref().filter(|_| !plain_pass) {
+                    match flow.check(&flow_context()) {
+                        Ok(pass) => {
+                            verdict.wait_ns = verdict.wait_ns.max(pass.wait_ns);
+                            verdict.borrowed = pass.borrowed;
+                            verdict.reserved |= pass.reserved;
+                        }
+                        Err(rule) => {
+                            break 'checks BlockError::Flow {
+                                resource: node.name.clone(),
+                                rule: rule.clone(),
+                            }
+                        }
+                    }
+                }
+                if let Some(list) = rules.breakers.as_ref() {
+                    // A call on a borrowed slot skips the breakers' checks, as in Sentinel,
+                    // but its completion is reported to them (Sentinel's DegradeSlot.exit).
+                    if !verdict.borrowed {
+                        match check_breakers(list, now, node) {
+                            Ok(probe) => verdict.probe = probe,
+                            Err(error) => break 'checks error,
+                        }
+                    }
+                    verdict.breakers = BREAKERS;
+                }
+                break 'passed;
+            };
+            *blocked = Some(error);
+            return verdict;
+        }
+        // Shadow rules see the calls the enforced ones admitted (`crate::shadow`).
+        if let Some(shadow) = snapshot.shadow.as_deref() {
+            let call = ShadowCall {
+                flow: CheckContext {
+                    prioritized: false,
+                    ..flow_context()
+                },
+                inbound,
+                args: &self.args,
+            };
+            if crate::shadow::check(shadow, node, &call) {
+                verdict.breakers |= SHADOW_BREAKERS;
+            }
+        }
+        verdict
+    }
+}
+
+/// What the rule table says of a call before its statistics are read.
+#[derive(Clone, Copy)]
+enum Fast {
+    /// No rule applies: it passes.
+    Pass,
+    /// One plain QPS rule with this count, and nothing else, applies.
+    Qps(f64),
+    /// Anything else: the full checks.
+    Full,
 }
 
 /// What the checks decided for a call that passed.
@@ -366,22 +429,22 @@ fn finish_breakers(
     Ok(probes != 0)
 }
 
-fn record_block(
-    node: &ResourceNode,
-    origin: Option<&StatNode>,
-    context: Option<&StatNode>,
-    inbound: bool,
-    now: u64,
-    batch: u64,
-) {
+/// Counts a blocked call on its nodes, and gives back the places earlier checks reserved
+/// for it.
+fn record_block(call: &Call<'_>, batch: u64, reserved: u8, error: &BlockError) {
+    let (node, now) = (call.node, call.now);
+    if reserved != 0 {
+        // Earlier checks passed and reserved; a later one blocked.
+        give_back(reserved, node, call.origin_node, call.context_node);
+    }
     node.stat.on_block(now, batch);
-    if let Some(n) = origin {
+    for n in [call.origin_node, call.context_node].into_iter().flatten() {
         n.on_block(now, batch);
     }
-    if let Some(n) = context {
-        n.on_block(now, batch);
-    }
-    if inbound {
+    if call.inbound {
         node.shared.inbound.on_block(now, batch);
     }
+    node.blocks.add(error, batch);
+    #[cfg(feature = "metrics")]
+    node.metrics.blocked(error, batch);
 }

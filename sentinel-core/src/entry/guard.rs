@@ -281,30 +281,17 @@ impl<'a> Entry<'a> {
     }
 }
 
-impl Drop for Entry<'_> {
-    fn drop(&mut self) {
-        if self.pending != 0 && self.exit_pending() {
-            // A queued call that never started was never counted.
-            return;
-        }
-        // The node itself is released with the entry's fields, after this.
-        let Some(node_ref) = &self.node else {
-            return;
-        };
-        // A panic in the guarded code is a failed call, not a success.
-        if std::thread::panicking() {
-            self.error = true;
-        }
-        let node: &ResourceNode = node_ref;
+impl Entry<'_> {
+    /// The exit's work past the resource's own statistics: the origin's and context's
+    /// statistics, the inbound node, the circuit breakers.
+    #[inline(never)]
+    fn exit_more(&self, node: &ResourceNode, now: u64, rt: u64) {
         let shared = &*node.shared;
-        let now = shared.clock.now_ms();
-        let rt = now.saturating_sub(self.start_ms);
         let batch = u64::from(self.batch);
-        node.stat.on_complete(now, rt, batch, self.error);
-        if let Some(n) = &self.origin_node {
-            n.on_complete(now, rt, batch, self.error);
-        }
-        if let Some(n) = &self.context_node {
+        for n in [&self.origin_node, &self.context_node]
+            .into_iter()
+            .flatten()
+        {
             n.on_complete(now, rt, batch, self.error);
         }
         if self.inbound {
@@ -339,6 +326,38 @@ impl Drop for Entry<'_> {
                     }
                 },
             );
+        }
+    }
+}
+
+impl Drop for Entry<'_> {
+    /// Small enough to inline where the entry is dropped: what a call with only resource
+    /// statistics needs; the rest ([`exit_more`](Entry::exit_more)) out of line.
+    #[inline]
+    fn drop(&mut self) {
+        if self.pending != 0 && self.exit_pending() {
+            // A queued call that never started was never counted.
+            return;
+        }
+        // The node itself is released with the entry's fields, after this.
+        let Some(node_ref) = &self.node else {
+            return;
+        };
+        // A panic in the guarded code is a failed call, not a success.
+        if std::thread::panicking() {
+            self.error = true;
+        }
+        let node: &ResourceNode = node_ref;
+        let now = node.shared.clock.now_ms();
+        let rt = now.saturating_sub(self.start_ms);
+        let batch = u64::from(self.batch);
+        node.stat.on_complete(now, rt, batch, self.error);
+        if self.origin_node.is_some()
+            || self.context_node.is_some()
+            || self.inbound
+            || self.breakers != 0
+        {
+            self.exit_more(node, now, rt);
         }
         #[cfg(feature = "metrics")]
         {
