@@ -1,7 +1,7 @@
 //! Why a call was blocked.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::authority::{AuthorityRule, AuthorityStrategy};
 use crate::circuit_breaker::{DegradeGrade, DegradeRule};
@@ -228,20 +228,22 @@ pub(crate) fn reason_of(error: &BlockError) -> (usize, &'static str) {
 }
 
 /// The running counts behind [`BlockReasons`], one atomic per reason, written only when a
-/// call is blocked.
+/// call is blocked, and made with the first block (most resources never see one).
 #[derive(Debug, Default)]
-pub(crate) struct BlockTally([AtomicU64; 6]);
+pub(crate) struct BlockTally(OnceLock<Box<[AtomicU64; 6]>>);
 
 impl BlockTally {
     /// Counts `n` calls blocked by `error`.
     pub(crate) fn add(&self, error: &BlockError, n: u64) {
-        self.0[reason_of(error).0].fetch_add(n, Ordering::Relaxed);
+        self.0.get_or_init(Box::default)[reason_of(error).0].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The counts now.
     pub(crate) fn read(&self) -> BlockReasons {
         let [flow, param_flow, circuit_breaker, system, authority, cluster] =
-            self.0.each_ref().map(|c| c.load(Ordering::Relaxed));
+            self.0.get().map_or([0; 6], |counts| {
+                counts.each_ref().map(|c| c.load(Ordering::Relaxed))
+            });
         BlockReasons {
             flow,
             param_flow,

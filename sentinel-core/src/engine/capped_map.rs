@@ -72,6 +72,17 @@ impl<V> CappedMap<V> {
         name: &str,
         make: impl FnOnce(Arc<str>) -> V,
     ) -> Option<Arc<V>> {
+        self.get_or_insert_keyed(name, || Arc::from(name), make)
+    }
+
+    /// [`get_or_insert_with`](Self::get_or_insert_with), with the key of a new entry from
+    /// `key` (`name` as an `Arc<str>` that already exists elsewhere, shared, not copied).
+    pub(crate) fn get_or_insert_keyed(
+        &self,
+        name: &str,
+        key: impl FnOnce() -> Arc<str>,
+        make: impl FnOnce(Arc<str>) -> V,
+    ) -> Option<Arc<V>> {
         let shard = self.shard(name);
         let current = shard.map.load();
         if let Some(found) = current.get(name) {
@@ -95,7 +106,7 @@ impl<V> CappedMap<V> {
             self.warn_cap(name);
             return None;
         }
-        let key: Arc<str> = Arc::from(name);
+        let key = key();
         let value = Arc::new(make(key.clone()));
         let mut next = FastMap::clone(&current);
         next.insert(key, value.clone());

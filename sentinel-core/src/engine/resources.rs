@@ -147,8 +147,6 @@ pub(crate) struct ResourceNode {
     origins: OnceLock<Box<Origins>>,
     /// Its contexts' nodes, made with the first context.
     contexts: OnceLock<Box<CappedMap<StatNode>>>,
-    /// The caps of `origins` and `contexts`.
-    caps: NodeCaps,
     pub(crate) shared: Arc<Shared>,
     /// Where this resource's rules sit in the rule table last seen, tagged with its version
     /// (see [`ResourceNode::rules_in`]).
@@ -169,11 +167,21 @@ struct Origins {
     overflow: OnceLock<Arc<StatNode>>,
 }
 
-/// How many origins and contexts one resource tracks (from [`Limits`]).
+/// How many origins and contexts one resource tracks (from [`Limits`]); the engine's
+/// [`Shared`] holds them, not each node.
 #[derive(Debug, Clone, Copy)]
-struct NodeCaps {
+pub(crate) struct NodeCaps {
     origins: usize,
     contexts: usize,
+}
+
+impl NodeCaps {
+    pub(crate) fn of(limits: &Limits) -> Self {
+        Self {
+            origins: limits.max_origins_per_resource,
+            contexts: limits.max_contexts_per_resource,
+        }
+    }
 }
 
 /// A node's cached slot: the table version in the high bits, the index in the low ones.
@@ -235,7 +243,7 @@ impl ResourceNode {
     fn origins(&self) -> &Origins {
         self.origins.get_or_init(|| {
             Box::new(Origins {
-                nodes: CappedMap::new(self.caps.origins, "origin"),
+                nodes: CappedMap::new(self.shared.node_caps.origins, "origin"),
                 overflow: OnceLock::new(),
             })
         })
@@ -257,7 +265,7 @@ impl ResourceNode {
     #[inline]
     pub(crate) fn context_node(&self, context: &str) -> Option<Arc<StatNode>> {
         self.contexts
-            .get_or_init(|| Box::new(CappedMap::new(self.caps.contexts, "context")))
+            .get_or_init(|| Box::new(CappedMap::new(self.shared.node_caps.contexts, "context")))
             .get_or_insert_with(context, |_| StatNode::new())
     }
 }
@@ -344,19 +352,23 @@ impl Registry {
     /// `get_or_create` past the name cache: the shared map.
     #[cold]
     fn create(&self, name: &str, shared: &Arc<Shared>) -> Option<Arc<ResourceNode>> {
-        let limits = self.limits;
+        // A resource with rules shares the name the rule table holds.
+        let key = || {
+            shared
+                .rules
+                .load()
+                .index
+                .get_key_value(name)
+                .map_or_else(|| Arc::from(name), |(key, _)| key.clone())
+        };
         self.resources
-            .get_or_insert_with(name, |name| ResourceNode {
+            .get_or_insert_keyed(name, key, |name| ResourceNode {
                 #[cfg(feature = "metrics")]
                 metrics: NodeMetrics::new(&name),
                 name,
                 stat: StatNode::new(),
                 origins: OnceLock::new(),
                 contexts: OnceLock::new(),
-                caps: NodeCaps {
-                    origins: limits.max_origins_per_resource,
-                    contexts: limits.max_contexts_per_resource,
-                },
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
                 shadow_slot: AtomicU64::new(0),

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
-use super::resources::{Limits, Registry, ResourceNode};
+use super::resources::{Limits, NodeCaps, Registry, ResourceNode};
 use super::shared::Shared;
 use super::snapshot::Owned;
 use super::snapshot::RuleSnapshot;
@@ -149,6 +149,7 @@ impl SentinelBuilder {
             param_values_in_errors: self.param_values_in_errors,
             regex_state: Default::default(),
             enabled: AtomicBool::new(true),
+            node_caps: NodeCaps::of(&self.limits),
         });
         if let Some(backend) = &self.cluster {
             let weak: Weak<Shared> = Arc::downgrade(&shared);

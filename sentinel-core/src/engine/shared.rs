@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
+use super::resources::NodeCaps;
 use super::snapshot::RuleSnapshot;
 use crate::circuit_breaker::DegradeTable;
 use crate::clock::EngineClock;
@@ -31,6 +32,8 @@ pub(crate) struct Shared {
     /// Sentinel's global switch (`Constants.ON`): when off, every call passes unchecked and
     /// uncounted.
     pub(crate) enabled: AtomicBool,
+    /// How many origins and contexts each resource tracks.
+    pub(crate) node_caps: NodeCaps,
 }
 
 impl Shared {
