@@ -167,23 +167,6 @@ struct Origins {
     overflow: OnceLock<Arc<StatNode>>,
 }
 
-/// How many origins and contexts one resource tracks (from [`Limits`]); the engine's
-/// [`Shared`] holds them, not each node.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NodeCaps {
-    origins: usize,
-    contexts: usize,
-}
-
-impl NodeCaps {
-    pub(crate) fn of(limits: &Limits) -> Self {
-        Self {
-            origins: limits.max_origins_per_resource,
-            contexts: limits.max_contexts_per_resource,
-        }
-    }
-}
-
 /// A node's cached slot: the table version in the high bits, the index in the low ones.
 const SLOT_INDEX_BITS: u32 = 24;
 const SLOT_INDEX_MASK: u64 = (1 << SLOT_INDEX_BITS) - 1;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
-use super::resources::{Limits, NodeCaps, Registry, ResourceNode};
-use super::shared::Shared;
+use super::resources::{Limits, Registry, ResourceNode};
+use super::shared::{NodeCaps, Shared};
 use super::snapshot::Owned;
 use super::snapshot::RuleSnapshot;
 use super::views::seconds_of;
@@ -149,7 +149,10 @@ impl SentinelBuilder {
             param_values_in_errors: self.param_values_in_errors,
             regex_state: Default::default(),
             enabled: AtomicBool::new(true),
-            node_caps: NodeCaps::of(&self.limits),
+            node_caps: NodeCaps {
+                origins: self.limits.max_origins_per_resource,
+                contexts: self.limits.max_contexts_per_resource,
+            },
         });
         if let Some(backend) = &self.cluster {
             let weak: Weak<Shared> = Arc::downgrade(&shared);

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
-use super::resources::NodeCaps;
 use super::snapshot::RuleSnapshot;
 use crate::circuit_breaker::DegradeTable;
 use crate::clock::EngineClock;
@@ -34,6 +33,14 @@ pub(crate) struct Shared {
     pub(crate) enabled: AtomicBool,
     /// How many origins and contexts each resource tracks.
     pub(crate) node_caps: NodeCaps,
+}
+
+/// How many origins and contexts one resource tracks (from the engine's `Limits`); held
+/// here, once, not by each node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeCaps {
+    pub(crate) origins: usize,
+    pub(crate) contexts: usize,
 }
 
 impl Shared {

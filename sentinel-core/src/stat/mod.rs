@@ -4,6 +4,7 @@
 mod hot;
 mod minute;
 mod node;
+mod others;
 mod spread;
 mod stats;
 mod stripe;

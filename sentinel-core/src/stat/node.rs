@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use super::hot::{round_of, HotStripe, Retired};
 use super::minute::MinuteWindow;
-use super::spread::{Others, NO_OWNER};
+use super::others::{Others, NO_OWNER};
 use super::window::{Event, Window};
 use super::{NodeStats, SecondStats};
 

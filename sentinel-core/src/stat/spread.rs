@@ -6,34 +6,14 @@
 //! allocates nothing, and its readers sum one stripe. Stripe indexes are the thread leases
 //! of [`my_stripe`] (see `stripe`): a thread writes its own stripe with plain stores.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use super::hot::{round_of, HotStripe, ROUND_MS};
 use super::node::StatNode;
-use super::stripe::{made, my_stripe, STRIPES};
+use super::others::NO_OWNER;
+use super::stripe::{my_stripe, STRIPES};
 use super::window::Event;
-
-/// `StatNode::owner` before any stripe wrote the node.
-pub(super) const NO_OWNER: u8 = u8::MAX;
-
-/// The stripes of the stripe indexes other than the owner's, each made on its first write.
-#[derive(Debug, Default)]
-pub(super) struct Others {
-    stripes: [OnceLock<Box<HotStripe>>; STRIPES],
-    /// The stripes made, one bit each: readers skip the others.
-    active: AtomicU16,
-}
-
-impl Others {
-    /// The stripes made so far.
-    fn made(&self) -> impl Iterator<Item = &HotStripe> {
-        made(
-            &self.stripes,
-            u64::from(self.active.load(Ordering::Acquire)),
-        )
-    }
-}
 
 impl StatNode {
     /// This thread's stripe of the node, and whether the thread owns it (writes it with
@@ -138,7 +118,8 @@ impl StatNode {
     /// The heap bytes of the stripe table and its stripes.
     pub(super) fn stripes_heap_bytes(&self) -> usize {
         self.others.get().map_or(0, |others| {
-            std::mem::size_of::<Others>() + others.made().count() * std::mem::size_of::<HotStripe>()
+            std::mem::size_of::<super::others::Others>()
+                + others.made().count() * std::mem::size_of::<HotStripe>()
         })
     }
 }
