@@ -332,7 +332,7 @@ impl Entry<'_> {
 
 impl Drop for Entry<'_> {
     /// Small enough to inline where the entry is dropped: what a call with only resource
-    /// statistics needs; the rest ([`exit_more`](Entry::exit_more)) out of line.
+    /// statistics needs; the rest (`exit_more`) out of line.
     #[inline]
     fn drop(&mut self) {
         if self.pending != 0 && self.exit_pending() {
