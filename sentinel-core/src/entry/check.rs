@@ -14,7 +14,7 @@ use super::guard::{
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode, ResourceRules, RuleSnapshot};
-use crate::flow::{plain_qps_passes, CheckContext};
+use crate::flow::{plain_qps_passes, CheckContext, FlowRule};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
 use crate::stat::StatNode;
@@ -104,6 +104,22 @@ impl<'a> EntryBuilder<'a> {
                     origin_node: origin_node.as_deref(),
                     context_node: context_node.as_deref(),
                 };
+                if let (Fast::Qps(count), false) = (fast, self.prioritized) {
+                    // The plain QPS rule blocks the call (a prioritized one may borrow a
+                    // coming slot: the full checks decide): the rule, if the table still
+                    // holds it alone.
+                    let rule = with_rules(&node.shared, |snapshot| {
+                        plain_rule(snapshot, node.rules_in(snapshot), count)
+                    });
+                    if let Some(rule) = rule {
+                        let error = BlockError::Flow {
+                            resource: node.name.clone(),
+                            rule,
+                        };
+                        record_block(&call, batch, 0, &error);
+                        return Err(error);
+                    }
+                }
                 // The checks report through `blocked` and return a register-sized verdict:
                 // moving a large return value out of them costs more than the checks.
                 let mut blocked: Option<BlockError> = None;
@@ -311,6 +327,24 @@ impl EntryBuilder<'_> {
         }
         verdict
     }
+}
+
+/// The plain QPS rule of `count` the fast path found, if the table still holds it and
+/// nothing else for the resource (it may have changed since).
+#[cold]
+fn plain_rule(
+    snapshot: &RuleSnapshot,
+    rules: Option<&ResourceRules>,
+    count: f64,
+) -> Option<Arc<FlowRule>> {
+    let rules = rules.filter(|r| {
+        snapshot.shadow.is_none()
+            && r.plain_qps == Some(count)
+            && r.authority.is_none()
+            && r.param.is_none()
+            && r.breakers.is_none()
+    })?;
+    rules.flow.as_ref()?.only_rule().cloned()
 }
 
 /// What the rule table says of a call before its statistics are read.

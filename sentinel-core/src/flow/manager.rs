@@ -391,6 +391,14 @@ impl ResourceFlowRules {
         }
     }
 
+    /// The resource's only rule, when it is a plain QPS reject rule.
+    pub(crate) fn only_rule(&self) -> Option<&Arc<FlowRule>> {
+        match self.rules.as_slice() {
+            [only] if only.plain_qps.is_some() => Some(&only.rule),
+            _ => None,
+        }
+    }
+
     /// Sentinel's `FlowRuleChecker.selectNodeByRequesterAndStrategy`.
     ///
     /// An origin is an `other` caller when it is not empty and no rule of the resource names
