@@ -150,6 +150,9 @@ impl<'a> EntryBuilder<'a> {
     /// [`enter_async`](Self::enter_async) in async code.
     ///
     /// A queued call is counted (as passed and in flight) when its wait ends, as in Sentinel.
+    // The entry methods inline into the caller, where the builder's settings (no origin,
+    // batch 1, ...) are constants the checks fold.
+    #[inline]
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         let mut wait = Duration::ZERO;
         // The result is returned as it is, so it is built in place.
@@ -199,6 +202,7 @@ impl<'a> EntryBuilder<'a> {
     /// # assert_eq!(rt.block_on(order(sentinel.clone(), "alice".into())), 200);
     /// # assert_eq!(rt.block_on(order(sentinel, "alice".into())), 429);
     /// ```
+    #[inline]
     pub fn enter_owned(self) -> Result<Entry<'static>, BlockError> {
         let mut wait = Duration::ZERO;
         let result = self.check_owned(&mut wait);
@@ -225,6 +229,7 @@ impl<'a> EntryBuilder<'a> {
     /// };
     /// drop(entry);
     /// ```
+    #[inline]
     pub fn try_enter(self) -> Result<Admission<'a>, BlockError> {
         let mut wait = Duration::ZERO;
         let entry = self.check(&mut wait)?;
@@ -255,6 +260,7 @@ impl<'a> EntryBuilder<'a> {
     /// drop(name); // the entry outlives the name it was entered by
     /// drop(entry);
     /// ```
+    #[inline]
     pub fn try_enter_owned(self) -> Result<Admission<'static>, BlockError> {
         let mut wait = Duration::ZERO;
         let entry = self.check_owned(&mut wait)?;

@@ -86,56 +86,89 @@ impl<'a> EntryBuilder<'a> {
                 }
             },
         );
-        // Places thread-grade param rules take (given back if a later check blocks), dropped
-        // by hand, so that a call without any pays no drop glue; none on the fast path.
-        let (verdict, holds) = match fast {
-            Fast::Pass => (Verdict::default(), ManuallyDrop::new(Holds::None)),
-            Fast::Qps(count)
-                if plain_qps_passes(Some(count), &node.stat, now, self.batch, self.prioritized) =>
-            {
-                (Verdict::default(), ManuallyDrop::new(Holds::None))
+        // Each way out builds its entry with its own copy of `passed` (inlined), so the fast
+        // path's constant verdict folds away.
+        let passed = match fast {
+            Fast::Pass => true,
+            Fast::Qps(count) => {
+                plain_qps_passes(Some(count), &node.stat, now, self.batch, self.prioritized)
             }
-            fast => {
-                let call = Call {
-                    node,
-                    now,
-                    inbound,
-                    plain_failed: matches!(fast, Fast::Qps(_)),
-                    origin_node: origin_node.as_deref(),
-                    context_node: context_node.as_deref(),
-                };
-                if let (Fast::Qps(count), false) = (fast, self.prioritized) {
-                    // The plain QPS rule blocks the call (a prioritized one may borrow a
-                    // coming slot: the full checks decide): the rule, if the table still
-                    // holds it alone.
-                    let rule = with_rules(&node.shared, |snapshot| {
-                        plain_rule(snapshot, node.rules_in(snapshot), count)
-                    });
-                    if let Some(rule) = rule {
-                        let error = BlockError::Flow {
-                            resource: node.name.clone(),
-                            rule,
-                        };
-                        record_block(&call, batch, 0, &error);
-                        return Err(error);
-                    }
-                }
-                // The checks report through `blocked` and return a register-sized verdict:
-                // moving a large return value out of them costs more than the checks.
-                let mut blocked: Option<BlockError> = None;
-                let mut holds = ManuallyDrop::new(Holds::None);
-                let verdict = with_rules(&node.shared, |snapshot| {
-                    let rules = node.rules_in(snapshot);
-                    self.checks(&call, snapshot, rules, &mut holds, &mut blocked)
-                });
-                if let Some(error) = blocked {
-                    record_block(&call, batch, verdict.reserved, &error);
-                    drop(ManuallyDrop::into_inner(holds));
-                    return Err(error);
-                }
-                (verdict, holds)
-            }
+            Fast::Full => false,
         };
+        if passed {
+            return Ok(self.passed(
+                node_ref,
+                origin_node,
+                context_node,
+                now,
+                Verdict::default(),
+                ManuallyDrop::new(Holds::None),
+                wait_out,
+            ));
+        }
+        let call = Call {
+            node,
+            now,
+            inbound,
+            plain_failed: matches!(fast, Fast::Qps(_)),
+            origin_node: origin_node.as_deref(),
+            context_node: context_node.as_deref(),
+        };
+        if let (Fast::Qps(count), false) = (fast, self.prioritized) {
+            // The plain QPS rule blocks the call (a prioritized one may borrow a coming slot:
+            // the full checks decide): the rule, if the table still holds it alone.
+            let rule = with_rules(&node.shared, |snapshot| {
+                plain_rule(snapshot, node.rules_in(snapshot), count)
+            });
+            if let Some(rule) = rule {
+                let error = BlockError::Flow {
+                    resource: node.name.clone(),
+                    rule,
+                };
+                record_block(&call, batch, 0, &error);
+                return Err(error);
+            }
+        }
+        // The checks report through `blocked` and return a register-sized verdict: moving a
+        // large return value out of them costs more than the checks. Places thread-grade
+        // param rules take (given back if a later check blocks) are dropped by hand, so that
+        // a call without any pays no drop glue.
+        let mut blocked: Option<BlockError> = None;
+        let mut holds = ManuallyDrop::new(Holds::None);
+        let verdict = with_rules(&node.shared, |snapshot| {
+            let rules = node.rules_in(snapshot);
+            self.checks(&call, snapshot, rules, &mut holds, &mut blocked)
+        });
+        if let Some(error) = blocked {
+            record_block(&call, batch, verdict.reserved, &error);
+            drop(ManuallyDrop::into_inner(holds));
+            return Err(error);
+        }
+        Ok(self.passed(
+            node_ref,
+            origin_node,
+            context_node,
+            now,
+            verdict,
+            holds,
+            wait_out,
+        ))
+    }
+
+    /// Counts a call the checks let through (unless it queues: it is counted when its wait
+    /// ends) and makes its entry.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn passed<'e>(
+        &self,
+        node_ref: NodeRef<'e>,
+        origin_node: Option<Arc<StatNode>>,
+        context_node: Option<Arc<StatNode>>,
+        now: u64,
+        verdict: Verdict,
+        holds: ManuallyDrop<Holds>,
+        wait_out: &mut Duration,
+    ) -> Entry<'e> {
         let Verdict {
             wait_ns,
             borrowed,
@@ -143,21 +176,22 @@ impl<'a> EntryBuilder<'a> {
             probe,
             reserved,
         } = verdict;
+        let inbound = self.entry_type == EntryType::Inbound;
         if wait_ns != 0 {
             // A blocked call never queues. A queued one is counted when its wait ends.
             *wait_out = Duration::from_nanos(wait_ns);
         } else {
             count_pass(
-                node,
+                &node_ref,
                 origin_node.as_deref(),
                 context_node.as_deref(),
                 inbound,
                 now,
-                batch,
+                u64::from(self.batch),
                 borrowed,
             );
         }
-        Ok(Entry {
+        Entry {
             node: Some(node_ref),
             origin_node,
             context_node,
@@ -178,7 +212,7 @@ impl<'a> EntryBuilder<'a> {
             batch: self.batch,
             inbound,
             error: false,
-        })
+        }
     }
 }
 
