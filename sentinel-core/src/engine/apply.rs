@@ -3,6 +3,7 @@
 //! tables, and publish them all in one store.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::sentinel::Sentinel;
@@ -237,6 +238,10 @@ impl Sentinel {
         let shadow_rules = next.shadow.as_ref().map_or(0, |s| s.of_source(source));
         let version = next.version;
         self.inner.shared.rules.store(Arc::new(next));
+        self.inner
+            .shared
+            .rules_version
+            .store(version, Ordering::Release);
         if let Some((families, shadow)) = owned {
             self.own(source, families, shadow);
         }

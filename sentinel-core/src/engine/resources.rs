@@ -153,6 +153,9 @@ pub(crate) struct ResourceNode {
     pub(crate) rule_slot: AtomicU64,
     /// The same for the shadow rule table (see `ShadowSnapshot::slot_of`).
     pub(crate) shadow_slot: AtomicU64,
+    /// What the rule table last seen says of an outbound call of this resource, tagged with
+    /// its version, for the common call's fast path (`entry::fast`).
+    pub(crate) fast: AtomicU64,
     /// Blocks by reason, since the node was made.
     pub(crate) blocks: BlockTally,
     #[cfg(feature = "metrics")]
@@ -355,6 +358,7 @@ impl Registry {
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
                 shadow_slot: AtomicU64::new(0),
+                fast: AtomicU64::new(crate::entry::UNCACHED_FAST),
                 blocks: BlockTally::default(),
             })
     }

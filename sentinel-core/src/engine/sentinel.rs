@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
@@ -39,6 +39,7 @@ impl Drop for Inner {
         // Compiled rules can hold resource nodes (a relate rule's node), and nodes hold the
         // shared state that holds the rules: break that cycle when the last handle goes.
         self.shared.rules.store(Arc::new(RuleSnapshot::default()));
+        self.shared.rules_version.store(0, Ordering::Release);
     }
 }
 
@@ -143,6 +144,7 @@ impl SentinelBuilder {
         let shared = Arc::new(Shared {
             clock,
             rules: ArcSwap::from_pointee(RuleSnapshot::default()),
+            rules_version: AtomicU64::new(0),
             inbound: StatNode::new(),
             events: EventBus::default(),
             system_status,

@@ -2,7 +2,7 @@
 //! access to the current rule table.
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -21,6 +21,9 @@ use crate::system::{ProcSystemStatus, SystemStatus};
 pub(crate) struct Shared {
     pub(crate) clock: EngineClock,
     pub(crate) rules: ArcSwap<RuleSnapshot>,
+    /// The version of `rules`, stored after each new table: what a node's cached fast-path
+    /// verdict is checked against.
+    pub(crate) rules_version: AtomicU64,
     pub(crate) inbound: StatNode,
     pub(crate) events: EventBus,
     pub(crate) system_status: OnceLock<Arc<dyn SystemStatus>>,

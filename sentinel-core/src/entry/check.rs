@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::builder::{EntryBuilder, EntryType, Target};
+use super::fast::{plain_rule, Fast, LIMIT_CAP};
 use super::guard::{
     count_pass, give_back, queued_bits, Entry, NodeRef, BREAKERS, PARAM_HOLDS, RESERVED_ON_INBOUND,
     SHADOW_BREAKERS,
@@ -14,7 +15,7 @@ use super::guard::{
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, ResourceNode, ResourceRules, RuleSnapshot};
-use crate::flow::{plain_qps_passes, CheckContext, FlowRule};
+use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
 use crate::stat::StatNode;
@@ -64,35 +65,23 @@ impl<'a> EntryBuilder<'a> {
         let context_node = self.context.and_then(|c| node.context_node(c));
         let inbound = self.entry_type == EntryType::Inbound;
         let batch = u64::from(self.batch);
-        // The common call, with nothing but (at most) one plain QPS rule to check, reads
-        // only that much of the rule table: small enough for the table's thread-local access
-        // to inline. Every other call, and one the QPS rule would block, takes the full
-        // checks, out of line (on the rule table current then).
-        let fast = with_rules(
-            &node.shared,
-            #[inline(always)]
-            |snapshot| {
-                if inbound || snapshot.shadow.is_some() {
-                    return Fast::Full;
-                }
-                match node.rules_in(snapshot) {
-                    None => Fast::Pass,
-                    Some(r)
-                        if r.authority.is_none() && r.param.is_none() && r.breakers.is_none() =>
-                    {
-                        r.plain_qps.map_or(Fast::Full, Fast::Qps)
-                    }
-                    Some(_) => Fast::Full,
-                }
-            },
-        );
+        // The common call, with nothing but (at most) one plain QPS rule to check, reads no
+        // rule table: its node caches what the current one says of it. Every other call,
+        // and one the QPS rule would block, takes the full checks, out of line (on the rule
+        // table current then).
+        let fast = if inbound {
+            Fast::Full
+        } else {
+            match Fast::cached(node) {
+                Some(fast) => fast,
+                None => with_rules(&node.shared, |snapshot| Fast::refresh(snapshot, node)),
+            }
+        };
         // Each way out builds its entry with its own copy of `passed` (inlined), so the fast
         // path's constant verdict folds away.
         let passed = match fast {
             Fast::Pass => true,
-            Fast::Qps(count) => {
-                plain_qps_passes(Some(count), &node.stat, now, self.batch, self.prioritized)
-            }
+            Fast::Qps(limit) => !self.prioritized && node.stat.passes(now) + batch <= limit,
             Fast::Full => false,
         };
         if passed {
@@ -106,19 +95,21 @@ impl<'a> EntryBuilder<'a> {
                 wait_out,
             ));
         }
+        // Past the cap, a limit stands for a larger count: only the full checks know it.
+        let plain_failed = matches!(fast, Fast::Qps(limit) if limit < LIMIT_CAP);
         let call = Call {
             node,
             now,
             inbound,
-            plain_failed: matches!(fast, Fast::Qps(_)),
+            plain_failed,
             origin_node: origin_node.as_deref(),
             context_node: context_node.as_deref(),
         };
-        if let (Fast::Qps(count), false) = (fast, self.prioritized) {
+        if let (Fast::Qps(limit), true, false) = (fast, plain_failed, self.prioritized) {
             // The plain QPS rule blocks the call (a prioritized one may borrow a coming slot:
             // the full checks decide): the rule, if the table still holds it alone.
             let rule = with_rules(&node.shared, |snapshot| {
-                plain_rule(snapshot, node.rules_in(snapshot), count)
+                plain_rule(snapshot, node.rules_in(snapshot), limit)
             });
             if let Some(rule) = rule {
                 let error = BlockError::Flow {
@@ -361,35 +352,6 @@ impl EntryBuilder<'_> {
         }
         verdict
     }
-}
-
-/// The plain QPS rule of `count` the fast path found, if the table still holds it and
-/// nothing else for the resource (it may have changed since).
-#[cold]
-fn plain_rule(
-    snapshot: &RuleSnapshot,
-    rules: Option<&ResourceRules>,
-    count: f64,
-) -> Option<Arc<FlowRule>> {
-    let rules = rules.filter(|r| {
-        snapshot.shadow.is_none()
-            && r.plain_qps == Some(count)
-            && r.authority.is_none()
-            && r.param.is_none()
-            && r.breakers.is_none()
-    })?;
-    rules.flow.as_ref()?.only_rule().cloned()
-}
-
-/// What the rule table says of a call before its statistics are read.
-#[derive(Clone, Copy)]
-enum Fast {
-    /// No rule applies: it passes.
-    Pass,
-    /// One plain QPS rule with this count, and nothing else, applies.
-    Qps(f64),
-    /// Anything else: the full checks.
-    Full,
 }
 
 /// What the checks decided for a call that passed.

@@ -3,6 +3,8 @@
 
 mod builder;
 mod check;
+mod fast;
+pub(crate) use fast::UNCACHED as UNCACHED_FAST;
 mod guard;
 
 pub use builder::{Admission, EntryBuilder, EntryType, Queued, ResourceHandle};

@@ -197,7 +197,7 @@ impl StatNode {
     /// Passes in the window ending at `now`, including passes borrowed from rounds that have
     /// started.
     #[inline(always)]
-    fn passes(&self, now: u64) -> u64 {
+    pub(crate) fn passes(&self, now: u64) -> u64 {
         let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
         self.second_passes(round_of(now)) + self.borrowed_in(from, now + 1)
     }
