@@ -54,6 +54,10 @@ pub(crate) trait Family:
     /// converters that do not validate).
     fn validate(&self, index: usize) -> Vec<RuleIssue>;
 
+    /// Whether the family has checks that span the rules of one payload
+    /// ([`keep_together`](Family::keep_together)).
+    const CHECKED_TOGETHER: bool = false;
+
     /// Checks that span the rules of one payload, after each rule passed [`validate`]: the
     /// rules that may load together (every one, unless the family says otherwise).
     ///
@@ -179,6 +183,8 @@ impl Family for AuthorityRule {
     }
 
     /// One rule per resource: a second one is an issue.
+    const CHECKED_TOGETHER: bool = true;
+
     fn keep_together(rules: Vec<(usize, Self)>, issues: &mut Vec<RuleIssue>) -> Vec<Self> {
         authority::one_rule_per_resource(rules, issues)
     }
@@ -241,16 +247,25 @@ impl Family for ParamFlowRule {
 /// Validates one family's rules: each with [`Family::validate`], then together with
 /// [`Family::keep_together`]. Returns the rules that may load; `issues` receives the rest.
 pub(crate) fn validate_all<F: Family>(rules: Vec<F>, issues: &mut Vec<RuleIssue>) -> Vec<F> {
-    // Sized up front: `filter_map` gives no lower bound, and growing a list of 10 000 rules
-    // by doubling copies it over and over.
-    let mut valid: Vec<(usize, F)> = Vec::with_capacity(rules.len());
-    for (index, rule) in rules.into_iter().enumerate() {
+    // Validated in place: the list is copied only when a rule is left out or the family
+    // checks rules together.
+    let mut invalid: Vec<usize> = Vec::new();
+    for (index, rule) in rules.iter().enumerate() {
         let found = rule.validate(index);
-        if found.is_empty() {
-            valid.push((index, rule));
+        if !found.is_empty() {
+            invalid.push(index);
         }
         issues.extend(found);
     }
+    if invalid.is_empty() && !F::CHECKED_TOGETHER {
+        return rules;
+    }
+    let mut invalid = invalid.into_iter().peekable();
+    let valid: Vec<(usize, F)> = rules
+        .into_iter()
+        .enumerate()
+        .filter(|(index, _)| invalid.next_if_eq(index).is_none())
+        .collect();
     F::keep_together(valid, issues)
 }
 

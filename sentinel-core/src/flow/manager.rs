@@ -101,7 +101,7 @@ impl LimitApp {
 }
 
 /// The flow rules of one resource, in check order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct ResourceFlowRules {
     /// Inline when there is one (most resources): one allocation less per resource.
     rules: Rules,
@@ -156,9 +156,12 @@ impl FlowTable {
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
     ) -> Self {
-        // Grouped by the name the rules carry; one `Arc<str>` per resource, made below.
-        let mut grouped: FastMap<&str, Rules> =
+        // Each resource's entry is built in place, keyed by the previous table's `Arc<str>`
+        // of its name when it had the resource (shared with its node), else a new one.
+        let mut by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        // Resources with more than one rule: put in check order at the end.
+        let mut several: Vec<&str> = Vec::new();
         let mut cluster_checks = match backend {
             Some(backend) => register_rules(backend, &rules),
             None => Vec::new(),
@@ -178,9 +181,17 @@ impl FlowTable {
                 }
                 continue;
             }
-            let controller = Controller::keeps_state(rule).then(|| {
-                previous
-                    .controller_of(rule)
+            let name = rule.resource.as_str();
+            let keeps_state = Controller::keeps_state(rule);
+            let entry = by_resource.get_mut(name);
+            let before = if entry.is_none() || keeps_state {
+                previous.by_resource.get_key_value(name)
+            } else {
+                None
+            };
+            let controller = keeps_state.then(|| {
+                before
+                    .and_then(|(_, rules)| rules.controller_of(rule))
                     .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)))
             });
             let ref_node = match (rule.strategy, &rule.ref_resource) {
@@ -194,46 +205,56 @@ impl FlowTable {
                 && rule.strategy == FlowStrategy::Direct
                 && LimitApp::of(rule) == LimitApp::Default
                 && !rule.cluster_mode;
-            grouped
-                .entry(&rule.resource)
-                .or_default()
-                .push(CompiledFlowRule {
-                    plain_qps: plain.then_some(rule.count),
-                    app: LimitApp::of(rule),
-                    rule: rule.clone(),
-                    controller,
-                    ref_node,
-                    cluster,
-                });
+            let compiled = CompiledFlowRule {
+                plain_qps: plain.then_some(rule.count),
+                app: LimitApp::of(rule),
+                rule: rule.clone(),
+                controller,
+                ref_node,
+                cluster,
+            };
+            match entry {
+                // Not shared yet: `make_mut` never copies here.
+                Some(entry) => {
+                    let entry = Arc::make_mut(entry);
+                    if entry.rules.len() == 1 {
+                        several.push(name);
+                    }
+                    entry.rules.push(compiled);
+                }
+                None => {
+                    let key = before.map_or_else(|| Arc::from(name), |(key, _)| key.clone());
+                    let list: Rules = smallvec::smallvec![compiled];
+                    by_resource.insert(key, Arc::new(ResourceFlowRules::new(list, &[])));
+                }
+            }
         }
-        let by_resource = grouped
-            .into_iter()
-            .map(|(resource, list)| {
-                let unchecked = unchecked_apps.get(resource).map_or(&[][..], Vec::as_slice);
-                let rules = ResourceFlowRules::new(list, unchecked);
-                (Arc::from(resource), Arc::new(rules))
-            })
-            .collect();
+        // Several rules go in check order; unchecked rules' `limitApp`s name origins too.
+        for name in several.into_iter().chain(unchecked_apps.keys().copied()) {
+            if let Some(entry) = by_resource.get_mut(name) {
+                let entry = Arc::make_mut(entry);
+                let unchecked = unchecked_apps.get(name).map_or(&[][..], Vec::as_slice);
+                *entry = ResourceFlowRules::new(std::mem::take(&mut entry.rules), unchecked);
+            }
+        }
         Self {
             patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
         }
     }
+}
 
-    /// The controller this table compiled for a rule equal to `rule`, if it keeps state.
+impl ResourceFlowRules {
+    /// The controller compiled for a rule equal to `rule`, if it keeps state.
     fn controller_of(&self, rule: &FlowRule) -> Option<Arc<Controller>> {
-        self.by_resource
-            .get(rule.resource.as_str())?
-            .rules
+        self.rules
             .iter()
             .find(|compiled| *compiled.rule == *rule)?
             .controller
             .clone()
     }
-}
 
-impl ResourceFlowRules {
     /// The rules, in check order.
     pub(crate) fn rule_arcs(&self) -> impl Iterator<Item = &Arc<FlowRule>> {
         self.rules.iter().map(|c| &c.rule)

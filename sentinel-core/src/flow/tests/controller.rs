@@ -455,3 +455,34 @@ fn warm_up_rate_limiter_spacing_tightens_as_the_rule_warms() {
         "{per_second:?}"
     );
 }
+
+#[test]
+fn a_reload_keeps_each_name_and_puts_a_resource_s_rules_in_check_order() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let table = || s.inner.shared.rules.load().tables.flow.clone();
+    let load = |count: f64| {
+        let rules = vec![
+            FlowRule::qps("a", count),
+            FlowRule::qps("b", count),
+            FlowRule::qps("a", 1.0).limit_app("app1"),
+            FlowRule::qps("a", count),
+        ];
+        s.flow_rules().load_rules(rules).unwrap();
+    };
+    load(5.0);
+    let first = table();
+    let (name, rules) = first.by_resource.get_key_value("a").unwrap();
+    // The specific origin's rule first, and the duplicate gone.
+    let apps: Vec<&str> = rules.rule_arcs().map(|r| r.limit_app.as_str()).collect();
+    assert_eq!(apps, ["app1", "default"]);
+    load(6.0);
+    let second = table();
+    let (again, rules) = second.by_resource.get_key_value("a").unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(name, again),
+        "the name's allocation is kept"
+    );
+    let counts: Vec<f64> = rules.rule_arcs().map(|r| r.count).collect();
+    assert_eq!(counts, [1.0, 6.0]);
+}
