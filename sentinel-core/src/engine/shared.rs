@@ -78,8 +78,10 @@ impl std::ops::Deref for RulesOf {
 thread_local! {
     /// The rule table of the engine this thread entered last. A cache hit costs one atomic
     /// load (no read-modify-write), where `ArcSwap::load` costs a few; the cached table is
-    /// replaced as soon as a newer one is published. The thread keeps that engine's rule
-    /// state (not its statistics) alive until it enters another engine or exits.
+    /// replaced when the thread next reads a table after a newer one is published. The thread
+    /// keeps that table (not the statistics) alive until then, until it enters another engine,
+    /// or until it exits: calls on the fast path (`entry::fast`) read no table, so a thread
+    /// whose calls all take it keeps the table it read last (one table per thread at most).
     static RULES: std::cell::RefCell<Option<arc_swap::Cache<RulesOf, Arc<RuleSnapshot>>>> =
         const { std::cell::RefCell::new(None) };
 }
