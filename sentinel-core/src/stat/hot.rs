@@ -1,5 +1,6 @@
 //! The second-level window of one stripe of a [`StatNode`](super::StatNode), in a fixed
-//! shape: four 500 ms buckets of 32 bytes, each tagged with the round it holds.
+//! shape: four 500 ms buckets, each tagged with the round it holds; the four heads (tag and
+//! passes) share a cache line, apart from the other counters.
 //!
 //! A bucket's first word holds the round's tag (the low 32 bits of the round number) and the
 //! round's passes, so starting a round and counting its first pass is one store, and a
@@ -65,12 +66,16 @@ fn full_round(head: u64, near: u64) -> Option<u64> {
     near.checked_add_signed(i64::from(diff))
 }
 
-/// One round of one stripe: 32 bytes.
-#[repr(C, align(32))]
+/// The rounds' heads, on a cache line of their own: a QPS check on another thread reads
+/// only them, so the exit's writes (to the bodies) do not move the line it reads.
+#[repr(C, align(64))]
 #[derive(Debug)]
-struct Bucket {
-    /// The round's tag (high 32 bits) and its passes (low 32 bits); [`EMPTY`] if unused.
-    head: AtomicU64,
+struct Heads([AtomicU64; LEN]);
+
+/// A round's counters besides its head: 24 bytes.
+#[repr(C)]
+#[derive(Debug)]
+struct Body {
     /// Completions (high 24 bits) and their RT sum in ms (low 40 bits).
     done: AtomicU64,
     /// Blocks (low 32 bits) and errors (high 32 bits).
@@ -79,16 +84,27 @@ struct Bucket {
     more: AtomicU64,
 }
 
-impl Bucket {
+impl Body {
     const fn new() -> Self {
         Self {
-            head: AtomicU64::new(EMPTY),
             done: AtomicU64::new(0),
             rare: AtomicU64::new(0),
             more: AtomicU64::new(0),
         }
     }
+}
 
+/// One round of one stripe: its head and its body.
+#[derive(Debug, Clone, Copy)]
+struct Bucket<'a> {
+    /// The round's tag (high 32 bits) and its passes (low 32 bits); [`EMPTY`] if unused.
+    head: &'a AtomicU64,
+    done: &'a AtomicU64,
+    rare: &'a AtomicU64,
+    more: &'a AtomicU64,
+}
+
+impl Bucket<'_> {
     /// The count of `event` in this bucket whose head is `head`.
     #[inline(always)]
     fn get(&self, head: u64, event: Event) -> u64 {
@@ -145,7 +161,8 @@ pub(crate) type Retired = (u64, [u64; 6]);
 #[repr(C, align(64))]
 #[derive(Debug)]
 pub(crate) struct HotStripe {
-    buckets: [Bucket; LEN],
+    heads: Heads,
+    bodies: [Body; LEN],
     gauge: AtomicI64,
 }
 
@@ -158,14 +175,26 @@ impl Default for HotStripe {
 impl HotStripe {
     pub(crate) const fn new() -> Self {
         Self {
-            buckets: [Bucket::new(), Bucket::new(), Bucket::new(), Bucket::new()],
+            heads: Heads([const { AtomicU64::new(EMPTY) }; LEN]),
+            bodies: [Body::new(), Body::new(), Body::new(), Body::new()],
             gauge: AtomicI64::new(0),
         }
     }
 
     #[inline(always)]
-    fn bucket(&self, round: u64) -> &Bucket {
-        &self.buckets[(round as usize) & (LEN - 1)]
+    fn bucket(&self, round: u64) -> Bucket<'_> {
+        self.at((round as usize) & (LEN - 1))
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> Bucket<'_> {
+        let body = &self.bodies[i];
+        Bucket {
+            head: &self.heads.0[i],
+            done: &body.done,
+            rare: &body.rare,
+            more: &body.more,
+        }
     }
 
     /// Counts `n` passes in `round`. `retire` gets the round a reused bucket held.
@@ -189,7 +218,7 @@ impl HotStripe {
     /// The bucket of `round` for counting something other than a pass: restarted first if
     /// it holds an older round.
     #[inline(always)]
-    fn current(&self, round: u64, owned: bool, retire: impl FnOnce(Retired)) -> &Bucket {
+    fn current(&self, round: u64, owned: bool, retire: impl FnOnce(Retired)) -> Bucket<'_> {
         let bucket = self.bucket(round);
         if bucket.head.load(Ordering::Acquire) ^ tag(round) > PASS_CAP {
             self.renew(round, 0, owned, retire);
@@ -271,14 +300,14 @@ impl HotStripe {
     #[inline]
     pub(crate) fn block(&self, round: u64, n: u64, owned: bool, retire: impl FnOnce(Retired)) {
         let bucket = self.current(round, owned, retire);
-        update(&bucket.rare, owned, |w| add_low(w, n, LOW));
+        update(bucket.rare, owned, |w| add_low(w, n, LOW));
     }
 
     /// Counts `n` occupied passes in `round`.
     #[inline]
     pub(crate) fn occupied(&self, round: u64, n: u64, owned: bool, retire: impl FnOnce(Retired)) {
         let bucket = self.current(round, owned, retire);
-        update(&bucket.more, owned, |w| add_low(w, n, LOW));
+        update(bucket.more, owned, |w| add_low(w, n, LOW));
     }
 
     /// Counts `n` completions in `round` that took `rt` ms (added to the RT sum once, as
@@ -297,7 +326,7 @@ impl HotStripe {
         let v = (n.min(COUNT_CAP) << RT_BITS) | rt.min(RT_CAP);
         let min = (rt.min(MIN_RT_CAP) + 1) << 32;
         if owned {
-            let done = &bucket.done;
+            let done = bucket.done;
             done.store(
                 done.load(Ordering::Relaxed).wrapping_add(v),
                 Ordering::Relaxed,
@@ -320,7 +349,7 @@ impl HotStripe {
             }
         }
         if error {
-            update(&bucket.rare, owned, |w| add_high(w, n));
+            update(bucket.rare, owned, |w| add_high(w, n));
         }
     }
 
@@ -356,7 +385,7 @@ impl HotStripe {
 
     /// The buckets holding the rounds of the second ending in `round`, with their heads.
     #[inline]
-    fn live(&self, round: u64) -> impl Iterator<Item = (&Bucket, u64)> {
+    fn live(&self, round: u64) -> impl Iterator<Item = (Bucket<'_>, u64)> {
         [Some(round), round.checked_sub(1)]
             .into_iter()
             .flatten()
@@ -385,8 +414,8 @@ impl HotStripe {
     }
 
     /// The written buckets and their full rounds (the ones nearest `near`).
-    fn written(&self, near: u64) -> impl Iterator<Item = (&Bucket, u64, u64)> {
-        self.buckets.iter().filter_map(move |b| {
+    fn written(&self, near: u64) -> impl Iterator<Item = (Bucket<'_>, u64, u64)> {
+        (0..LEN).map(|i| self.at(i)).filter_map(move |b| {
             let head = b.head.load(Ordering::Acquire);
             if head == EMPTY {
                 return None;
