@@ -13,23 +13,29 @@ use governor::{Quota, RateLimiter};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::Sentinel;
 
-/// Runs `iters` calls of `call` on each of `threads` threads at once; the wall time.
+/// Runs `iters` calls of `call` on each of `threads` threads at once; the time of the slowest
+/// thread. Each thread times itself from the moment they all start: a timer on another thread
+/// could be scheduled late on a 2-core machine and miss part of the calls.
 fn on_threads(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
-    let barrier = Barrier::new(threads + 1);
+    let barrier = Barrier::new(threads);
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                barrier.wait();
-                for _ in 0..iters {
-                    call();
-                }
-                barrier.wait();
-            });
-        }
-        barrier.wait();
-        let start = Instant::now();
-        barrier.wait();
-        start.elapsed()
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        call();
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a benchmark thread panicked"))
+            .max()
+            .unwrap_or_default()
     })
 }
 
