@@ -41,12 +41,13 @@ pub(super) fn limit_of(count: f64) -> Option<u64> {
 }
 
 impl Fast {
-    /// The verdict `snapshot` gives an outbound call of `node`.
-    fn of(snapshot: &RuleSnapshot, node: &ResourceNode) -> Self {
+    /// The verdict `snapshot` gives an outbound call of a resource whose rules in it are
+    /// `rules`.
+    fn of(snapshot: &RuleSnapshot, rules: Option<&ResourceRules>) -> Self {
         if snapshot.shadow.is_some() {
             return Fast::Full;
         }
-        match node.rules_in(snapshot) {
+        match rules {
             None => Fast::Pass,
             Some(r) if r.authority.is_none() && r.param.is_none() && r.breakers.is_none() => {
                 r.plain_qps.and_then(limit_of).map_or(Fast::Full, Fast::Qps)
@@ -73,7 +74,7 @@ impl Fast {
     /// calls may cache an older table's verdict over a newer one: the next call then finds
     /// the version tag stale and caches again.
     pub(super) fn refresh(snapshot: &RuleSnapshot, node: &ResourceNode) -> Self {
-        let fast = Fast::of(snapshot, node);
+        let fast = Fast::of(snapshot, node.rules_in(snapshot));
         let verdict = match fast {
             Fast::Pass => PASS,
             Fast::Full => FULL,
@@ -95,14 +96,10 @@ pub(super) fn plain_rule(
     rules: Option<&ResourceRules>,
     limit: u64,
 ) -> Option<Arc<FlowRule>> {
-    let rules = rules.filter(|r| {
-        snapshot.shadow.is_none()
-            && r.plain_qps.and_then(limit_of) == Some(limit)
-            && r.authority.is_none()
-            && r.param.is_none()
-            && r.breakers.is_none()
-    })?;
-    rules.flow.as_ref()?.only_rule().cloned()
+    if Fast::of(snapshot, rules) != Fast::Qps(limit) {
+        return None;
+    }
+    rules?.flow.as_ref()?.only_rule().cloned()
 }
 
 #[cfg(test)]
