@@ -182,9 +182,9 @@ impl Family for AuthorityRule {
         AuthorityRule::validate(self, index)
     }
 
-    /// One rule per resource: a second one is an issue.
     const CHECKED_TOGETHER: bool = true;
 
+    /// One rule per resource: a second one is an issue.
     fn keep_together(rules: Vec<(usize, Self)>, issues: &mut Vec<RuleIssue>) -> Vec<Self> {
         authority::one_rule_per_resource(rules, issues)
     }

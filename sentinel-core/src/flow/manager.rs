@@ -229,8 +229,12 @@ impl FlowTable {
                 }
             }
         }
-        // Several rules go in check order; unchecked rules' `limitApp`s name origins too.
-        for name in several.into_iter().chain(unchecked_apps.keys().copied()) {
+        // Several rules go in check order; unchecked rules' `limitApp`s name origins too
+        // (each entry rebuilt once).
+        let several = several
+            .into_iter()
+            .filter(|name| !unchecked_apps.contains_key(name));
+        for name in several.chain(unchecked_apps.keys().copied()) {
             if let Some(entry) = by_resource.get_mut(name) {
                 let entry = Arc::make_mut(entry);
                 let unchecked = unchecked_apps.get(name).map_or(&[][..], Vec::as_slice);
