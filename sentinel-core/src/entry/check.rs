@@ -18,7 +18,7 @@ use crate::engine::{with_rules, ResourceNode, ResourceRules, RuleSnapshot};
 use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
-use crate::stat::StatNode;
+use crate::stat::{StatNode, Trial};
 
 impl<'a> EntryBuilder<'a> {
     #[inline(always)]
@@ -79,18 +79,22 @@ impl<'a> EntryBuilder<'a> {
         };
         // Each way out builds its entry with its own copy of `passed` (inlined), so the fast
         // path's constant verdict folds away.
-        let passed = match fast {
-            Fast::Pass => true,
-            Fast::Qps(limit) => !self.prioritized && node.stat.passes(now) + batch <= limit,
-            Fast::Full => false,
+        let trial = match fast {
+            Fast::Pass => Trial::Fits,
+            Fast::Qps(limit) if !self.prioritized => node.stat.try_pass(now, batch, limit),
+            Fast::Qps(_) | Fast::Full => Trial::Over,
         };
-        if passed {
+        if trial != Trial::Over {
+            let verdict = Verdict {
+                folded: trial == Trial::Counted,
+                ..Verdict::default()
+            };
             return Ok(self.passed(
                 node_ref,
                 origin_node,
                 context_node,
                 now,
-                Verdict::default(),
+                verdict,
                 ManuallyDrop::new(Holds::None),
                 wait_out,
             ));
@@ -166,6 +170,7 @@ impl<'a> EntryBuilder<'a> {
             breakers,
             probe,
             reserved,
+            folded,
         } = verdict;
         let inbound = self.entry_type == EntryType::Inbound;
         if wait_ns != 0 {
@@ -180,6 +185,7 @@ impl<'a> EntryBuilder<'a> {
                 now,
                 u64::from(self.batch),
                 borrowed,
+                folded,
             );
         }
         Entry {
@@ -368,6 +374,8 @@ struct Verdict {
     probe: bool,
     /// Nodes a concurrency rule reserved a place on (see `flow::release_reserved`).
     reserved: u8,
+    /// The fast path's check counted the resource's passes (see `stat::fold`).
+    folded: bool,
 }
 
 /// The param-flow check, out of line: it keeps the common paths' code small enough to inline.

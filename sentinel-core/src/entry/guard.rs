@@ -10,8 +10,10 @@ use crate::param_flow::Holds;
 use crate::stat::StatNode;
 
 /// Counts a call that passed on its nodes: as passed (or, on a borrowed slot, only as in
-/// flight) and in flight.
+/// flight) and in flight. `folded`: the fast path's check already counted the resource's
+/// passes (`stat::fold`), so the resource only counts it in flight.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn count_pass(
     node: &ResourceNode,
     origin_node: Option<&StatNode>,
@@ -20,6 +22,7 @@ pub(super) fn count_pass(
     now: u64,
     batch: u64,
     borrowed: bool,
+    folded: bool,
 ) {
     if borrowed {
         // Sentinel's PriorityWaitException path: the pass is counted in the borrowed
@@ -32,7 +35,11 @@ pub(super) fn count_pass(
             node.shared.inbound.on_pass_borrowed();
         }
     } else {
-        node.stat.on_pass(now, batch);
+        if folded {
+            node.stat.on_pass_folded();
+        } else {
+            node.stat.on_pass(now, batch);
+        }
         if let Some(n) = origin_node {
             n.on_pass(now, batch);
         }
@@ -111,6 +118,7 @@ impl Entry<'_> {
             node.shared.clock.now_ms(),
             u64::from(self.batch),
             borrowed,
+            false,
         );
     }
 }

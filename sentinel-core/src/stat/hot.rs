@@ -8,7 +8,8 @@
 //! fixed at compile time: finding a bucket is a multiplication and a mask.
 //!
 //! The owner of a stripe writes with plain loads and stores. A stripe that several threads
-//! share (threads past the owned stripes) is written with compare-and-swap loops. As in
+//! share (threads past the owned stripes) is written with compare-and-swap loops, and the
+//! fold's (`fold`) heads with atomic adds. As in
 //! Sentinel, restarting a shared bucket for a new round is not atomic with concurrent adds
 //! to its other counters: such an add can be lost or counted in the round being retired.
 //! Passes are never lost (they live in the word the restart swaps).
@@ -33,9 +34,9 @@ const LEN: usize = 4;
 /// matches a round's tag.
 const EMPTY: u64 = u64::MAX;
 /// The low 32 bits of a word.
-const LOW: u64 = u32::MAX as u64;
+pub(super) const LOW: u64 = u32::MAX as u64;
 /// The most passes a bucket counts.
-const PASS_CAP: u64 = LOW - 1;
+pub(super) const PASS_CAP: u64 = LOW - 1;
 /// Completions and their RT sum share `done`, as in the generic window: the count in the
 /// high bits, the RT sum (ms) in the low `RT_BITS` bits.
 const RT_BITS: u32 = 40;
@@ -55,7 +56,7 @@ pub(crate) fn round_of(t: u64) -> u64 {
 
 /// `round`'s tag in the high half of a word.
 #[inline(always)]
-fn tag(round: u64) -> u64 {
+pub(super) fn tag(round: u64) -> u64 {
     round << 32
 }
 
@@ -96,9 +97,9 @@ impl Body {
 
 /// One round of one stripe: its head and its body.
 #[derive(Debug, Clone, Copy)]
-struct Bucket<'a> {
+pub(super) struct Bucket<'a> {
     /// The round's tag (high 32 bits) and its passes (low 32 bits); [`EMPTY`] if unused.
-    head: &'a AtomicU64,
+    pub(super) head: &'a AtomicU64,
     done: &'a AtomicU64,
     rare: &'a AtomicU64,
     more: &'a AtomicU64,
@@ -182,7 +183,7 @@ impl HotStripe {
     }
 
     #[inline(always)]
-    fn bucket(&self, round: u64) -> Bucket<'_> {
+    pub(super) fn bucket(&self, round: u64) -> Bucket<'_> {
         self.at((round as usize) & (LEN - 1))
     }
 
@@ -218,7 +219,12 @@ impl HotStripe {
     /// The bucket of `round` for counting something other than a pass: restarted first if
     /// it holds an older round.
     #[inline(always)]
-    fn current(&self, round: u64, owned: bool, retire: impl FnOnce(Retired)) -> Bucket<'_> {
+    pub(super) fn current(
+        &self,
+        round: u64,
+        owned: bool,
+        retire: impl FnOnce(Retired),
+    ) -> Bucket<'_> {
         let bucket = self.bucket(round);
         if bucket.head.load(Ordering::Acquire) ^ tag(round) > PASS_CAP {
             self.renew(round, 0, owned, retire);

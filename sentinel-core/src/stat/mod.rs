@@ -1,6 +1,7 @@
 //! Sliding-window statistics: per resource, per (resource, origin), per (context, resource)
 //! and one global inbound node.
 
+mod fold;
 mod hot;
 mod minute;
 mod node;
@@ -10,6 +11,7 @@ mod stats;
 mod stripe;
 mod window;
 
+pub(crate) use fold::Trial;
 pub(crate) use node::StatNode;
 pub use stats::{NodeStats, SecondStats};
 pub(crate) use stripe::{my_stripe, StripedWindow};

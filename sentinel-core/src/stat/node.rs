@@ -27,7 +27,9 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 /// new round, the thread that resets it first adds the finished round into the minute-level
 /// window (60 x 1 s). Minute numbers are the rolled-up rounds plus the live buckets. The
 /// second-level window and the concurrency gauge are split into thread-owned stripes
-/// (see `stripe` and `spread`), so the hot path writes without locked instructions.
+/// (see `stripe` and `spread`), so the hot path writes without locked instructions. Once a
+/// second thread writes, the fast path's QPS check folds its passes into one shared
+/// counter per round instead (see `fold`): readers sum the stripes and the fold.
 ///
 /// Memory is allocated as it is needed: the first stripe is inline (a node one thread
 /// writes allocates nothing for its second-level window), the other stripes when a second
@@ -85,7 +87,7 @@ impl StatNode {
     /// Adds a finished round of the second-level window into the minute window, if it is
     /// still inside the minute ending at `now`.
     #[inline(always)]
-    fn retire(&self, now: u64) -> impl FnOnce(Retired) + '_ {
+    pub(super) fn retire(&self, now: u64) -> impl FnOnce(Retired) + '_ {
         move |(start, counts)| {
             if now.saturating_sub(start) < MINUTE_INTERVAL_MS {
                 self.minute().absorb(start, &counts);
@@ -122,6 +124,14 @@ impl StatNode {
     pub(crate) fn on_pass(&self, now: u64, n: u64) {
         let (stripe, owned) = self.my_hot_stripe();
         stripe.pass(round_of(now), n, owned, self.retire(now));
+        stripe.add_concurrency(owned, 1);
+    }
+
+    /// A call whose passes [`try_pass`](Self::try_pass) folded in: only the concurrency
+    /// rises.
+    #[inline(always)]
+    pub(crate) fn on_pass_folded(&self) {
+        let (stripe, owned) = self.my_hot_stripe();
         stripe.add_concurrency(owned, 1);
     }
 
@@ -184,7 +194,7 @@ impl StatNode {
 
     /// Borrowed passes of rounds starting in `[from, to)`.
     #[inline(always)]
-    fn borrowed_in(&self, from: u64, to: u64) -> u64 {
+    pub(super) fn borrowed_in(&self, from: u64, to: u64) -> u64 {
         if self.has_borrowed.load(Ordering::Acquire) {
             self.borrowed
                 .get()

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::OnceLock;
 
+use super::fold::Fold;
 use super::hot::HotStripe;
 use super::stripe::{made, STRIPES};
 
@@ -16,6 +17,8 @@ pub(super) struct Others {
     pub(super) stripes: [OnceLock<Box<HotStripe>>; STRIPES],
     /// The stripes made, one bit each: readers skip the others.
     pub(super) active: AtomicU16,
+    /// The passes the fast path folds in, made on its first fold.
+    fold: OnceLock<Box<Fold>>,
 }
 
 impl Others {
@@ -25,5 +28,16 @@ impl Others {
             &self.stripes,
             u64::from(self.active.load(Ordering::Acquire)),
         )
+    }
+
+    /// The made stripes and the folded passes: everything readers sum.
+    pub(super) fn counted(&self) -> impl Iterator<Item = &HotStripe> {
+        self.made().chain(self.fold.get().map(|f| &f.passes))
+    }
+
+    /// The folded passes, made on first use.
+    #[inline(always)]
+    pub(super) fn fold(&self) -> &Fold {
+        self.fold.get_or_init(Box::default)
     }
 }

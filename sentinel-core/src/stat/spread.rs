@@ -39,7 +39,7 @@ impl StatNode {
     /// nobody owns it yet, else its stripe in the table (made now, with the table).
     #[cold]
     #[inline(never)]
-    fn claim_stripe(&self, stripe: usize) -> &HotStripe {
+    pub(super) fn claim_stripe(&self, stripe: usize) -> &HotStripe {
         let index = u8::try_from(stripe).unwrap_or(NO_OWNER);
         match self
             .owner
@@ -60,12 +60,22 @@ impl StatNode {
 
     /// Every stripe that may hold counts: the inline one and the made ones.
     fn stripes(&self) -> impl Iterator<Item = &HotStripe> {
-        std::iter::once(&self.first).chain(self.others.get().into_iter().flat_map(|o| o.made()))
+        std::iter::once(&self.first).chain(self.others.get().into_iter().flat_map(|o| o.counted()))
     }
 
     /// Passes counted in the second ending in `round`, every stripe.
     #[inline(always)]
     pub(super) fn second_passes(&self, round: u64) -> u64 {
+        let first = self.first.passes_at(round);
+        match self.others.get() {
+            None => first,
+            Some(others) => first + others.counted().map(|s| s.passes_at(round)).sum::<u64>(),
+        }
+    }
+
+    /// Passes the stripes (not the fold) counted in the second ending in `round`.
+    #[inline(always)]
+    pub(super) fn stripes_passes(&self, round: u64) -> u64 {
         let first = self.first.passes_at(round);
         match self.others.get() {
             None => first,
@@ -120,6 +130,11 @@ impl StatNode {
         self.others.get().map_or(0, |others| {
             std::mem::size_of::<super::others::Others>()
                 + others.made().count() * std::mem::size_of::<HotStripe>()
+                + others
+                    .counted()
+                    .count()
+                    .saturating_sub(others.made().count())
+                    * std::mem::size_of::<super::fold::Fold>()
         })
     }
 }

@@ -40,6 +40,37 @@ fn qps_limit_holds_across_threads() {
     assert_eq!(s.resource_stats("r").unwrap().pass_qps, passed as f64);
 }
 
+#[test]
+fn threads_that_fold_their_passes_admit_exactly_the_limit() {
+    // Once a second thread has written the node, the fast path adds before it checks:
+    // racing threads admit exactly the count, not up to threads - 1 more.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 100.0)])
+        .unwrap();
+    let handle = s.resource("r");
+    drop(handle.entry().enter().unwrap());
+    s.node("r").unwrap().stat.share();
+    let passed: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..1_000)
+                        .filter(|_| handle.entry().enter().is_ok())
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+    });
+    assert_eq!(passed, 99);
+    let stats = s.resource_stats("r").unwrap();
+    assert_eq!(stats.pass_qps, 100.0);
+    assert_eq!(stats.block_qps, 4_000.0 - 99.0);
+    assert_eq!(stats.concurrency, 0);
+}
+
 proptest! {
     /// Single-threaded, a reject rule never admits more than `count` in any one-second window.
     #[test]
