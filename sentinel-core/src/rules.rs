@@ -232,6 +232,12 @@ impl<'a> Issues<'a> {
 }
 
 /// How many distinct rules `issues` are about (a rule is its family and its index).
+/// Whether `s` is empty or only whitespace (`s.trim().is_empty()`, stopping at the first
+/// other character: a reload checks several names per rule).
+pub(crate) fn blank(s: &str) -> bool {
+    s.chars().all(char::is_whitespace)
+}
+
 pub(crate) fn rules_in(issues: &[RuleIssue]) -> usize {
     let mut rules: Vec<(RuleFamily, usize)> = issues.iter().map(|i| (i.family, i.index)).collect();
     rules.sort_unstable();

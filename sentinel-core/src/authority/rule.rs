@@ -76,10 +76,10 @@ impl AuthorityRule {
         if self.regex {
             crate::pattern::check_pattern(&mut issues, &self.resource);
         }
-        if self.resource.trim().is_empty() {
+        if crate::rules::blank(&self.resource) {
             issues.add("resource", "must not be blank");
         }
-        if self.limit_app.trim().is_empty() {
+        if crate::rules::blank(&self.limit_app) {
             issues.add("limitApp", "must list at least one origin");
         }
         issues.into_vec()

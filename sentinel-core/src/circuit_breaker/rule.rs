@@ -143,7 +143,7 @@ impl DegradeRule {
             crate::pattern::check_pattern(&mut issues, &self.resource);
         }
         let mut issue = |field: &str, message: String| issues.add(field, message);
-        if self.resource.trim().is_empty() {
+        if crate::rules::blank(&self.resource) {
             issue("resource", "must not be blank".into());
         }
         if !(self.count >= 0.0 && self.count.is_finite()) {

@@ -268,6 +268,19 @@ impl ResourceFlowRules {
     /// engine does not check (cluster rules without a token service), whose `limitApp`s
     /// still name origins.
     fn new(mut list: Rules, unchecked: &[Arc<FlowRule>]) -> Self {
+        if let ([only], []) = (list.as_slice(), unchecked) {
+            // Most resources: one rule, whose origin kind the compile already read.
+            let specific_origins = match only.app {
+                LimitApp::Specific => vec![Box::from(only.rule.limit_app.as_str())],
+                LimitApp::Default | LimitApp::Other => Vec::new(),
+            };
+            let has_default = only.app == LimitApp::Default;
+            return Self {
+                rules: list,
+                specific_origins,
+                has_default,
+            };
+        }
         list.sort_by_key(|c| order(&c.rule));
         let apps = || {
             list.iter()

@@ -272,7 +272,7 @@ impl FlowRule {
             }
         }
         let mut issue = |field: &str, message: String| issues.add(field, message);
-        if self.resource.trim().is_empty() {
+        if crate::rules::blank(&self.resource) {
             issue("resource", "must not be blank".into());
         }
         if !(self.count >= 0.0 && self.count.is_finite()) {
@@ -281,17 +281,12 @@ impl FlowRule {
                 format!("must be a finite number >= 0, got {}", self.count),
             );
         }
-        if self.limit_app.trim().is_empty() {
+        if crate::rules::blank(&self.limit_app) {
             issue("limitApp", "must not be blank".into());
         }
         if self.grade == FlowGrade::Qps {
             let needs_ref = matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain);
-            if needs_ref
-                && self
-                    .ref_resource
-                    .as_deref()
-                    .is_none_or(|r| r.trim().is_empty())
-            {
+            if needs_ref && self.ref_resource.as_deref().is_none_or(crate::rules::blank) {
                 issue(
                     "refResource",
                     format!("required by strategy {}", self.strategy.code()),
@@ -329,10 +324,7 @@ impl FlowRule {
                 );
             }
         } else if matches!(self.strategy, FlowStrategy::Relate | FlowStrategy::Chain)
-            && self
-                .ref_resource
-                .as_deref()
-                .is_none_or(|r| r.trim().is_empty())
+            && self.ref_resource.as_deref().is_none_or(crate::rules::blank)
         {
             issue(
                 "refResource",

@@ -371,7 +371,7 @@ impl ParamFlowRule {
         if self.regex {
             crate::pattern::check_pattern(&mut issues, &self.resource);
         }
-        if self.resource.trim().is_empty() {
+        if crate::rules::blank(&self.resource) {
             issues.add("resource", "must not be blank");
         }
         if !(self.count >= 0.0 && self.count.is_finite()) {
