@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::authority::{self, AuthorityRule, AuthorityRuleWire, AuthorityTable};
 use crate::circuit_breaker::{DegradeRule, DegradeRuleWire, DegradeTable};
 use crate::flow::{FlowRule, FlowRuleWire, FlowTable};
+use crate::hash::FastSet;
 use crate::param_flow::{ParamFlowRule, ParamFlowRuleWire, ParamFlowTable};
 use crate::rules::{RuleFamily, RuleIssue};
 use crate::stat::OwnsStat;
@@ -71,6 +72,17 @@ pub(crate) trait Family:
     /// their state (controllers, breakers).
     fn compile(rules: Vec<Arc<Self>>, previous: &Self::Table, env: &CompileEnv<'_>) -> Self::Table;
 
+    /// Compiles one source's rules alone (the common case: one source), which may repeat a
+    /// rule: by default deduplicated through [`union_of`] first. A family that can tell a
+    /// repeated rule while it compiles, for less than hashing every rule, overrides it.
+    fn compile_part(
+        rules: &Arc<Vec<Arc<Self>>>,
+        previous: &Self::Table,
+        env: &CompileEnv<'_>,
+    ) -> Self::Table {
+        Self::compile(union_of(std::iter::once(rules.as_slice())), previous, env)
+    }
+
     /// The rules a table was compiled from.
     fn active(table: &Self::Table) -> &[Arc<Self>];
 
@@ -78,6 +90,24 @@ pub(crate) trait Family:
     fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
         None
     }
+}
+
+/// The union of several sources' rules, in source order, without duplicates.
+pub(crate) fn union_of<'a, T: Eq + Hash + 'a>(
+    parts: impl Iterator<Item = &'a [Arc<T>]> + Clone,
+) -> Vec<Arc<T>> {
+    // Sized for every rule up front: growing by rehash costs more than the set itself.
+    let n = parts.clone().map(<[Arc<T>]>::len).sum();
+    let mut seen: FastSet<&T> = FastSet::with_capacity_and_hasher(n, Default::default());
+    let mut out = Vec::with_capacity(n);
+    for part in parts {
+        for rule in part {
+            if seen.insert(rule) {
+                out.push(rule.clone());
+            }
+        }
+    }
+    out
 }
 
 /// A shadow rule names one resource: regex resources are refused.
@@ -104,6 +134,25 @@ impl Family for FlowRule {
 
     fn compile(rules: Vec<Arc<Self>>, previous: &FlowTable, env: &CompileEnv<'_>) -> FlowTable {
         FlowTable::compile(rules, previous, env.node, env.cluster)
+    }
+
+    fn compile_part(
+        rules: &Arc<Vec<Arc<Self>>>,
+        previous: &FlowTable,
+        env: &CompileEnv<'_>,
+    ) -> FlowTable {
+        // The compile groups rules by resource anyway: a repeated rule is found there, and
+        // only then is the part deduplicated and compiled again. Not with a cluster backend,
+        // which registers the rules it is given. Without a repeat, the table shares the
+        // part's list.
+        if env.cluster.is_none() {
+            if let Some(table) =
+                FlowTable::compile_unless_repeated(rules.clone(), previous, env.node)
+            {
+                return table;
+            }
+        }
+        Self::compile(union_of(std::iter::once(rules.as_slice())), previous, env)
     }
 
     fn active(table: &FlowTable) -> &[Arc<Self>] {

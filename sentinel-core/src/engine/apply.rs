@@ -9,8 +9,7 @@ use std::sync::Arc;
 use super::sentinel::Sentinel;
 use super::snapshot::{Owned, RuleSnapshot, SourceRules, Tables};
 use crate::events::SentinelEvent;
-use crate::family::{CompileEnv, Family};
-use crate::hash::FastSet;
+use crate::family::{union_of, CompileEnv, Family};
 use crate::rule_set::RuleSet;
 use crate::rules::{rules_in, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 use crate::stat::OwnsStat;
@@ -99,8 +98,18 @@ macro_rules! apply_families {
         ) -> Tables {
             Tables {
                 $($field: if changed.contains(&RuleFamily::$variant) {
-                    let union = union_of(sources.values().filter_map(|s| s.$field.as_deref()));
-                    Arc::new(<$rule as Family>::compile(union, &current.$field, env))
+                    // One source (the common case) is compiled as its part; several as their
+                    // union, without duplicates.
+                    let parts = sources.values().filter_map(|s| s.$field.as_ref());
+                    let mut each = parts.clone();
+                    let table = match (each.next(), each.next()) {
+                        (Some(only), None) => <$rule as Family>::compile_part(only, &current.$field, env),
+                        _ => {
+                            let union = union_of(parts.map(|p| p.as_slice()));
+                            <$rule as Family>::compile(union, &current.$field, env)
+                        }
+                    };
+                    Arc::new(table)
                 } else {
                     current.$field.clone()
                 },)*
@@ -293,22 +302,4 @@ fn replace_whole(set: &mut RuleSet, owned: &Owned) -> (Vec<RuleFamily>, Vec<Rule
 /// A source's part of one family: `None` when it brings no rule.
 fn part<T>(rules: Vec<T>) -> Option<Arc<Vec<Arc<T>>>> {
     (!rules.is_empty()).then(|| Arc::new(rules.into_iter().map(Arc::new).collect()))
-}
-
-/// The union of several sources' rules, in source order, without duplicates.
-fn union_of<'a, T: Eq + std::hash::Hash + 'a>(
-    parts: impl Iterator<Item = &'a Vec<Arc<T>>> + Clone,
-) -> Vec<Arc<T>> {
-    // Sized for every rule up front: growing by rehash costs more than the set itself.
-    let n = parts.clone().map(Vec::len).sum();
-    let mut seen: FastSet<&T> = FastSet::with_capacity_and_hasher(n, Default::default());
-    let mut out = Vec::with_capacity(n);
-    for part in parts {
-        for rule in part {
-            if seen.insert(rule) {
-                out.push(rule.clone());
-            }
-        }
-    }
-    out
 }

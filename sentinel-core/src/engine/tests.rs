@@ -86,6 +86,47 @@ fn duplicates_collapse() {
 }
 
 #[test]
+fn repeated_rules_of_one_source_collapse_whatever_their_kind() {
+    // One source's part is compiled without the union's set: the flow compile finds a
+    // repeated rule as it groups rules by resource, then deduplicates and compiles again.
+    let s = Sentinel::new();
+    let pattern = FlowRule::qps("^GET:/.*", 5.0).regex(true);
+    let mut unchecked = FlowRule::qps("c", 5.0);
+    unchecked.cluster_mode = true;
+    unchecked.cluster_config = Some(crate::flow::ClusterFlowConfig {
+        flow_id: Some(7),
+        fallback_to_local_when_fail: false,
+        ..Default::default()
+    });
+    let all = vec![
+        FlowRule::qps("r", 1.0),
+        FlowRule::qps("r", 2.0),
+        pattern.clone(),
+        unchecked.clone(),
+    ];
+    // Each kind repeated on its own: a checked rule (found in its resource's entry), a
+    // regex rule, a rule this engine does not check.
+    for repeated in [0, 2, 3] {
+        let mut rules = all.clone();
+        rules.push(all[repeated].clone());
+        let report = s.flow_rules().load_rules(rules).unwrap();
+        assert_eq!(report.applied, vec![(RuleFamily::Flow, 4)], "{repeated}");
+        assert_eq!(s.flow_rules().rules(), all, "{repeated}");
+    }
+    // Without repeats, the same rules load as they are.
+    let report = s
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1.0), FlowRule::qps("r", 2.0)])
+        .unwrap();
+    assert_eq!(report.applied, vec![(RuleFamily::Flow, 2)]);
+    let (pass, block) = (0..3).fold((0, 0), |(p, b), _| match s.entry("r").enter() {
+        Ok(_) => (p + 1, b),
+        Err(_) => (p, b + 1),
+    });
+    assert_eq!((pass, block), (1, 2), "both rules of r are checked");
+}
+
+#[test]
 fn a_handle_follows_every_reload() {
     // A node caches where its rules sit in the table; each reload must invalidate that.
     let clock = FakeClock::at_ms(10_000);

@@ -5,20 +5,20 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use super::cluster::{register_rules, ClusterCheck};
+use super::cluster::ClusterCheck;
 use super::concurrency::{
     check_concurrency, release_reserved, RESERVED_ON_CONTEXT, RESERVED_ON_ORIGIN,
     RESERVED_ON_RESOURCE,
 };
 use super::controller::{Controller, Decision, Reject};
-use super::rule::{
-    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
-};
+use super::rule::{FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER};
 use crate::clock::Clock;
-use crate::cluster::{ClusterBackend, ClusterDecision};
+use crate::cluster::ClusterDecision;
 use crate::hash::FastMap;
 use crate::pattern::Patterns;
 use crate::stat::{OwnsStat, StatNode};
+
+mod compile;
 
 /// What the flow check reads of one call.
 pub(crate) struct CheckContext<'a> {
@@ -118,7 +118,8 @@ type Rules = SmallVec<[CompiledFlowRule; 1]>;
 /// Every active flow rule, compiled.
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
-    pub(crate) rules: Vec<Arc<FlowRule>>,
+    /// Shared with the source's part when one source brings every flow rule.
+    pub(crate) rules: Arc<Vec<Arc<FlowRule>>>,
     pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
     /// The regex rules, matched per resource (see `engine::regex`).
     pub(crate) patterns: Patterns<FlowRule>,
@@ -135,171 +136,10 @@ impl FlowTable {
     }
 }
 
-fn order(rule: &FlowRule) -> u8 {
-    // Sentinel's FlowRuleComparator: non-cluster first, then specific origins, `other`,
-    // and `default` last.
-    let app = match rule.limit_app.as_str() {
-        LIMIT_APP_DEFAULT => 2,
-        LIMIT_APP_OTHER => 1,
-        _ => 0,
-    };
-    u8::from(rule.cluster_mode) * 3 + app
-}
-
-impl FlowTable {
-    /// Compiles deduplicated, validated rules. A rule equal to one in `previous` keeps its
-    /// controller and so its warm-up and queueing state. With a cluster `backend`, the
-    /// `clusterMode` rules get their slots from it (an unchanged rule keeps its slot).
-    pub(crate) fn compile(
-        rules: Vec<Arc<FlowRule>>,
-        previous: &FlowTable,
-        node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
-        backend: Option<&Arc<dyn ClusterBackend>>,
-    ) -> Self {
-        // Each resource's entry is built in place, keyed by the previous table's `Arc<str>`
-        // of its name when it had the resource (shared with its node), else a new one.
-        let mut by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>> =
-            FastMap::with_capacity_and_hasher(rules.len(), Default::default());
-        // Resources with more than one rule: put in check order at the end.
-        let mut several: Vec<&str> = Vec::new();
-        let mut cluster_checks = match backend {
-            Some(backend) => register_rules(backend, &rules),
-            None => Vec::new(),
-        }
-        .into_iter();
-        // The limitApps of rules this engine does not check still name their origins (for
-        // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
-        let mut unchecked_apps: FastMap<&str, Vec<Arc<FlowRule>>> = FastMap::default();
-        for rule in &rules {
-            let cluster = cluster_checks.next().flatten();
-            if rule.regex || (cluster.is_none() && !rule.checked_locally()) {
-                if !rule.regex {
-                    unchecked_apps
-                        .entry(rule.resource.as_str())
-                        .or_default()
-                        .push(rule.clone());
-                }
-                continue;
-            }
-            let name = rule.resource.as_str();
-            let keeps_state = Controller::keeps_state(rule);
-            let entry = by_resource.get_mut(name);
-            let before = if entry.is_none() || keeps_state {
-                previous.by_resource.get_key_value(name)
-            } else {
-                None
-            };
-            let controller = keeps_state.then(|| {
-                before
-                    .and_then(|(_, rules)| rules.controller_of(rule))
-                    .unwrap_or_else(|| Arc::new(Controller::for_rule(rule)))
-            });
-            let ref_node = match (rule.strategy, &rule.ref_resource) {
-                (FlowStrategy::Relate, Some(r)) => node_for(r),
-                _ => None,
-            };
-            // A cluster rule (checked locally) takes the controller's path, the same decision
-            // by another route: the fast path's tests compare the two.
-            let plain = rule.grade == FlowGrade::Qps
-                && rule.control_behavior == ControlBehavior::Reject
-                && rule.strategy == FlowStrategy::Direct
-                && LimitApp::of(rule) == LimitApp::Default
-                && !rule.cluster_mode;
-            let compiled = CompiledFlowRule {
-                plain_qps: plain.then_some(rule.count),
-                app: LimitApp::of(rule),
-                rule: rule.clone(),
-                controller,
-                ref_node,
-                cluster,
-            };
-            match entry {
-                // Not shared yet: `make_mut` never copies here.
-                Some(entry) => {
-                    let entry = Arc::make_mut(entry);
-                    if entry.rules.len() == 1 {
-                        several.push(name);
-                    }
-                    entry.rules.push(compiled);
-                }
-                None => {
-                    let key = before.map_or_else(|| Arc::from(name), |(key, _)| key.clone());
-                    let list: Rules = smallvec::smallvec![compiled];
-                    by_resource.insert(key, Arc::new(ResourceFlowRules::new(list, &[])));
-                }
-            }
-        }
-        // Several rules go in check order; unchecked rules' `limitApp`s name origins too
-        // (each entry rebuilt once).
-        let several = several
-            .into_iter()
-            .filter(|name| !unchecked_apps.contains_key(name));
-        for name in several.chain(unchecked_apps.keys().copied()) {
-            if let Some(entry) = by_resource.get_mut(name) {
-                let entry = Arc::make_mut(entry);
-                let unchecked = unchecked_apps.get(name).map_or(&[][..], Vec::as_slice);
-                *entry = ResourceFlowRules::new(std::mem::take(&mut entry.rules), unchecked);
-            }
-        }
-        Self {
-            patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
-            rules,
-            by_resource,
-        }
-    }
-}
-
 impl ResourceFlowRules {
-    /// The controller compiled for a rule equal to `rule`, if it keeps state.
-    fn controller_of(&self, rule: &FlowRule) -> Option<Arc<Controller>> {
-        self.rules
-            .iter()
-            .find(|compiled| *compiled.rule == *rule)?
-            .controller
-            .clone()
-    }
-
     /// The rules, in check order.
     pub(crate) fn rule_arcs(&self) -> impl Iterator<Item = &Arc<FlowRule>> {
         self.rules.iter().map(|c| &c.rule)
-    }
-
-    /// One resource's compiled rules, put in check order; `unchecked` are its rules this
-    /// engine does not check (cluster rules without a token service), whose `limitApp`s
-    /// still name origins.
-    fn new(mut list: Rules, unchecked: &[Arc<FlowRule>]) -> Self {
-        if let ([only], []) = (list.as_slice(), unchecked) {
-            // Most resources: one rule, whose origin kind the compile already read.
-            let specific_origins = match only.app {
-                LimitApp::Specific => vec![Box::from(only.rule.limit_app.as_str())],
-                LimitApp::Default | LimitApp::Other => Vec::new(),
-            };
-            let has_default = only.app == LimitApp::Default;
-            return Self {
-                rules: list,
-                specific_origins,
-                has_default,
-            };
-        }
-        list.sort_by_key(|c| order(&c.rule));
-        let apps = || {
-            list.iter()
-                .map(|c| &*c.rule)
-                .chain(unchecked.iter().map(|r| &**r))
-                .map(|r| r.limit_app.as_str())
-        };
-        let mut specific_origins: Vec<Box<str>> = apps()
-            .filter(|app| *app != LIMIT_APP_DEFAULT && *app != LIMIT_APP_OTHER)
-            .map(Box::from)
-            .collect();
-        specific_origins.sort();
-        specific_origins.dedup();
-        let has_default = apps().any(|app| app == LIMIT_APP_DEFAULT);
-        Self {
-            rules: list,
-            specific_origins,
-            has_default,
-        }
     }
 
     /// A resource's exact rules and the regex rules that match it, together.
