@@ -35,12 +35,32 @@ pub(crate) const FOLD_MAX_LIMIT: u64 = 1 << 31;
 #[derive(Debug, Default)]
 struct Newest(AtomicU64);
 
-/// A node's folded passes: four rounds' heads, as in a stripe (the stripe's other counters
-/// stay zero), counted into with atomic adds.
+/// A node's folded passes: rounds' heads as in a stripe (the stripe's other counters stay
+/// zero), counted into with atomic adds. Even and odd rounds count in two stripes, so that
+/// the previous round's head, which every add reads, is not on the line the adds contend
+/// for (the line could move to another core between the add and that read).
 #[derive(Debug, Default)]
 pub(crate) struct Fold {
     newest: Newest,
-    pub(super) passes: HotStripe,
+    even: HotStripe,
+    odd: HotStripe,
+}
+
+impl Fold {
+    /// The stripe that counts `round`.
+    #[inline(always)]
+    fn of(&self, round: u64) -> &HotStripe {
+        if round.is_multiple_of(2) {
+            &self.even
+        } else {
+            &self.odd
+        }
+    }
+
+    /// Both stripes, for readers.
+    pub(super) fn stripes(&self) -> [&HotStripe; 2] {
+        [&self.even, &self.odd]
+    }
 }
 
 /// What the fast path's QPS check found.
@@ -132,17 +152,18 @@ impl StatNode {
         if fold.newest.0.load(Ordering::Acquire) != round + 1 {
             self.start_round(fold, round, now);
         }
-        let before = fold.passes.add_to_head(round, n);
-        // After the add the line is this thread's: the previous round's head is a hit. The
-        // stripes' heads change only when a round starts (the fast path counts here).
-        let folded = HotStripe::passes_after(before, round, n)
-            + fold.passes.passes_of(round.wrapping_sub(1));
+        let (mine, previous) = (fold.of(round), fold.of(round.wrapping_sub(1)));
+        let before = mine.add_to_head(round, n);
+        // The previous round's head and the stripes' heads change only when a round starts
+        // (the fast path counts here): they stay in every reader's cache.
+        let folded =
+            HotStripe::passes_after(before, round, n) + previous.passes_of(round.wrapping_sub(1));
         let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
         let total = folded + self.stripes_passes(round) + self.borrowed_in(from, now + 1);
         if total <= limit {
             return Trial::Counted;
         }
-        fold.passes.take_back(round, before, n);
+        mine.take_back(round, before, n);
         Trial::Over
     }
 
@@ -151,7 +172,7 @@ impl StatNode {
     #[cold]
     #[inline(never)]
     fn start_round(&self, fold: &Fold, round: u64, now: u64) {
-        fold.passes.restart(round, self.retire(now));
+        fold.of(round).restart(round, self.retire(now));
         fold.newest.0.fetch_max(round + 1, Ordering::AcqRel);
     }
 }

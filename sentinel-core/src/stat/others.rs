@@ -32,7 +32,14 @@ impl Others {
 
     /// The made stripes and the folded passes: everything readers sum.
     pub(super) fn counted(&self) -> impl Iterator<Item = &HotStripe> {
-        self.made().chain(self.fold.get().map(|f| &f.passes))
+        self.made()
+            .chain(self.fold.get().into_iter().flat_map(|f| f.stripes()))
+    }
+
+    /// The heap bytes of the fold, if made.
+    #[cfg(test)]
+    pub(super) fn fold_bytes(&self) -> usize {
+        self.fold.get().map_or(0, |_| std::mem::size_of::<Fold>())
     }
 
     /// The folded passes, made on first use.

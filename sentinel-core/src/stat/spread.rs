@@ -130,11 +130,7 @@ impl StatNode {
         self.others.get().map_or(0, |others| {
             std::mem::size_of::<super::others::Others>()
                 + others.made().count() * std::mem::size_of::<HotStripe>()
-                + others
-                    .counted()
-                    .count()
-                    .saturating_sub(others.made().count())
-                    * std::mem::size_of::<super::fold::Fold>()
+                + others.fold_bytes()
         })
     }
 }
