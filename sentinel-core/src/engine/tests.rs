@@ -382,3 +382,61 @@ fn contexts_past_the_cap_are_counted_on_the_resource_only() {
     assert!(sentinel.entry("r").context("second").enter().is_ok());
     assert_eq!(sentinel.resource_stats("r").map(|s| s.pass_qps), Some(3.0));
 }
+
+#[test]
+fn an_entry_by_name_borrows_its_node_unless_idle_nodes_may_be_freed() {
+    let kept = Sentinel::new();
+    let entry = kept.entry("r").enter().expect("no rule");
+    let again = kept.entry("r").enter().expect("no rule");
+    let node = kept.inner.registry.get("r").expect("tracked");
+    assert_eq!(
+        Arc::strong_count(&node),
+        3,
+        "the map, the kept list and `node`: the entries hold no reference"
+    );
+    assert_eq!(node.stat.concurrency(), 2);
+    drop((entry, again));
+    assert_eq!(node.stat.concurrency(), 0);
+    let owned = kept.entry("r").enter().expect("no rule").into_owned();
+    assert_eq!(Arc::strong_count(&node), 4, "an owned entry holds one");
+    drop(owned);
+
+    let freeing = Sentinel::builder()
+        .limits(crate::Limits::default().free_idle_after(std::time::Duration::from_secs(60)))
+        .build();
+    let entry = freeing.entry("r").enter().expect("no rule");
+    let node = freeing.inner.registry.get("r").expect("tracked");
+    assert_eq!(
+        Arc::strong_count(&node),
+        3,
+        "the map, the entry and `node`: a freeing registry's entries hold theirs"
+    );
+    drop(entry);
+    assert_eq!(Arc::strong_count(&node), 2);
+}
+
+#[test]
+fn dropping_the_engine_frees_the_nodes_it_lent_by_name() {
+    let s = Sentinel::new();
+    let other = s.clone();
+    // Joined (not scoped), so the thread's own caches are gone with it.
+    std::thread::spawn(move || {
+        for _ in 0..3 {
+            drop(other.entry("r").enter());
+            drop(other.entry("w").enter());
+        }
+    })
+    .join()
+    .expect("the entering thread panicked");
+    let node = Arc::downgrade(&s.inner.registry.get("r").expect("tracked"));
+    let shared = Arc::downgrade(&s.inner.shared);
+    drop(s);
+    assert!(
+        node.upgrade().is_none(),
+        "the kept node outlived its engine"
+    );
+    assert!(
+        shared.upgrade().is_none(),
+        "a kept node kept the engine alive"
+    );
+}

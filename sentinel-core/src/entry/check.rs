@@ -14,7 +14,7 @@ use super::guard::{
 };
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
-use crate::engine::{with_rules, ResourceNode, ResourceRules, RuleSnapshot};
+use crate::engine::{with_rules, Found, ResourceNode, ResourceRules, RuleSnapshot};
 use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
@@ -24,9 +24,13 @@ impl<'a> EntryBuilder<'a> {
     #[inline(always)]
     /// Checks the rules and counts the call; `wait` receives how long the call must queue.
     pub(super) fn check(&self, wait_out: &mut Duration) -> Result<Entry<'a>, BlockError> {
-        // A handle lends its node; a name lookup owns a reference to it.
+        // A handle lends its node; a name lookup borrows it from the registry, or (when
+        // idle nodes may be freed) owns a reference to it.
         let node_ref = match self.target {
-            Target::Name(name) => self.sentinel.node(name).map(NodeRef::Owned),
+            Target::Name(name) => self.sentinel.found(name).map(|found| match found {
+                Found::Lent(node) => NodeRef::Borrowed(node),
+                Found::Shared(node) => NodeRef::Owned(node),
+            }),
             Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
         self.check_node(node_ref, wait_out)
