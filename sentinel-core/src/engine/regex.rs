@@ -20,7 +20,7 @@ use super::shared::{MatchedState, MatchedTables};
 use super::snapshot::{ResourceRules, RuleSnapshot};
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::{CircuitBreaker, DegradeRule, DegradeTable};
-use crate::flow::{FlowRule, FlowTable, ResourceFlowRules};
+use crate::flow::{FlowRef, FlowRule, FlowTable, ResourceFlowRules};
 use crate::param_flow::{ParamFlowRule, ParamFlowTable, ResourceParamRules};
 use crate::pattern::PatternRule;
 
@@ -136,10 +136,10 @@ fn merge(
     name: &str,
 ) -> ResourceRules {
     let mut slot = exact.cloned().unwrap_or_default();
-    if let Some(rules) = matched.flow.by_resource.get(name) {
+    if let Some(rules) = matched.flow.get(name) {
         let flow = ResourceFlowRules::merged(slot.flow.as_deref(), rules);
         slot.plain_qps = flow.only_plain_qps();
-        slot.flow = Some(Arc::new(flow));
+        slot.flow = Some(FlowRef::single(flow));
     }
     if let Some(breakers) = matched.degrade.by_resource.get(name) {
         let mut all: Vec<_> = slot.breakers.as_deref().unwrap_or_default().to_vec();

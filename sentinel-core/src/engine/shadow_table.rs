@@ -179,7 +179,7 @@ impl ShadowSnapshot {
         };
         let tables = &self.tables;
         let mut found = Vec::new();
-        for (name, rules) in &tables.flow.by_resource {
+        for (name, rules) in tables.flow.iter() {
             for rule in rules.rule_arcs() {
                 let labels = reason_of(&BlockError::Flow {
                     resource: name.clone(),

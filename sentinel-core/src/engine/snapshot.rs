@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::CircuitBreaker;
 use crate::family::Family;
-use crate::flow::ResourceFlowRules;
+use crate::flow::FlowRef;
 use crate::hash::FastMap;
 use crate::param_flow::ResourceParamRules;
 use crate::rules::RuleFamily;
@@ -61,7 +61,7 @@ for_each_family!(per_family);
 pub(crate) struct ResourceRules {
     pub(crate) authority: Option<Arc<AuthorityRule>>,
     pub(crate) param: Option<Arc<ResourceParamRules>>,
-    pub(crate) flow: Option<Arc<ResourceFlowRules>>,
+    pub(crate) flow: Option<FlowRef>,
     /// `flow`'s count when its only rule is a plain QPS reject rule.
     pub(crate) plain_qps: Option<f64>,
     pub(crate) breakers: Option<Arc<[Arc<CircuitBreaker>]>>,
@@ -95,15 +95,15 @@ impl RuleSnapshot {
         self.regex = any_regex.then(Box::default);
         let index = &mut self.index;
         let resources = &mut self.resources;
-        let expected = tables.flow.by_resource.len()
+        let expected = tables.flow.len()
             + tables.degrade.by_resource.len()
             + tables.param_flow.by_resource.len();
         index.reserve(expected);
         resources.reserve(expected);
-        for (name, rules) in &tables.flow.by_resource {
+        for (name, rules) in tables.flow.refs() {
             let slot = slot_of(index, resources, name);
             slot.plain_qps = rules.only_plain_qps();
-            slot.flow = Some(rules.clone());
+            slot.flow = Some(rules);
         }
         for (name, breakers) in &tables.degrade.by_resource {
             slot_of(index, resources, name).breakers = Some(breakers.clone());

@@ -120,7 +120,11 @@ type Rules = SmallVec<[CompiledFlowRule; 1]>;
 pub(crate) struct FlowTable {
     /// Shared with the source's part when one source brings every flow rule.
     pub(crate) rules: Arc<Vec<Arc<FlowRule>>>,
-    pub(crate) by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>>,
+    /// Each resource's index in `resources`.
+    by_resource: FastMap<Arc<str>, usize>,
+    /// Every resource's compiled rules, in one allocation (not one per resource), shared
+    /// with the rule snapshot's slots.
+    resources: Arc<Vec<ResourceFlowRules>>,
     /// The regex rules, matched per resource (see `engine::regex`).
     pub(crate) patterns: Patterns<FlowRule>,
 }
@@ -128,11 +132,79 @@ pub(crate) struct FlowTable {
 impl FlowTable {
     /// The cluster slot of every cluster rule of the table, in no particular order.
     pub(crate) fn cluster_slots(&self) -> Vec<Arc<crate::cluster::ClusterSlot>> {
-        self.by_resource
-            .values()
+        self.resources
+            .iter()
             .flat_map(|resource| resource.rules.iter())
             .filter_map(|rule| rule.cluster.as_ref().map(|c| c.slot.clone()))
             .collect()
+    }
+
+    /// How many resources have rules.
+    pub(crate) fn len(&self) -> usize {
+        self.by_resource.len()
+    }
+
+    /// The rules of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&ResourceFlowRules> {
+        self.get_key_value(name).map(|(_, rules)| rules)
+    }
+
+    /// The rules of `name`, with the table's key for it.
+    pub(crate) fn get_key_value(&self, name: &str) -> Option<(&Arc<str>, &ResourceFlowRules)> {
+        let (key, &at) = self.by_resource.get_key_value(name)?;
+        Some((key, self.resources.get(at)?))
+    }
+
+    /// Every resource's rules.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &ResourceFlowRules)> {
+        self.by_resource
+            .iter()
+            .filter_map(|(name, &at)| Some((name, self.resources.get(at)?)))
+    }
+
+    /// Every resource's rules, as the rule snapshot's slots hold them.
+    pub(crate) fn refs(&self) -> impl Iterator<Item = (&Arc<str>, FlowRef)> {
+        self.by_resource.iter().map(|(name, &at)| {
+            let rules = FlowRef {
+                all: self.resources.clone(),
+                at,
+            };
+            (name, rules)
+        })
+    }
+}
+
+/// One resource's compiled flow rules, where a table keeps them: the table's list of every
+/// resource's rules and an index in it (a reference count, no allocation per resource).
+#[derive(Debug, Clone)]
+pub(crate) struct FlowRef {
+    all: Arc<Vec<ResourceFlowRules>>,
+    at: usize,
+}
+
+impl FlowRef {
+    /// Rules of their own (a resource's exact and regex-matched rules, merged).
+    pub(crate) fn single(rules: ResourceFlowRules) -> Self {
+        Self {
+            all: Arc::new(vec![rules]),
+            at: 0,
+        }
+    }
+
+    /// Whether both sit in the same table's list.
+    #[cfg(test)]
+    pub(crate) fn shares_list_with(&self, other: &FlowRef) -> bool {
+        Arc::ptr_eq(&self.all, &other.all)
+    }
+}
+
+impl std::ops::Deref for FlowRef {
+    type Target = ResourceFlowRules;
+
+    #[inline(always)]
+    fn deref(&self) -> &ResourceFlowRules {
+        // `at` is in range by construction (`refs`, `single`).
+        &self.all[self.at]
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) use concurrency::release_reserved;
 pub(crate) use golang::{
     into_go_flow_rule, into_go_isolation_rule, GoFlowRuleWire, GoIsolationRuleWire,
 };
-pub(crate) use manager::{plain_qps_passes, CheckContext, FlowTable, ResourceFlowRules};
+pub(crate) use manager::{plain_qps_passes, CheckContext, FlowRef, FlowTable, ResourceFlowRules};
 pub(crate) use rule::FlowRuleWire;
 pub use rule::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,

@@ -59,8 +59,9 @@ impl FlowTable {
     ) -> Option<Self> {
         // Each resource's entry is built in place, keyed by the previous table's `Arc<str>`
         // of its name when it had the resource (shared with its node), else a new one.
-        let mut by_resource: FastMap<Arc<str>, Arc<ResourceFlowRules>> =
+        let mut by_resource: FastMap<Arc<str>, usize> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
+        let mut resources: Vec<ResourceFlowRules> = Vec::with_capacity(rules.len());
         // Resources with more than one rule: put in check order at the end.
         let mut several: Vec<&str> = Vec::new();
         let mut cluster_checks = match backend {
@@ -91,9 +92,9 @@ impl FlowTable {
             }
             let name = rule.resource.as_str();
             let keeps_state = Controller::keeps_state(rule);
-            let entry = by_resource.get_mut(name);
+            let entry = by_resource.get(name).copied();
             let before = if entry.is_none() || keeps_state {
-                previous.by_resource.get_key_value(name)
+                previous.get_key_value(name)
             } else {
                 None
             };
@@ -121,13 +122,11 @@ impl FlowTable {
                 ref_node,
                 cluster,
             };
-            match entry {
-                // Not shared yet: `make_mut` never copies here.
+            match entry.and_then(|at| resources.get_mut(at)) {
                 Some(entry) => {
                     if find_repeats && entry.rules.iter().any(|c| c.rule == *rule) {
                         return None;
                     }
-                    let entry = Arc::make_mut(entry);
                     if entry.rules.len() == 1 {
                         several.push(name);
                     }
@@ -136,7 +135,8 @@ impl FlowTable {
                 None => {
                     let key = before.map_or_else(|| Arc::from(name), |(key, _)| key.clone());
                     let list: Rules = smallvec::smallvec![compiled];
-                    by_resource.insert(key, Arc::new(ResourceFlowRules::new(list, &[])));
+                    by_resource.insert(key, resources.len());
+                    resources.push(ResourceFlowRules::new(list, &[]));
                 }
             }
         }
@@ -146,8 +146,7 @@ impl FlowTable {
             .into_iter()
             .filter(|name| !unchecked_apps.contains_key(name));
         for name in several.chain(unchecked_apps.keys().copied()) {
-            if let Some(entry) = by_resource.get_mut(name) {
-                let entry = Arc::make_mut(entry);
+            if let Some(entry) = by_resource.get(name).and_then(|&at| resources.get_mut(at)) {
                 let unchecked = unchecked_apps.get(name).map_or(&[][..], Vec::as_slice);
                 *entry = ResourceFlowRules::new(std::mem::take(&mut entry.rules), unchecked);
             }
@@ -156,6 +155,7 @@ impl FlowTable {
             patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
             by_resource,
+            resources: Arc::new(resources),
         })
     }
 }

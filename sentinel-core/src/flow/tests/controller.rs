@@ -472,17 +472,46 @@ fn a_reload_keeps_each_name_and_puts_a_resource_s_rules_in_check_order() {
     };
     load(5.0);
     let first = table();
-    let (name, rules) = first.by_resource.get_key_value("a").unwrap();
+    let (name, rules) = first.get_key_value("a").unwrap();
     // The specific origin's rule first, and the duplicate gone.
     let apps: Vec<&str> = rules.rule_arcs().map(|r| r.limit_app.as_str()).collect();
     assert_eq!(apps, ["app1", "default"]);
     load(6.0);
     let second = table();
-    let (again, rules) = second.by_resource.get_key_value("a").unwrap();
+    let (again, rules) = second.get_key_value("a").unwrap();
     assert!(
         std::sync::Arc::ptr_eq(name, again),
         "the name's allocation is kept"
     );
     let counts: Vec<f64> = rules.rule_arcs().map(|r| r.count).collect();
     assert_eq!(counts, [1.0, 6.0]);
+}
+
+#[test]
+fn a_table_keeps_every_resource_s_rules_in_one_list_its_slots_share() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let load = |count: f64| {
+        s.flow_rules()
+            .load_rules(vec![FlowRule::qps("a", count), FlowRule::qps("b", 2.0)])
+            .unwrap();
+        let snapshot = s.inner.shared.rules.load_full();
+        let flow = |name: &str| {
+            let at = *snapshot.index.get(name).expect("a slot") as usize;
+            let slot = snapshot.slot(at).expect("the slot");
+            slot.flow.clone().expect("flow rules")
+        };
+        (flow("a"), flow("b"))
+    };
+    let count = |rules: &crate::flow::FlowRef| rules.only_rule().map(|r| r.count);
+    let (a, b) = load(1.0);
+    assert!(
+        a.shares_list_with(&b),
+        "one list, not one allocation per resource"
+    );
+    assert_eq!((count(&a), count(&b)), (Some(1.0), Some(2.0)));
+    let (again, _) = load(3.0);
+    assert_eq!(count(&again), Some(3.0));
+    assert!(!again.shares_list_with(&a), "each table its own list");
+    assert_eq!(count(&a), Some(1.0), "a slot keeps the table it came from");
 }
