@@ -30,7 +30,7 @@ mod views;
 pub(crate) use apply::{compile_tables, replace_parts, Incoming};
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
 pub use resources::Limits;
-pub(crate) use resources::{Found, ResourceNode};
+pub(crate) use resources::{NodeRef, ResourceNode};
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shadow_table::ShadowSnapshot;
 pub(crate) use shared::with_rules;

@@ -8,7 +8,7 @@
 //!
 //! A registry that never frees idle resources (the default) also keeps every node in an
 //! append-only list, so an entry by name borrows its node for as long as it borrows the
-//! engine: no reference count is taken or given back per call ([`Found::Lent`]).
+//! engine: no reference count is taken or given back per call ([`NodeRef::Borrowed`]).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -144,21 +144,36 @@ enum Named {
     Shared(Weak<ResourceNode>),
 }
 
-/// A node found by name.
+/// A resource node as its user holds it: borrowed (from a [`ResourceHandle`] or from a
+/// registry that never frees its nodes, for as long as either is borrowed), or owned (a
+/// reference of its own, where the registry may free idle nodes or the holder outlives
+/// the borrow).
+///
+/// [`ResourceHandle`]: crate::ResourceHandle
 #[derive(Debug)]
-pub(crate) enum Found<'a> {
-    /// Lent by a registry that never frees its nodes, for as long as it is borrowed.
-    Lent(&'a Arc<ResourceNode>),
-    /// Shared: the registry may free idle nodes, so the caller holds a reference.
-    Shared(Arc<ResourceNode>),
+pub(crate) enum NodeRef<'a> {
+    Borrowed(&'a Arc<ResourceNode>),
+    Owned(Arc<ResourceNode>),
 }
 
-impl Found<'_> {
+impl std::ops::Deref for NodeRef<'_> {
+    type Target = ResourceNode;
+
+    #[inline]
+    fn deref(&self) -> &ResourceNode {
+        match self {
+            NodeRef::Borrowed(node) => node,
+            NodeRef::Owned(node) => node,
+        }
+    }
+}
+
+impl NodeRef<'_> {
     /// The node, as a reference of its own.
     pub(crate) fn into_shared(self) -> Arc<ResourceNode> {
         match self {
-            Found::Lent(node) => node.clone(),
-            Found::Shared(node) => node,
+            NodeRef::Borrowed(node) => node.clone(),
+            NodeRef::Owned(node) => node,
         }
     }
 }
@@ -348,13 +363,13 @@ impl Registry {
         name: &str,
         shared: &Arc<Shared>,
     ) -> Option<Arc<ResourceNode>> {
-        self.find(name, shared).map(Found::into_shared)
+        self.find(name, shared).map(NodeRef::into_shared)
     }
 
     /// The node of `name`, made if new; `None` past the resource cap. Looks in this thread's
     /// name cache first, and lends the node when the registry keeps every node.
     #[inline]
-    pub(crate) fn find<'a>(&'a self, name: &str, shared: &Arc<Shared>) -> Option<Found<'a>> {
+    pub(crate) fn find<'a>(&'a self, name: &str, shared: &Arc<Shared>) -> Option<NodeRef<'a>> {
         let slot = (mix(name) >> 61) as usize & (NAME_SLOTS - 1);
         // Read before the lookup: a removal after it makes the slot filled below stale.
         let removals = self.removals.load(Ordering::Acquire);
@@ -365,14 +380,10 @@ impl Registry {
                 return None;
             }
             let found = match &named.node {
-                Named::Kept(at) => Found::Lent(self.kept.as_ref()?.get(*at)?),
-                Named::Shared(node) => Found::Shared(node.upgrade()?),
+                Named::Kept(at) => NodeRef::Borrowed(self.kept.as_ref()?.get(*at)?),
+                Named::Shared(node) => NodeRef::Owned(node.upgrade()?),
             };
-            let node: &ResourceNode = match &found {
-                Found::Lent(node) => node,
-                Found::Shared(node) => node,
-            };
-            (*node.name == *name).then_some(found)
+            (*found.name == *name).then_some(found)
         });
         if let Ok(Some(found)) = cached {
             return Some(found);
@@ -381,14 +392,14 @@ impl Registry {
         let (named, found) = match &self.kept {
             None => (
                 Some(Named::Shared(Arc::downgrade(&node))),
-                Found::Shared(node),
+                NodeRef::Owned(node),
             ),
             Some(kept) => match node.kept_at.load(Ordering::Acquire) {
                 // Made by another thread that has not listed it yet: shared this once.
-                NOT_KEPT => (None, Found::Shared(node)),
+                NOT_KEPT => (None, NodeRef::Owned(node)),
                 at => match kept.get(at) {
-                    Some(lent) => (Some(Named::Kept(at)), Found::Lent(lent)),
-                    None => (None, Found::Shared(node)),
+                    Some(lent) => (Some(Named::Kept(at)), NodeRef::Borrowed(lent)),
+                    None => (None, NodeRef::Owned(node)),
                 },
             },
         };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
-use super::resources::{Found, Limits, Registry, ResourceNode};
+use super::resources::{Limits, NodeRef, Registry, ResourceNode};
 use super::shared::{NodeCaps, Shared};
 use super::snapshot::Owned;
 use super::snapshot::RuleSnapshot;
@@ -441,16 +441,16 @@ impl Sentinel {
     }
 
     pub(crate) fn node(&self, resource: &str) -> Option<Arc<ResourceNode>> {
-        self.found(resource).map(Found::into_shared)
+        self.found(resource).map(NodeRef::into_shared)
     }
 
     /// The node of `resource`, made if new, lent for as long as the engine is borrowed when
     /// the registry never frees nodes.
     #[inline]
-    pub(crate) fn found<'a>(&'a self, resource: &str) -> Option<Found<'a>> {
+    pub(crate) fn found<'a>(&'a self, resource: &str) -> Option<NodeRef<'a>> {
         let node = self.inner.registry.find(resource, &self.inner.shared);
         if node.is_none() && self.inner.registry.free_idle_after().is_some() {
-            return self.node_after_sweep(resource).map(Found::Shared);
+            return self.node_after_sweep(resource).map(NodeRef::Owned);
         }
         node
     }

@@ -9,12 +9,12 @@ use std::time::Duration;
 use super::builder::{EntryBuilder, EntryType, Target};
 use super::fast::{plain_rule, Fast, LIMIT_CAP};
 use super::guard::{
-    count_pass, give_back, queued_bits, Entry, NodeRef, BREAKERS, PARAM_HOLDS, RESERVED_ON_INBOUND,
+    count_pass, give_back, queued_bits, Entry, BREAKERS, PARAM_HOLDS, RESERVED_ON_INBOUND,
     SHADOW_BREAKERS,
 };
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
-use crate::engine::{with_rules, Found, ResourceNode, ResourceRules, RuleSnapshot};
+use crate::engine::{with_rules, NodeRef, ResourceNode, ResourceRules, RuleSnapshot};
 use crate::flow::{plain_qps_passes, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
@@ -27,10 +27,7 @@ impl<'a> EntryBuilder<'a> {
         // A handle lends its node; a name lookup borrows it from the registry, or (when
         // idle nodes may be freed) owns a reference to it.
         let node_ref = match self.target {
-            Target::Name(name) => self.sentinel.found(name).map(|found| match found {
-                Found::Lent(node) => NodeRef::Borrowed(node),
-                Found::Shared(node) => NodeRef::Owned(node),
-            }),
+            Target::Name(name) => self.sentinel.found(name),
             Target::Handle(handle) => handle.node.as_ref().map(NodeRef::Borrowed),
         };
         self.check_node(node_ref, wait_out)

@@ -4,7 +4,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use crate::engine::{with_rules, ResourceNode};
+use crate::engine::{with_rules, NodeRef, ResourceNode};
 use crate::flow::release_reserved;
 use crate::param_flow::Holds;
 use crate::stat::StatNode;
@@ -170,25 +170,6 @@ pub(super) fn queued_bits(borrowed: bool, probe: bool) -> u8 {
     QUEUED | if borrowed { QUEUED_BORROWED } else { 0 } | if probe { QUEUED_PROBE } else { 0 }
 }
 
-/// The resource node an entry reports to: lent by a [`ResourceHandle`] (no reference-count
-/// traffic on the hot path) or owned after a name lookup.
-pub(super) enum NodeRef<'a> {
-    Borrowed(&'a Arc<ResourceNode>),
-    Owned(Arc<ResourceNode>),
-}
-
-impl std::ops::Deref for NodeRef<'_> {
-    type Target = ResourceNode;
-
-    #[inline]
-    fn deref(&self) -> &ResourceNode {
-        match self {
-            NodeRef::Borrowed(node) => node,
-            NodeRef::Owned(node) => node,
-        }
-    }
-}
-
 /// [`Entry::breakers`]: the resource's enforced circuit breakers get the completion.
 pub(super) const BREAKERS: u8 = 1;
 /// [`Entry::breakers`]: the call passed every shadow rule, and the resource's shadow
@@ -270,10 +251,7 @@ impl<'a> Entry<'a> {
 
     /// The same entry, independent of the handle or engine borrow it came from.
     pub fn into_owned(mut self) -> Entry<'static> {
-        let node = self.node.take().map(|n| match n {
-            NodeRef::Borrowed(node) => NodeRef::Owned(node.clone()),
-            NodeRef::Owned(node) => NodeRef::Owned(node),
-        });
+        let node = self.node.take().map(|n| NodeRef::Owned(n.into_shared()));
         Entry {
             node,
             origin_node: self.origin_node.take(),
