@@ -83,10 +83,7 @@ impl RuleSnapshot {
             state.insert(node.name.clone(), matched.clone());
             matched
         };
-        let exact = self
-            .index
-            .get(name)
-            .and_then(|&i| self.resources.get(i as usize));
+        let exact = self.index.get(name).and_then(|i| self.resources.get(i));
         let slot = merge(exact, &matched, authority, name);
         let index = resolved.slots.push(slot);
         names.insert(node.name.clone(), index);

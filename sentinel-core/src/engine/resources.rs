@@ -259,7 +259,7 @@ impl ResourceNode {
         let tag = snapshot.version << SLOT_INDEX_BITS;
         let index = snapshot
             .resolve_regex(self)
-            .or_else(|| snapshot.index.get(&*self.name).map(|&i| i as usize));
+            .or_else(|| snapshot.index.get(&self.name));
         match index {
             None => self.rule_slot.store(tag | NO_RULES, Ordering::Relaxed),
             // An index too large to cache is looked up every time.
@@ -429,8 +429,8 @@ impl Registry {
                 .rules
                 .load()
                 .index
-                .get_key_value(name)
-                .map_or_else(|| Arc::from(name), |(key, _)| key.clone())
+                .key(name)
+                .map_or_else(|| Arc::from(name), Arc::clone)
         };
         let mut made = false;
         let node = self.resources.get_or_insert_keyed(name, key, |name| {

@@ -41,7 +41,7 @@ pub(crate) struct ShadowSnapshot {
     /// Each source's shadow part.
     pub(crate) sources: BTreeMap<Arc<str>, SourceRules>,
     pub(crate) tables: Tables,
-    index: FastMap<Arc<str>, u32>,
+    index: super::snapshot::SlotIndex,
     resources: Vec<ResourceRules>,
     /// Each rule's counter, by the address of the rule in the compiled tables.
     by_rule: FastMap<usize, Arc<ShadowCounter>>,
@@ -70,7 +70,7 @@ impl ShadowSnapshot {
     #[inline(never)]
     fn look_up(&self, node: &ResourceNode) -> Option<&ResourceRules> {
         let tag = self.version << INDEX_BITS;
-        let index = self.index.get(&*node.name).map(|&i| i as usize);
+        let index = self.index.get(&node.name);
         match index {
             Some(i) if (i as u64) < NONE => {
                 node.shadow_slot.store(tag | i as u64, Ordering::Relaxed)

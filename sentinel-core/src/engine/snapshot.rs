@@ -74,7 +74,7 @@ pub(crate) struct RuleSnapshot {
     pub(crate) sources: BTreeMap<Arc<str>, SourceRules>,
     pub(crate) tables: Tables,
     /// Where each resource's rules sit in `resources`.
-    pub(crate) index: FastMap<Arc<str>, u32>,
+    pub(crate) index: SlotIndex,
     pub(crate) resources: Vec<ResourceRules>,
     /// The slots of regex-matched resources, resolved as they are first called; `None`
     /// when no family has a regex rule.
@@ -93,47 +93,91 @@ impl RuleSnapshot {
             && tables.param_flow.patterns.is_empty()
             && tables.authority.patterns.is_empty());
         self.regex = any_regex.then(Box::default);
-        let index = &mut self.index;
         let resources = &mut self.resources;
-        let expected = tables.flow.len()
-            + tables.degrade.by_resource.len()
-            + tables.param_flow.by_resource.len();
-        index.reserve(expected);
-        resources.reserve(expected);
-        for (name, rules) in tables.flow.refs() {
-            let slot = slot_of(index, resources, name);
-            slot.plain_qps = rules.only_plain_qps();
-            slot.flow = Some(rules);
-        }
+        // The flow table's resources take the first slots, in its order: its name map is
+        // the index of those, shared, not built again.
+        let index = &mut self.index;
+        index.flow = tables.flow.index();
+        let others = tables.degrade.by_resource.len() + tables.param_flow.by_resource.len();
+        resources.reserve(tables.flow.len() + others);
+        resources.extend(tables.flow.refs().map(|rules| ResourceRules {
+            plain_qps: rules.only_plain_qps(),
+            flow: Some(rules),
+            ..ResourceRules::default()
+        }));
+        index.others.reserve(others);
         for (name, breakers) in &tables.degrade.by_resource {
-            slot_of(index, resources, name).breakers = Some(breakers.clone());
+            index.slot(resources, name).breakers = Some(breakers.clone());
         }
         for (name, rules) in &tables.param_flow.by_resource {
-            slot_of(index, resources, name).param = Some(rules.clone());
+            index.slot(resources, name).param = Some(rules.clone());
         }
         for rule in tables.authority.rules.iter().filter(|r| !r.regex) {
             let name: Arc<str> = Arc::from(rule.resource.as_str());
-            slot_of(index, resources, &name).authority = Some(rule.clone());
+            index.slot(resources, &name).authority = Some(rule.clone());
         }
     }
 }
 
-/// The rules slot of resource `name`, added on first use.
-fn slot_of<'a>(
-    index: &mut FastMap<Arc<str>, u32>,
-    resources: &'a mut Vec<ResourceRules>,
-    name: &Arc<str>,
-) -> &'a mut ResourceRules {
-    let next = resources.len();
-    let i = *index
-        .entry(name.clone())
-        .or_insert(u32::try_from(next).unwrap_or(u32::MAX)) as usize;
-    if i >= next {
-        // A new name: its slot is the one pushed now.
-        resources.push(ResourceRules::default());
-        return &mut resources[next];
+/// Where each resource's rules sit in a snapshot's `resources`: the flow table's own name
+/// map for the resources with flow rules (the first slots, in the table's order), and a map
+/// of its own for the names only other families have (the slots after them). Read on cold
+/// paths only: the hot path caches a resource's slot in its node.
+#[derive(Debug, Default)]
+pub(crate) struct SlotIndex {
+    flow: Arc<FastMap<Arc<str>, usize>>,
+    others: FastMap<Arc<str>, u32>,
+}
+
+impl SlotIndex {
+    /// The slot of `name`, if it has rules.
+    pub(crate) fn get(&self, name: &str) -> Option<usize> {
+        self.flow
+            .get(name)
+            .copied()
+            .or_else(|| self.others.get(name).map(|&i| i as usize))
     }
-    &mut resources[i]
+
+    /// The index's key for `name`: the name the rule tables hold.
+    pub(crate) fn key(&self, name: &str) -> Option<&Arc<str>> {
+        self.flow
+            .get_key_value(name)
+            .map(|(key, _)| key)
+            .or_else(|| self.others.get_key_value(name).map(|(key, _)| key))
+    }
+
+    /// Whether the flow resources' slots are looked up in `table`'s own name map.
+    #[cfg(test)]
+    pub(crate) fn shares_flow_map_of(&self, table: &crate::flow::FlowTable) -> bool {
+        Arc::ptr_eq(&self.flow, &table.index())
+    }
+
+    /// Whether `name` has rules.
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.flow.contains_key(name) || self.others.contains_key(name)
+    }
+
+    /// The rules slot of resource `name`, added on first use.
+    fn slot<'a>(
+        &mut self,
+        resources: &'a mut Vec<ResourceRules>,
+        name: &Arc<str>,
+    ) -> &'a mut ResourceRules {
+        let next = resources.len();
+        let i = match self.flow.get(&**name) {
+            Some(&i) => i,
+            None => *self
+                .others
+                .entry(name.clone())
+                .or_insert(u32::try_from(next).unwrap_or(u32::MAX)) as usize,
+        };
+        if i >= next {
+            // A new name: its slot is the one pushed now.
+            resources.push(ResourceRules::default());
+            return &mut resources[next];
+        }
+        &mut resources[i]
+    }
 }
 
 /// The slots a table version resolved for regex-matched resources. References into it stay

@@ -440,3 +440,44 @@ fn dropping_the_engine_frees_the_nodes_it_lent_by_name() {
         "a kept node kept the engine alive"
     );
 }
+
+#[test]
+fn the_snapshot_finds_flow_resources_in_the_flow_table_s_own_map() {
+    use crate::authority::AuthorityRule;
+    use crate::circuit_breaker::DegradeRule;
+    use crate::param_flow::ParamFlowRule;
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    let flow = vec![FlowRule::qps("a", 1.0), FlowRule::qps("b", 2.0)];
+    s.flow_rules().load_rules(flow).unwrap();
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("b", 5.0, 10),
+            DegradeRule::error_count("c", 5.0, 10),
+        ])
+        .unwrap();
+    s.param_flow_rules()
+        .load_rules(vec![ParamFlowRule::qps("d", 0, 3.0)])
+        .unwrap();
+    s.authority_rules()
+        .load_rules(vec![AuthorityRule::white_list("a", "app")])
+        .unwrap();
+    let snapshot = s.inner.shared.rules.load_full();
+    assert!(snapshot.index.shares_flow_map_of(&snapshot.tables.flow));
+    let slot = |name: &str| {
+        let at = snapshot.index.get(name).expect("a slot");
+        (at, snapshot.slot(at).expect("the slot"))
+    };
+    // The flow resources take the first slots; a resource keeps one slot for every family.
+    let (a, b) = (slot("a"), slot("b"));
+    assert!(a.0 < 2 && b.0 < 2 && a.0 != b.0);
+    assert!(a.1.flow.is_some() && a.1.authority.is_some() && a.1.breakers.is_none());
+    assert!(b.1.flow.is_some() && b.1.breakers.is_some());
+    // The names only other families have come after them.
+    let (c, d) = (slot("c"), slot("d"));
+    assert!(c.0 >= 2 && d.0 >= 2 && c.0 != d.0);
+    assert!(c.1.breakers.is_some() && c.1.flow.is_none());
+    assert!(d.1.param.is_some() && d.1.flow.is_none());
+    assert!(snapshot.index.contains_key("d") && !snapshot.index.contains_key("e"));
+    assert_eq!(snapshot.index.key("c").map(|k| &**k), Some("c"));
+}

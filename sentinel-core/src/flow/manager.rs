@@ -120,8 +120,9 @@ type Rules = SmallVec<[CompiledFlowRule; 1]>;
 pub(crate) struct FlowTable {
     /// Shared with the source's part when one source brings every flow rule.
     pub(crate) rules: Arc<Vec<Arc<FlowRule>>>,
-    /// Each resource's index in `resources`.
-    by_resource: FastMap<Arc<str>, usize>,
+    /// Each resource's index in `resources`; shared with the rule snapshot, whose first
+    /// slots are the table's resources in the same order.
+    by_resource: Arc<FastMap<Arc<str>, usize>>,
     /// Every resource's compiled rules, in one allocation (not one per resource), shared
     /// with the rule snapshot's slots.
     resources: Arc<Vec<ResourceFlowRules>>,
@@ -162,15 +163,18 @@ impl FlowTable {
             .filter_map(|(name, &at)| Some((name, self.resources.get(at)?)))
     }
 
-    /// Every resource's rules, as the rule snapshot's slots hold them.
-    pub(crate) fn refs(&self) -> impl Iterator<Item = (&Arc<str>, FlowRef)> {
-        self.by_resource.iter().map(|(name, &at)| {
-            let rules = FlowRef {
-                all: self.resources.clone(),
-                at,
-            };
-            (name, rules)
+    /// Every resource's rules, as the rule snapshot's slots hold them, in the order of the
+    /// indexes [`index`](Self::index) gives.
+    pub(crate) fn refs(&self) -> impl Iterator<Item = FlowRef> + '_ {
+        (0..self.resources.len()).map(|at| FlowRef {
+            all: self.resources.clone(),
+            at,
         })
+    }
+
+    /// Each resource's index in [`refs`](Self::refs).
+    pub(crate) fn index(&self) -> Arc<FastMap<Arc<str>, usize>> {
+        self.by_resource.clone()
     }
 }
 

@@ -154,7 +154,7 @@ impl FlowTable {
         Some(Self {
             patterns: Patterns::of(rules.iter().filter(|r| r.checked_locally())),
             rules,
-            by_resource,
+            by_resource: Arc::new(by_resource),
             resources: Arc::new(resources),
         })
     }

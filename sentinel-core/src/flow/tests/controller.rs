@@ -497,7 +497,7 @@ fn a_table_keeps_every_resource_s_rules_in_one_list_its_slots_share() {
             .unwrap();
         let snapshot = s.inner.shared.rules.load_full();
         let flow = |name: &str| {
-            let at = *snapshot.index.get(name).expect("a slot") as usize;
+            let at = snapshot.index.get(name).expect("a slot");
             let slot = snapshot.slot(at).expect("the slot");
             slot.flow.clone().expect("flow rules")
         };
