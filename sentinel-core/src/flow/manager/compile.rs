@@ -57,8 +57,7 @@ impl FlowTable {
         backend: Option<&Arc<dyn ClusterBackend>>,
         find_repeats: bool,
     ) -> Option<Self> {
-        // Each resource's entry is built in place, keyed by the previous table's `Arc<str>`
-        // of its name when it had the resource (shared with its node), else a new one.
+        // Each resource's entry is built in place.
         let mut by_resource: FastMap<Arc<str>, usize> =
             FastMap::with_capacity_and_hasher(rules.len(), Default::default());
         let mut resources: Vec<ResourceFlowRules> = Vec::with_capacity(rules.len());
@@ -92,12 +91,13 @@ impl FlowTable {
             }
             let name = rule.resource.as_str();
             let keeps_state = Controller::keeps_state(rule);
-            let entry = by_resource.get(name).copied();
-            let before = if entry.is_none() || keeps_state {
-                previous.get_key_value(name)
-            } else {
-                None
-            };
+            // One lookup in each table per rule. This table keys the name by the previous
+            // table's `Arc<str>` for it (shared with the resource's node), else by a new one
+            // (made again, and dropped, for each later rule of a new resource: rare).
+            let before = previous.get_key_value(name);
+            let key = before.map_or_else(|| Arc::from(name), |(key, _)| key.clone());
+            let next = resources.len();
+            let at = *by_resource.entry(key).or_insert(next);
             let controller = keeps_state.then(|| {
                 before
                     .and_then(|(_, rules)| rules.controller_of(rule))
@@ -109,20 +109,21 @@ impl FlowTable {
             };
             // A cluster rule (checked locally) takes the controller's path, the same decision
             // by another route: the fast path's tests compare the two.
+            let app = LimitApp::of(rule);
             let plain = rule.grade == FlowGrade::Qps
                 && rule.control_behavior == ControlBehavior::Reject
                 && rule.strategy == FlowStrategy::Direct
-                && LimitApp::of(rule) == LimitApp::Default
+                && app == LimitApp::Default
                 && !rule.cluster_mode;
             let compiled = CompiledFlowRule {
                 plain_qps: plain.then_some(rule.count),
-                app: LimitApp::of(rule),
+                app,
                 rule: rule.clone(),
                 controller,
                 ref_node,
                 cluster,
             };
-            match entry.and_then(|at| resources.get_mut(at)) {
+            match resources.get_mut(at) {
                 Some(entry) => {
                     if find_repeats && entry.rules.iter().any(|c| c.rule == *rule) {
                         return None;
@@ -133,9 +134,7 @@ impl FlowTable {
                     entry.rules.push(compiled);
                 }
                 None => {
-                    let key = before.map_or_else(|| Arc::from(name), |(key, _)| key.clone());
                     let list: Rules = smallvec::smallvec![compiled];
-                    by_resource.insert(key, resources.len());
                     resources.push(ResourceFlowRules::new(list, &[]));
                 }
             }
