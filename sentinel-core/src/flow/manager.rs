@@ -53,13 +53,34 @@ pub(crate) struct CompiledFlowRule {
     /// table this one replaces when the rule is unchanged. `None` for the reject
     /// controller, which keeps none: it is made from the rule where it is needed.
     controller: Option<Arc<Controller>>,
-    ref_node: Option<Arc<dyn OwnsStat>>,
+    /// What few rules have, boxed so that the others stay small (a table keeps every
+    /// resource's rules, and a reload writes them all).
+    links: Option<Box<Links>>,
     app: LimitApp,
     /// `Some(count)` for the most common rule: QPS, reject, `default` limitApp, direct. Its
     /// check is inlined into the loop; every other rule is checked out of line.
     plain_qps: Option<f64>,
+}
+
+/// A compiled rule's links to other parts of the engine, which few rules have.
+#[derive(Debug, Clone)]
+struct Links {
+    /// A relate rule's related resource.
+    ref_node: Option<Arc<dyn OwnsStat>>,
     /// A `clusterMode` rule with a cluster backend installed: the backend decides.
     cluster: Option<ClusterCheck>,
+}
+
+impl CompiledFlowRule {
+    /// The related resource's node, of a relate rule.
+    fn ref_node(&self) -> Option<&Arc<dyn OwnsStat>> {
+        self.links.as_ref()?.ref_node.as_ref()
+    }
+
+    /// The cluster backend's check, of a `clusterMode` rule the backend decides.
+    fn cluster(&self) -> Option<&ClusterCheck> {
+        self.links.as_ref()?.cluster.as_ref()
+    }
 }
 
 /// The reject controller's pass test for a plain QPS rule (`plain_qps`, see
@@ -106,7 +127,7 @@ pub(crate) struct ResourceFlowRules {
     /// Inline when there is one (most resources): one allocation less per resource.
     rules: Rules,
     /// Origins named by a specific `limitApp`, for `other`.
-    specific_origins: Vec<Box<str>>,
+    specific_origins: Box<[Box<str>]>,
     /// A rule of the resource has `limitApp: "default"` (which names the origin `default`,
     /// for `other`).
     has_default: bool,
@@ -136,7 +157,7 @@ impl FlowTable {
         self.resources
             .iter()
             .flat_map(|resource| resource.rules.iter())
-            .filter_map(|rule| rule.cluster.as_ref().map(|c| c.slot.clone()))
+            .filter_map(|rule| rule.cluster().map(|c| c.slot.clone()))
             .collect()
     }
 
@@ -223,14 +244,14 @@ impl ResourceFlowRules {
         let mut list: Rules = exact.map(|e| e.rules.clone()).unwrap_or_default();
         list.extend(matched.rules.iter().cloned());
         let mut merged = Self::new(list, &[]);
+        let mut origins = Vec::from(std::mem::take(&mut merged.specific_origins));
         for part in exact.into_iter().chain([matched]) {
-            merged
-                .specific_origins
-                .extend(part.specific_origins.iter().cloned());
+            origins.extend(part.specific_origins.iter().cloned());
             merged.has_default |= part.has_default;
         }
-        merged.specific_origins.sort();
-        merged.specific_origins.dedup();
+        origins.sort();
+        origins.dedup();
+        merged.specific_origins = origins.into_boxed_slice();
         merged
     }
 
@@ -286,7 +307,7 @@ impl ResourceFlowRules {
         cx: &CheckContext<'_>,
         reserved: &mut u8,
     ) -> Decision {
-        if let Some(cluster) = &compiled.cluster {
+        if let Some(cluster) = compiled.cluster() {
             return self.check_cluster(compiled, cluster, cx);
         }
         let Some((node, bit)) = self.select_node(compiled, cx) else {
@@ -394,7 +415,7 @@ impl ResourceFlowRules {
             }
             FlowStrategy::Direct => cx.origin_node.map(|n| (n, RESERVED_ON_ORIGIN)),
             // This call does not enter the related resource: nothing to reserve there.
-            FlowStrategy::Relate => c.ref_node.as_deref().map(|n| (n.stat(), 0)),
+            FlowStrategy::Relate => c.ref_node().map(|n| (n.stat(), 0)),
             FlowStrategy::Chain => {
                 if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
                     cx.context_node.map(|n| (n, RESERVED_ON_CONTEXT))

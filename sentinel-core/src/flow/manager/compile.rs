@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{CompiledFlowRule, FlowTable, LimitApp, ResourceFlowRules, Rules};
+use super::{CompiledFlowRule, FlowTable, LimitApp, Links, ResourceFlowRules, Rules};
 use crate::cluster::ClusterBackend;
 use crate::flow::cluster::register_rules;
 use crate::flow::controller::Controller;
@@ -120,8 +120,8 @@ impl FlowTable {
                 app,
                 rule: rule.clone(),
                 controller,
-                ref_node,
-                cluster,
+                links: (ref_node.is_some() || cluster.is_some())
+                    .then(|| Box::new(Links { ref_node, cluster })),
             };
             match resources.get_mut(at) {
                 Some(entry) => {
@@ -175,9 +175,9 @@ impl ResourceFlowRules {
     pub(super) fn new(mut list: Rules, unchecked: &[Arc<FlowRule>]) -> Self {
         if let ([only], []) = (list.as_slice(), unchecked) {
             // Most resources: one rule, whose origin kind the compile already read.
-            let specific_origins = match only.app {
-                LimitApp::Specific => vec![Box::from(only.rule.limit_app.as_str())],
-                LimitApp::Default | LimitApp::Other => Vec::new(),
+            let specific_origins: Box<[Box<str>]> = match only.app {
+                LimitApp::Specific => Box::new([Box::from(only.rule.limit_app.as_str())]),
+                LimitApp::Default | LimitApp::Other => Box::default(),
             };
             let has_default = only.app == LimitApp::Default;
             return Self {
@@ -202,7 +202,7 @@ impl ResourceFlowRules {
         let has_default = apps().any(|app| app == LIMIT_APP_DEFAULT);
         Self {
             rules: list,
-            specific_origins,
+            specific_origins: specific_origins.into_boxed_slice(),
             has_default,
         }
     }

@@ -196,3 +196,12 @@ fn relate_and_chain_work_with_every_grade_and_controller() {
         "the rule is for app only"
     );
 }
+
+/// A table keeps a compiled rule per rule and a slot per resource, and a reload writes them
+/// all: what few rules have (a related node, a cluster check) is boxed out of them.
+#[test]
+fn compiled_rules_keep_their_rare_links_out_of_line() {
+    use crate::flow::manager::{CompiledFlowRule, ResourceFlowRules};
+    assert!(std::mem::size_of::<CompiledFlowRule>() <= 48);
+    assert!(std::mem::size_of::<ResourceFlowRules>() <= 80);
+}
