@@ -126,35 +126,38 @@ impl RuleSnapshot {
 #[derive(Debug, Default)]
 pub(crate) struct SlotIndex {
     flow: Arc<FastMap<Arc<str>, usize>>,
-    others: FastMap<Arc<str>, u32>,
+    others: FastMap<Arc<str>, usize>,
 }
 
 impl SlotIndex {
+    /// The index's key for `name` (the name the rule tables hold) and its slot, if it has
+    /// rules.
+    fn entry(&self, name: &str) -> Option<(&Arc<str>, usize)> {
+        self.flow
+            .get_key_value(name)
+            .or_else(|| self.others.get_key_value(name))
+            .map(|(key, &slot)| (key, slot))
+    }
+
     /// The slot of `name`, if it has rules.
     pub(crate) fn get(&self, name: &str) -> Option<usize> {
-        self.flow
-            .get(name)
-            .copied()
-            .or_else(|| self.others.get(name).map(|&i| i as usize))
+        self.entry(name).map(|(_, slot)| slot)
     }
 
     /// The index's key for `name`: the name the rule tables hold.
     pub(crate) fn key(&self, name: &str) -> Option<&Arc<str>> {
-        self.flow
-            .get_key_value(name)
-            .map(|(key, _)| key)
-            .or_else(|| self.others.get_key_value(name).map(|(key, _)| key))
+        self.entry(name).map(|(key, _)| key)
+    }
+
+    /// Whether `name` has rules.
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.entry(name).is_some()
     }
 
     /// Whether the flow resources' slots are looked up in `table`'s own name map.
     #[cfg(test)]
     pub(crate) fn shares_flow_map_of(&self, table: &crate::flow::FlowTable) -> bool {
         Arc::ptr_eq(&self.flow, &table.index())
-    }
-
-    /// Whether `name` has rules.
-    pub(crate) fn contains_key(&self, name: &str) -> bool {
-        self.flow.contains_key(name) || self.others.contains_key(name)
     }
 
     /// The rules slot of resource `name`, added on first use.
@@ -166,10 +169,7 @@ impl SlotIndex {
         let next = resources.len();
         let i = match self.flow.get(&**name) {
             Some(&i) => i,
-            None => *self
-                .others
-                .entry(name.clone())
-                .or_insert(u32::try_from(next).unwrap_or(u32::MAX)) as usize,
+            None => *self.others.entry(name.clone()).or_insert(next),
         };
         if i >= next {
             // A new name: its slot is the one pushed now.
