@@ -13,6 +13,13 @@ cd "$ROOT"
 # Pinned so every machine checks features with the same tool; bump it on purpose.
 CARGO_HACK_VERSION=0.6.46
 
+# A run from a clean clone gains nothing from incremental compilation (it wrote 7.7 GB under
+# target/debug/incremental), and test binaries need only line tables for their backtraces: full
+# debug info made target/debug 25 GB, and a CI machine with less free disk failed on it. A
+# developer's first run of this script after a plain `cargo test` rebuilds once for these.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+
 step() { printf '\n==> %s\n' "$*"; }
 
 cleanup() {
