@@ -7,6 +7,7 @@ use crate::authority::{AuthorityRule, AuthorityStrategy};
 use crate::circuit_breaker::{DegradeGrade, DegradeRule};
 use crate::flow::{FlowGrade, FlowRule};
 use crate::param_flow::{ParamFlowGrade, ParamFlowRule};
+use crate::rule_ref::RuleRef;
 use crate::rules::RuleFamily;
 use crate::system::SystemMetric;
 
@@ -43,8 +44,8 @@ pub enum BlockError {
     Flow {
         /// The resource.
         resource: Arc<str>,
-        /// The rule that blocked.
-        rule: Arc<FlowRule>,
+        /// The rule that blocked, shared with the rules loaded with it.
+        rule: RuleRef<FlowRule>,
     },
     /// A hot-parameter (param-flow) rule blocked the call: the value of the argument it
     /// limits was hot.
@@ -273,7 +274,7 @@ pub(crate) fn example(family: RuleFamily) -> BlockError {
         },
         RuleFamily::Flow => BlockError::Flow {
             resource,
-            rule: Arc::new(FlowRule::qps("r", 1.0)),
+            rule: RuleRef::new(FlowRule::qps("r", 1.0)),
         },
         RuleFamily::Degrade => BlockError::CircuitBreaker {
             resource,

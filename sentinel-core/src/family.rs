@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -19,6 +20,7 @@ use crate::circuit_breaker::{DegradeRule, DegradeRuleWire, DegradeTable};
 use crate::flow::{FlowRule, FlowRuleWire, FlowTable};
 use crate::hash::FastSet;
 use crate::param_flow::{ParamFlowRule, ParamFlowRuleWire, ParamFlowTable};
+use crate::rule_ref::RuleRef;
 use crate::rules::{RuleFamily, RuleIssue};
 use crate::stat::OwnsStat;
 use crate::system::{SystemRule, SystemRuleWire, SystemTable};
@@ -46,6 +48,22 @@ pub(crate) trait Family:
     /// The compiled rules of every source, as the hot path reads them.
     type Table: Default + fmt::Debug + Send + Sync + 'static;
 
+    /// How a loaded rule is held: compared, hashed and read as the rule. An `Arc` per rule,
+    /// or, for a family whose tables never carry a rule into the next reload, a
+    /// [`RuleRef`] into the load's one list (no allocation per rule).
+    type Handle: Clone
+        + Deref<Target = Self>
+        + Eq
+        + Hash
+        + fmt::Debug
+        + Send
+        + Sync
+        + From<Self>
+        + 'static;
+
+    /// A loaded payload's rules, as handles.
+    fn handles(rules: Vec<Self>) -> Vec<Self::Handle>;
+
     /// The typed rule with Sentinel's defaults, and what the wire gets wrong (a wrong value
     /// is read as its default, so the rule can still be validated).
     fn decode(wire: Self::Wire, index: usize) -> (Self, Vec<RuleIssue>);
@@ -70,13 +88,17 @@ pub(crate) trait Family:
 
     /// Compiles the union of every source's rules. Rules equal to ones in `previous` keep
     /// their state (controllers, breakers).
-    fn compile(rules: Vec<Arc<Self>>, previous: &Self::Table, env: &CompileEnv<'_>) -> Self::Table;
+    fn compile(
+        rules: Vec<Self::Handle>,
+        previous: &Self::Table,
+        env: &CompileEnv<'_>,
+    ) -> Self::Table;
 
     /// Compiles one source's rules alone (the common case: one source), which may repeat a
     /// rule: by default deduplicated through [`union_of`] first. A family that can tell a
     /// repeated rule while it compiles, for less than hashing every rule, overrides it.
     fn compile_part(
-        rules: &Arc<Vec<Arc<Self>>>,
+        rules: &Arc<Vec<Self::Handle>>,
         previous: &Self::Table,
         env: &CompileEnv<'_>,
     ) -> Self::Table {
@@ -84,7 +106,7 @@ pub(crate) trait Family:
     }
 
     /// The rules a table was compiled from.
-    fn active(table: &Self::Table) -> &[Arc<Self>];
+    fn active(table: &Self::Table) -> &[Self::Handle];
 
     /// Why the rule cannot be a shadow rule, as `(field, message)`; `None` if it can.
     fn shadow_unsupported(&self) -> Option<(&'static str, &'static str)> {
@@ -93,12 +115,12 @@ pub(crate) trait Family:
 }
 
 /// The union of several sources' rules, in source order, without duplicates.
-pub(crate) fn union_of<'a, T: Eq + Hash + 'a>(
-    parts: impl Iterator<Item = &'a [Arc<T>]> + Clone,
-) -> Vec<Arc<T>> {
+pub(crate) fn union_of<'a, H: Clone + Eq + Hash + 'a>(
+    parts: impl Iterator<Item = &'a [H]> + Clone,
+) -> Vec<H> {
     // Sized for every rule up front: growing by rehash costs more than the set itself.
-    let n = parts.clone().map(<[Arc<T>]>::len).sum();
-    let mut seen: FastSet<&T> = FastSet::with_capacity_and_hasher(n, Default::default());
+    let n = parts.clone().map(<[H]>::len).sum();
+    let mut seen: FastSet<&H> = FastSet::with_capacity_and_hasher(n, Default::default());
     let mut out = Vec::with_capacity(n);
     for part in parts {
         for rule in part {
@@ -123,6 +145,13 @@ impl Family for FlowRule {
     const FAMILY: RuleFamily = RuleFamily::Flow;
     type Wire = FlowRuleWire;
     type Table = FlowTable;
+    /// A flow table's compiled rules are made anew on each reload (their controllers are
+    /// carried, not their rules): the rules can share the load's list.
+    type Handle = RuleRef<Self>;
+
+    fn handles(rules: Vec<Self>) -> Vec<RuleRef<Self>> {
+        RuleRef::each(rules)
+    }
 
     fn decode(wire: FlowRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
@@ -132,12 +161,12 @@ impl Family for FlowRule {
         FlowRule::validate(self, index)
     }
 
-    fn compile(rules: Vec<Arc<Self>>, previous: &FlowTable, env: &CompileEnv<'_>) -> FlowTable {
+    fn compile(rules: Vec<RuleRef<Self>>, previous: &FlowTable, env: &CompileEnv<'_>) -> FlowTable {
         FlowTable::compile(rules, previous, env.node, env.cluster)
     }
 
     fn compile_part(
-        rules: &Arc<Vec<Arc<Self>>>,
+        rules: &Arc<Vec<RuleRef<Self>>>,
         previous: &FlowTable,
         env: &CompileEnv<'_>,
     ) -> FlowTable {
@@ -155,7 +184,7 @@ impl Family for FlowRule {
         Self::compile(union_of(std::iter::once(rules.as_slice())), previous, env)
     }
 
-    fn active(table: &FlowTable) -> &[Arc<Self>] {
+    fn active(table: &FlowTable) -> &[RuleRef<Self>] {
         &table.rules
     }
 
@@ -174,6 +203,12 @@ impl Family for DegradeRule {
     const FAMILY: RuleFamily = RuleFamily::Degrade;
     type Wire = DegradeRuleWire;
     type Table = DegradeTable;
+    // Carried breakers and per-value tables keep their rule across reloads: one `Arc` each.
+    type Handle = Arc<Self>;
+
+    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
+        rules.into_iter().map(Arc::new).collect()
+    }
 
     fn decode(wire: DegradeRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
@@ -200,6 +235,11 @@ impl Family for SystemRule {
     const FAMILY: RuleFamily = RuleFamily::System;
     type Wire = SystemRuleWire;
     type Table = SystemTable;
+    type Handle = Arc<Self>;
+
+    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
+        rules.into_iter().map(Arc::new).collect()
+    }
 
     fn decode(wire: SystemRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
@@ -222,6 +262,11 @@ impl Family for AuthorityRule {
     const FAMILY: RuleFamily = RuleFamily::Authority;
     type Wire = AuthorityRuleWire;
     type Table = AuthorityTable;
+    type Handle = Arc<Self>;
+
+    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
+        rules.into_iter().map(Arc::new).collect()
+    }
 
     fn decode(wire: AuthorityRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
@@ -255,6 +300,12 @@ impl Family for ParamFlowRule {
     const FAMILY: RuleFamily = RuleFamily::ParamFlow;
     type Wire = ParamFlowRuleWire;
     type Table = ParamFlowTable;
+    // Carried breakers and per-value tables keep their rule across reloads: one `Arc` each.
+    type Handle = Arc<Self>;
+
+    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
+        rules.into_iter().map(Arc::new).collect()
+    }
 
     fn decode(wire: ParamFlowRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)

@@ -154,6 +154,7 @@ pub mod flow;
 mod hash;
 pub mod param_flow;
 mod pattern;
+mod rule_ref;
 mod rule_set;
 mod rules;
 pub mod series;
@@ -175,6 +176,7 @@ pub use engine::{
 };
 pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandle};
 pub use events::{EventListener, SentinelEvent};
+pub use rule_ref::RuleRef;
 pub use rule_set::RuleSet;
 pub use rules::{KeyPolicy, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 pub use shadow::ShadowRuleStats;

@@ -3,10 +3,9 @@
 //! How a resource learns the rules whose pattern matches its name is the engine's
 //! (`engine/regex.rs`).
 
-use std::sync::Arc;
-
 use regex::Regex;
 
+use crate::family::Family;
 use crate::rules::Issues;
 
 /// Reports a `resource` that is not a pattern this engine reads.
@@ -39,22 +38,19 @@ pub(crate) trait PatternRule: Sized {
 
 /// The regex rules of one family, compiled.
 #[derive(Debug)]
-pub(crate) struct Patterns<R> {
-    list: Vec<(Regex, Arc<R>)>,
+pub(crate) struct Patterns<R: Family> {
+    list: Vec<(Regex, R::Handle)>,
 }
 
-impl<R> Default for Patterns<R> {
+impl<R: Family> Default for Patterns<R> {
     fn default() -> Self {
         Self { list: Vec::new() }
     }
 }
 
-impl<R: PatternRule> Patterns<R> {
+impl<R: Family + PatternRule> Patterns<R> {
     /// The regex rules among `rules` (validated, so every pattern compiles).
-    pub(crate) fn of<'a>(rules: impl IntoIterator<Item = &'a Arc<R>>) -> Self
-    where
-        R: 'a,
-    {
+    pub(crate) fn of<'a>(rules: impl IntoIterator<Item = &'a R::Handle>) -> Self {
         let list = rules
             .into_iter()
             .filter(|r| r.is_regex())
@@ -68,11 +64,11 @@ impl<R: PatternRule> Patterns<R> {
     }
 
     /// The rules whose pattern matches `name`, as `name`'s own.
-    pub(crate) fn matching(&self, name: &str) -> Vec<Arc<R>> {
+    pub(crate) fn matching(&self, name: &str) -> Vec<R::Handle> {
         self.list
             .iter()
             .filter(|(pattern, _)| pattern.is_match(name))
-            .map(|(_, rule)| Arc::new(rule.retarget(name)))
+            .map(|(_, rule)| R::Handle::from(rule.retarget(name)))
             .collect()
     }
 }

@@ -300,6 +300,6 @@ fn replace_whole(set: &mut RuleSet, owned: &Owned) -> (Vec<RuleFamily>, Vec<Rule
 }
 
 /// A source's part of one family: `None` when it brings no rule.
-fn part<T>(rules: Vec<T>) -> Option<Arc<Vec<Arc<T>>>> {
-    (!rules.is_empty()).then(|| Arc::new(rules.into_iter().map(Arc::new).collect()))
+fn part<F: Family>(rules: Vec<F>) -> Option<Arc<Vec<F::Handle>>> {
+    (!rules.is_empty()).then(|| Arc::new(F::handles(rules)))
 }

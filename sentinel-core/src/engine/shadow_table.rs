@@ -13,6 +13,7 @@ use super::{
 use crate::block::{reason_of, BlockError};
 use crate::family::CompileEnv;
 use crate::hash::FastMap;
+use crate::rule_ref::RuleRef;
 use crate::rule_set::RuleSet;
 use crate::rules::RuleFamily;
 use crate::system::SystemMetric;
@@ -81,7 +82,8 @@ impl ShadowSnapshot {
         index.and_then(|i| self.resources.get(i))
     }
 
-    /// The counter of the rule at `address` (`Arc::as_ptr` of a compiled rule).
+    /// The counter of the rule at `address` (`Arc::as_ptr` of a compiled rule, or
+    /// `RuleRef::address` of a flow rule).
     #[inline]
     pub(crate) fn counter(&self, address: usize) -> Option<&ShadowCounter> {
         self.by_rule.get(&address).map(|c| &**c)
@@ -180,14 +182,14 @@ impl ShadowSnapshot {
         let tables = &self.tables;
         let mut found = Vec::new();
         for (name, rules) in tables.flow.iter() {
-            for rule in rules.rule_arcs() {
+            for rule in rules.rule_refs() {
                 let labels = reason_of(&BlockError::Flow {
                     resource: name.clone(),
                     rule: rule.clone(),
                 });
                 let counter =
                     ShadowCounter::new(RuleFamily::Flow, Some(name.clone()), json(&**rule), labels);
-                found.push((Arc::as_ptr(rule) as usize, counter));
+                found.push((RuleRef::address(rule), counter));
             }
         }
         for (name, rules) in &tables.param_flow.by_resource {

@@ -28,7 +28,7 @@ macro_rules! per_family {
         /// rule of that family.
         #[derive(Debug, Clone, Default)]
         pub(crate) struct SourceRules {
-            $(pub(crate) $field: Option<Arc<Vec<Arc<$rule>>>>,)*
+            $(pub(crate) $field: Option<Arc<Vec<<$rule as Family>::Handle>>>,)*
         }
 
         impl SourceRules {

@@ -4,6 +4,7 @@
 //! resources: the inbound node's seconds, system readings, each source's rules, cluster
 //! slots.
 
+use std::ops::Deref;
 use std::sync::Arc;
 
 use super::Sentinel;
@@ -46,9 +47,12 @@ impl Sentinel {
     /// sorted by name. A family a source does not carry is `None` in its set. Read from one
     /// rule table, so every source's part is from the same version.
     pub fn rules_by_source(&self) -> Vec<(String, crate::rule_set::RuleSet)> {
-        fn list<T: Clone>(part: &Option<Arc<Vec<Arc<T>>>>) -> Option<Vec<T>> {
+        fn list<H: Deref>(part: &Option<Arc<Vec<H>>>) -> Option<Vec<H::Target>>
+        where
+            H::Target: Clone,
+        {
             part.as_ref()
-                .map(|rules| rules.iter().map(|r| T::clone(r)).collect())
+                .map(|rules| rules.iter().map(|r| H::Target::clone(r)).collect())
         }
         let of = |part: &super::SourceRules| crate::rule_set::RuleSet {
             flow: list(&part.flow),

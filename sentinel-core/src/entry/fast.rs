@@ -3,10 +3,10 @@
 //! that such a call reads no rule table at all.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use crate::engine::{ResourceNode, ResourceRules, RuleSnapshot};
 use crate::flow::FlowRule;
+use crate::rule_ref::RuleRef;
 
 /// What the rule table says of an outbound call before its statistics are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub(super) fn plain_rule(
     snapshot: &RuleSnapshot,
     rules: Option<&ResourceRules>,
     limit: u64,
-) -> Option<Arc<FlowRule>> {
+) -> Option<RuleRef<FlowRule>> {
     if Fast::of(snapshot, rules) != Fast::Qps(limit) {
         return None;
     }

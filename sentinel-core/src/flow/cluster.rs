@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use crate::cluster::{ClusterBackend, ClusterRuleSpec, ClusterSlot};
+use crate::rule_ref::RuleRef;
 use crate::rules::{Issues, RuleFamily, RuleIssue};
 
 impl ClusterRuleSpec {
@@ -85,7 +86,7 @@ pub(crate) struct ClusterCheck {
 /// (`None` for a local rule).
 pub(crate) fn register_rules(
     backend: &Arc<dyn ClusterBackend>,
-    rules: &[Arc<FlowRule>],
+    rules: &[RuleRef<FlowRule>],
 ) -> Vec<Option<ClusterCheck>> {
     let specs: Vec<(usize, ClusterRuleSpec)> = rules
         .iter()

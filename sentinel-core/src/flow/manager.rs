@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::cluster::ClusterDecision;
 use crate::hash::FastMap;
 use crate::pattern::Patterns;
+use crate::rule_ref::RuleRef;
 use crate::stat::{OwnsStat, StatNode};
 
 mod compile;
@@ -48,7 +49,7 @@ pub(crate) struct FlowPass {
 /// One compiled rule: the rule, its controller, and the related resource's node.
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledFlowRule {
-    pub(crate) rule: Arc<FlowRule>,
+    pub(crate) rule: RuleRef<FlowRule>,
     /// The controller of a rule that keeps state (warm-up, rate limiter), shared with the
     /// table this one replaces when the rule is unchanged. `None` for the reject
     /// controller, which keeps none: it is made from the rule where it is needed.
@@ -140,7 +141,7 @@ type Rules = SmallVec<[CompiledFlowRule; 1]>;
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
     /// Shared with the source's part when one source brings every flow rule.
-    pub(crate) rules: Arc<Vec<Arc<FlowRule>>>,
+    pub(crate) rules: Arc<Vec<RuleRef<FlowRule>>>,
     /// Each resource's index in `resources`; shared with the rule snapshot, whose first
     /// slots are the table's resources in the same order.
     by_resource: Arc<FastMap<Arc<str>, usize>>,
@@ -235,7 +236,7 @@ impl std::ops::Deref for FlowRef {
 
 impl ResourceFlowRules {
     /// The rules, in check order.
-    pub(crate) fn rule_arcs(&self) -> impl Iterator<Item = &Arc<FlowRule>> {
+    pub(crate) fn rule_refs(&self) -> impl Iterator<Item = &RuleRef<FlowRule>> {
         self.rules.iter().map(|c| &c.rule)
     }
 
@@ -258,7 +259,7 @@ impl ResourceFlowRules {
     /// Checks every rule; `Err` names the first rule that blocks (and gives back what the
     /// call reserved), `Ok` says how the call passes.
     #[inline(always)]
-    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<FlowPass, &Arc<FlowRule>> {
+    pub(crate) fn check(&self, cx: &CheckContext<'_>) -> Result<FlowPass, &RuleRef<FlowRule>> {
         let mut wait_ns: u64 = 0;
         let mut borrowed = false;
         let mut reserved = 0u8;
@@ -367,7 +368,7 @@ impl ResourceFlowRules {
     }
 
     /// The resource's only rule, when it is a plain QPS reject rule.
-    pub(crate) fn only_rule(&self) -> Option<&Arc<FlowRule>> {
+    pub(crate) fn only_rule(&self) -> Option<&RuleRef<FlowRule>> {
         match self.rules.as_slice() {
             [only] if only.plain_qps.is_some() => Some(&only.rule),
             _ => None,

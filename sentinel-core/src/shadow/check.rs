@@ -9,6 +9,7 @@ use crate::engine::{ResourceNode, ShadowSnapshot};
 use crate::events::EventBus;
 use crate::flow::{plain_qps_passes, release_reserved, CheckContext};
 use crate::param_flow::{CallArgs, Holds, Now};
+use crate::rule_ref::RuleRef;
 
 /// What the shadow checks read of a call.
 pub(crate) struct ShadowCall<'c, 'a> {
@@ -96,7 +97,7 @@ pub(crate) fn check(
                 ),
                 Ok(_) => {}
                 Err(rule) => {
-                    hit(Arc::as_ptr(rule) as usize);
+                    hit(RuleRef::address(rule));
                     return false;
                 }
             }

@@ -173,8 +173,11 @@ impl Sentinel {
             return RuleSet::new();
         };
         let t = &shadow.tables;
-        fn list<T: Clone>(rules: &[std::sync::Arc<T>]) -> Option<Vec<T>> {
-            (!rules.is_empty()).then(|| rules.iter().map(|r| (**r).clone()).collect())
+        fn list<H: std::ops::Deref>(rules: &[H]) -> Option<Vec<H::Target>>
+        where
+            H::Target: Clone,
+        {
+            (!rules.is_empty()).then(|| rules.iter().map(|r| H::Target::clone(r)).collect())
         }
         let mut set = RuleSet::new();
         set.flow = list(&t.flow.rules);

@@ -12,6 +12,7 @@ use crate::flow::rule::{
 };
 use crate::hash::{FastMap, FastSet};
 use crate::pattern::Patterns;
+use crate::rule_ref::RuleRef;
 use crate::stat::OwnsStat;
 
 fn order(rule: &FlowRule) -> u8 {
@@ -30,7 +31,7 @@ impl FlowTable {
     /// controller and so its warm-up and queueing state. With a cluster `backend`, the
     /// `clusterMode` rules get their slots from it (an unchanged rule keeps its slot).
     pub(crate) fn compile(
-        rules: Vec<Arc<FlowRule>>,
+        rules: Vec<RuleRef<FlowRule>>,
         previous: &FlowTable,
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
@@ -41,7 +42,7 @@ impl FlowTable {
     /// [`compile`](Self::compile) for rules that may repeat one (without a cluster
     /// backend): `None` if one does.
     pub(crate) fn compile_unless_repeated(
-        rules: Arc<Vec<Arc<FlowRule>>>,
+        rules: Arc<Vec<RuleRef<FlowRule>>>,
         previous: &FlowTable,
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
     ) -> Option<Self> {
@@ -51,7 +52,7 @@ impl FlowTable {
     /// The compile; with `find_repeats`, `None` as soon as a rule equals an earlier one (of
     /// its resource: equal rules name the same resource).
     fn build(
-        rules: Arc<Vec<Arc<FlowRule>>>,
+        rules: Arc<Vec<RuleRef<FlowRule>>>,
         previous: &FlowTable,
         node_for: &dyn Fn(&str) -> Option<Arc<dyn OwnsStat>>,
         backend: Option<&Arc<dyn ClusterBackend>>,
@@ -70,7 +71,7 @@ impl FlowTable {
         .into_iter();
         // The limitApps of rules this engine does not check still name their origins (for
         // `other`, as Sentinel's `isOtherOrigin` reads every rule of the resource).
-        let mut unchecked_apps: FastMap<&str, Vec<Arc<FlowRule>>> = FastMap::default();
+        let mut unchecked_apps: FastMap<&str, Vec<RuleRef<FlowRule>>> = FastMap::default();
         // Regex rules, to find a repeated one (they have no entry to look in).
         let mut patterns_seen: FastSet<&FlowRule> = FastSet::default();
         for rule in rules.iter() {
@@ -172,7 +173,7 @@ impl ResourceFlowRules {
     /// One resource's compiled rules, put in check order; `unchecked` are its rules this
     /// engine does not check (cluster rules without a token service), whose `limitApp`s
     /// still name origins.
-    pub(super) fn new(mut list: Rules, unchecked: &[Arc<FlowRule>]) -> Self {
+    pub(super) fn new(mut list: Rules, unchecked: &[RuleRef<FlowRule>]) -> Self {
         if let ([only], []) = (list.as_slice(), unchecked) {
             // Most resources: one rule, whose origin kind the compile already read.
             let specific_origins: Box<[Box<str>]> = match only.app {

@@ -474,7 +474,7 @@ fn a_reload_keeps_each_name_and_puts_a_resource_s_rules_in_check_order() {
     let first = table();
     let (name, rules) = first.get_key_value("a").unwrap();
     // The specific origin's rule first, and the duplicate gone.
-    let apps: Vec<&str> = rules.rule_arcs().map(|r| r.limit_app.as_str()).collect();
+    let apps: Vec<&str> = rules.rule_refs().map(|r| r.limit_app.as_str()).collect();
     assert_eq!(apps, ["app1", "default"]);
     load(6.0);
     let second = table();
@@ -483,7 +483,7 @@ fn a_reload_keeps_each_name_and_puts_a_resource_s_rules_in_check_order() {
         std::sync::Arc::ptr_eq(name, again),
         "the name's allocation is kept"
     );
-    let counts: Vec<f64> = rules.rule_arcs().map(|r| r.count).collect();
+    let counts: Vec<f64> = rules.rule_refs().map(|r| r.count).collect();
     assert_eq!(counts, [1.0, 6.0]);
 }
 
