@@ -203,7 +203,8 @@ impl Family for DegradeRule {
     const FAMILY: RuleFamily = RuleFamily::Degrade;
     type Wire = DegradeRuleWire;
     type Table = DegradeTable;
-    // Carried breakers and per-value tables keep their rule across reloads: one `Arc` each.
+    // A breaker carried into the next reload keeps its rule: a `RuleRef` would keep that
+    // load's whole list alive with it.
     type Handle = Arc<Self>;
 
     fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
@@ -235,6 +236,7 @@ impl Family for SystemRule {
     const FAMILY: RuleFamily = RuleFamily::System;
     type Wire = SystemRuleWire;
     type Table = SystemTable;
+    // A handful of rules: one `Arc` each.
     type Handle = Arc<Self>;
 
     fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
@@ -262,6 +264,7 @@ impl Family for AuthorityRule {
     const FAMILY: RuleFamily = RuleFamily::Authority;
     type Wire = AuthorityRuleWire;
     type Table = AuthorityTable;
+    // One rule per resource at most, named by `BlockError::Authority` as an `Arc`.
     type Handle = Arc<Self>;
 
     fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
@@ -300,7 +303,7 @@ impl Family for ParamFlowRule {
     const FAMILY: RuleFamily = RuleFamily::ParamFlow;
     type Wire = ParamFlowRuleWire;
     type Table = ParamFlowTable;
-    // Carried breakers and per-value tables keep their rule across reloads: one `Arc` each.
+    // A per-value table carried into the next reload keeps its rule (as a breaker does).
     type Handle = Arc<Self>;
 
     fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
