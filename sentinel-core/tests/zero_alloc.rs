@@ -239,6 +239,47 @@ fn every_family_and_controller_does_not_allocate() {
     assert_eq!(allocations, 0, "a check or a block allocated");
 }
 
+/// A resource two threads have entered: the fast path folds its passes into the shared
+/// count and takes quotas ahead (`stat::fold`). Using a quota, taking a new one, taking the
+/// other thread's back when the window is full, and handing quotas back when a round starts
+/// allocate nothing.
+#[test]
+fn several_threads_on_one_resource_do_not_allocate() {
+    let clock = FakeClock::at_ms(10_000);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    // A limit of 2 000 a second: quotas of 64; about 1 000 calls a round fill it.
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("shared", 2_000.0)])
+        .expect("valid rule");
+    let handle = sentinel.resource("shared");
+    let burst = |calls: usize| {
+        for _ in 0..calls {
+            drop(handle.entry().enter());
+        }
+    };
+    burst(1);
+    // The other thread takes a quota and keeps most of it.
+    std::thread::scope(|s| {
+        s.spawn(|| burst(1));
+    });
+    // Past four 500 ms rounds, so that the node's buckets have all been restarted once.
+    for _ in 0..6 {
+        burst(1_500);
+        std::thread::scope(|s| {
+            s.spawn(|| burst(1));
+        });
+        clock.advance_ms(500);
+    }
+    let allocations = allocations_during(|| {
+        for _ in 0..6 {
+            burst(1_500);
+            clock.advance_ms(500);
+        }
+    });
+    assert_eq!(allocations, 0, "a folded pass, quota or block allocated");
+}
+
 /// Param-flow rules of every kind, passing and blocking, over 200 000 distinct values: the
 /// per-value tables are allocated when the rules load, never on a call.
 #[test]

@@ -1,33 +1,51 @@
 //! Passes of a resource that several threads count, folded into one counter per round, so
-//! that the QPS check of the fast path reads and writes one contended cache line per call.
+//! that the QPS check of the fast path touches no cache line another thread writes on most
+//! calls.
 //!
 //! With thread-owned stripes, a check on one thread reads the heads the other threads write
 //! on every pass: each call then moves two cache lines between cores (it reads the others'
 //! heads and takes its own back for writing). Once a second thread counts into a node, the
 //! fast path's passes go here instead, with one atomic add that is also the check: add,
-//! read the window's sum, and take the passes back if it is over the limit. Every count
-//! stays exact; the other counters (and passes the full checks count) stay in the stripes,
-//! and readers sum both.
+//! read the window's sum, and take the passes back if it is over the limit. The other
+//! counters (and passes the full checks count) stay in the stripes, and readers sum both.
+//!
+//! A thread that owns its stripe adds more than the call needs: up to
+//! [`QUOTA_MAX`] passes (and at most a sixteenth of the limit) ahead, kept as the stripe's
+//! quota for the round. Its next calls use the quota with a compare-and-swap on its own
+//! stripe, and only add to the shared counter when the quota runs out. A check counts
+//! quotas as passes taken, so the limit holds exactly. A call the shared counter refuses
+//! first takes back the other threads' unused quotas (the same compare-and-swap words) and
+//! tries again, so a call is refused only when the window is full of passes or of quotas
+//! taken at that moment. Quotas are handed back when their round ends (the first call of
+//! the next round sweeps them), and the published numbers (`snapshot`, minute and
+//! per-second counts) leave out the quotas not used.
 //!
 //! The add comes before the check, so racing calls never admit more than the limit
-//! (Sentinel's check-then-add may); a call that is taken back may make a racing call of a
-//! smaller batch see the window full for that moment. With a batch of one, a call is only
-//! taken back when the window is already full, so no call that fits is ever refused.
+//! (Sentinel's check-then-add may); a call that is taken back, or a quota taken by a racing
+//! thread, may make a racing call see the window full for that moment. With a batch of one
+//! and no quota (a limit under 16), a call is only taken back when the window is already
+//! full, so no call that fits is ever refused.
 //!
 //! Caps: calls of a batch above [`FOLD_MAX_BATCH`], or checked against a limit above
 //! [`FOLD_MAX_LIMIT`], take the stripes' check-then-add instead. With these caps a bucket's
-//! 32-bit pass count holds the limit plus one batch of each of 32 767 threads caught between
-//! an add and its take-back.
+//! 32-bit pass count holds the limit plus one batch and quota of each of 32 736 threads
+//! caught between an add and its take-back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::hot::{round_of, tag, HotStripe, Retired, LOW, PASS_CAP};
+use super::hot::{full_round, round_of, tag, HotStripe, Retired, LOW, PASS_CAP, ROUND_MS};
 use super::node::{StatNode, SECOND_INTERVAL_MS};
 
 /// The largest batch the fold counts.
 pub(crate) const FOLD_MAX_BATCH: u64 = 1 << 16;
 /// The largest limit the fold checks.
 pub(crate) const FOLD_MAX_LIMIT: u64 = 1 << 31;
+/// The most passes a thread takes ahead (its quota).
+pub(crate) const QUOTA_MAX: u64 = 64;
+/// A quota is at most the limit over `2^QUOTA_SHARE`: a limit under 16 takes none.
+const QUOTA_SHARE: u32 = 4;
+/// Adds a refused call tries (taking back the other threads' quotas between them).
+const TRIES: usize = 3;
 
 /// The newest round a [`Fold`] restarted a bucket for, plus one (0: none yet): read by every
 /// add, written once per round, on a cache line of its own.
@@ -126,6 +144,43 @@ impl HotStripe {
             0
         }
     }
+
+    /// Uses `n` passes of the stripe's quota, if it holds that many for `round`.
+    #[inline(always)]
+    fn use_quota(&self, round: u64, n: u64) -> bool {
+        let word = self.quota.load(Ordering::Relaxed);
+        let held = word ^ tag(round);
+        held >= n
+            && held <= LOW
+            && self
+                .quota
+                .compare_exchange(word, word - n, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// The stripe's unused quota: its round (the one nearest `near`) and its passes.
+    fn quota_at(&self, near: u64) -> Option<(u64, u64)> {
+        let word = self.quota.load(Ordering::Relaxed);
+        let passes = word & LOW;
+        if passes == 0 {
+            return None;
+        }
+        full_round(word, near).map(|round| (round, passes))
+    }
+}
+
+impl Fold {
+    /// Takes back from its round's count the passes of a quota `word` (its round the one
+    /// nearest `near`) that its thread no longer holds. Returns the passes.
+    fn give_back(&self, word: u64, near: u64) -> u64 {
+        let passes = word & LOW;
+        if passes != 0 {
+            if let Some(round) = full_round(word, near) {
+                self.of(round).take_back(round, tag(round), passes);
+            }
+        }
+        passes
+    }
 }
 
 impl StatNode {
@@ -152,26 +207,106 @@ impl StatNode {
         if fold.newest.0.load(Ordering::Acquire) != round + 1 {
             self.start_round(fold, round, now);
         }
-        let (mine, previous) = (fold.of(round), fold.of(round.wrapping_sub(1)));
-        let before = mine.add_to_head(round, n);
-        // The previous round's head and the stripes' heads change only when a round starts
-        // (the fast path counts here): they stay in every reader's cache.
-        let folded =
-            HotStripe::passes_after(before, round, n) + previous.passes_of(round.wrapping_sub(1));
-        let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
-        let total = folded + self.stripes_passes(round) + self.borrowed_in(from, now + 1);
-        if total <= limit {
+        let mine = self.my_hot_stripe();
+        if mine.1 && mine.0.use_quota(round, n) {
             return Trial::Counted;
         }
-        mine.take_back(round, before, n);
+        self.fold_add(fold, mine, round, now, n, limit)
+    }
+
+    /// A fast-path call the thread's quota does not cover: it adds to the shared count
+    /// (with a new quota if the thread owns its stripe); if that is refused, it takes back
+    /// the other threads' quotas and tries again.
+    #[cold]
+    #[inline(never)]
+    fn fold_add(
+        &self,
+        fold: &Fold,
+        (stripe, owned): (&HotStripe, bool),
+        round: u64,
+        now: u64,
+        n: u64,
+        limit: u64,
+    ) -> Trial {
+        let quota = if owned {
+            fold.give_back(stripe.quota.swap(0, Ordering::Relaxed), round);
+            (limit >> QUOTA_SHARE).min(QUOTA_MAX)
+        } else {
+            0
+        };
+        for tried in 1..=TRIES {
+            let kept = self.grant(fold, round, now, n, quota, limit);
+            if kept >= n {
+                if kept > n {
+                    stripe
+                        .quota
+                        .store(tag(round) | (kept - n), Ordering::Relaxed);
+                }
+                return Trial::Counted;
+            }
+            if tried == TRIES || self.sweep_quotas(fold, round) == 0 {
+                break;
+            }
+        }
         Trial::Over
     }
 
-    /// The first add of `round` (on this thread): restarts its bucket if it holds an older
-    /// round, then publishes the round.
+    /// Adds `n` passes and `extra` more to `round`'s count, and keeps what the window has
+    /// room for: all of them, `n` and part of `extra`, or none. Returns the passes kept.
+    #[inline(always)]
+    fn grant(&self, fold: &Fold, round: u64, now: u64, n: u64, extra: u64, limit: u64) -> u64 {
+        let want = n + extra;
+        let (mine, previous) = (fold.of(round), fold.of(round.wrapping_sub(1)));
+        let before = mine.add_to_head(round, want);
+        // The previous round's head and the stripes' heads change only when a round starts
+        // (the fast path counts here): they stay in every reader's cache.
+        let folded = HotStripe::passes_after(before, round, want)
+            + previous.passes_of(round.wrapping_sub(1));
+        let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
+        let total = folded + self.stripes_passes(round) + self.borrowed_in(from, now + 1);
+        let over = total.saturating_sub(limit);
+        if over == 0 {
+            return want;
+        }
+        let back = if over <= extra { over } else { want };
+        mine.take_back(round, before, back);
+        want - back
+    }
+
+    /// Takes every thread's unused quota back into the counts of its round. Returns the
+    /// passes taken back.
+    fn sweep_quotas(&self, fold: &Fold, near: u64) -> u64 {
+        self.quota_stripes()
+            .filter(|s| s.quota.load(Ordering::Relaxed) & LOW != 0)
+            .map(|s| fold.give_back(s.quota.swap(0, Ordering::Relaxed), near))
+            .sum()
+    }
+
+    /// The stripes that may hold a quota: the inline one and the made ones.
+    fn quota_stripes(&self) -> impl Iterator<Item = &HotStripe> {
+        std::iter::once(&self.first).chain(self.others.get().into_iter().flat_map(|o| o.made()))
+    }
+
+    /// Passes the threads' quotas hold unused, of rounds starting in `[from, to)`: counted
+    /// (checks count them as taken), but not passed. Published numbers leave them out.
+    pub(super) fn unused_quota(&self, from: u64, to: u64) -> u64 {
+        if self.others.get().is_none() {
+            return 0;
+        }
+        self.quota_stripes()
+            .filter_map(|s| s.quota_at(round_of(from)))
+            .filter(|(round, _)| (from..to).contains(&(round * ROUND_MS)))
+            .map(|(_, passes)| passes)
+            .sum()
+    }
+
+    /// The first add of `round` (on this thread): hands every quota back (of older rounds,
+    /// but for one a racing thread took in `round`), restarts the round's bucket if it
+    /// holds an older round, then publishes the round.
     #[cold]
     #[inline(never)]
     fn start_round(&self, fold: &Fold, round: u64, now: u64) {
+        self.sweep_quotas(fold, round);
         fold.of(round).restart(round, self.retire(now));
         fold.newest.0.fetch_max(round + 1, Ordering::AcqRel);
     }
@@ -188,79 +323,4 @@ impl StatNode {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A node with two passes and a stripe table (as when a second thread writes).
-    fn shared_node(now: u64) -> StatNode {
-        let node = StatNode::new();
-        node.on_pass(now, 2);
-        node.share();
-        assert!(node.others.get().is_some());
-        node
-    }
-
-    #[test]
-    fn folded_passes_are_checked_and_counted_exactly() {
-        let node = shared_node(10_000);
-        for _ in 0..3 {
-            assert_eq!(node.try_pass(10_100, 1, 5), Trial::Counted);
-            node.on_pass_folded();
-        }
-        assert_eq!(node.try_pass(10_200, 1, 5), Trial::Over);
-        assert_eq!(node.passes(10_200), 5);
-        assert_eq!(node.pass_qps(10_200), 5.0);
-        assert_eq!(node.concurrency(), 1 + 3);
-        // Past the caps, the stripes' check: it counts nothing.
-        assert_eq!(node.try_pass(10_200, 1, FOLD_MAX_LIMIT + 1), Trial::Fits);
-        assert_eq!(
-            node.try_pass(10_200, FOLD_MAX_BATCH + 1, u32::MAX.into()),
-            Trial::Fits
-        );
-        assert_eq!(node.passes(10_200), 5);
-    }
-
-    #[test]
-    fn a_batch_that_does_not_fit_is_taken_back() {
-        let node = shared_node(10_000);
-        assert_eq!(node.try_pass(10_000, 4, 5), Trial::Over);
-        assert_eq!(node.passes(10_000), 2);
-        assert_eq!(node.try_pass(10_000, 3, 5), Trial::Counted);
-        assert_eq!(node.passes(10_000), 5);
-    }
-
-    #[test]
-    fn the_window_slides_over_folded_rounds_and_the_minute_keeps_them() {
-        let node = shared_node(10_000);
-        assert_eq!(node.try_pass(10_000, 3, 100), Trial::Counted);
-        // The next round: the previous one is still in the second.
-        assert_eq!(node.try_pass(10_600, 4, 100), Trial::Counted);
-        assert_eq!(node.passes(10_600), 2 + 3 + 4);
-        // A second later the first round has left the window.
-        assert_eq!(node.try_pass(11_100, 1, 100), Trial::Counted);
-        assert_eq!(node.passes(11_100), 4 + 1);
-        // Four rounds on, the first round's bucket restarts: its passes move to the minute.
-        assert_eq!(node.try_pass(12_000, 1, 100), Trial::Counted);
-        let (pass, ..) = node.minute_totals(12_000);
-        assert_eq!(pass, 2 + 3 + 4 + 1 + 1);
-    }
-
-    #[test]
-    fn racing_threads_admit_exactly_the_limit() {
-        let node = shared_node(10_000);
-        let counted: u64 = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..4)
-                .map(|_| {
-                    s.spawn(|| {
-                        (0..1_000)
-                            .filter(|_| node.try_pass(10_000, 1, 1_000) == Trial::Counted)
-                            .count() as u64
-                    })
-                })
-                .collect();
-            workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
-        });
-        assert_eq!(counted, 1_000 - 2);
-        assert_eq!(node.passes(10_000), 1_000);
-    }
-}
+mod tests;

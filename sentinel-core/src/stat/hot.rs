@@ -62,7 +62,7 @@ pub(super) fn tag(round: u64) -> u64 {
 
 /// The full round of a bucket tagged `head`'s tag, taking the round nearest to `near`.
 #[inline]
-fn full_round(head: u64, near: u64) -> Option<u64> {
+pub(super) fn full_round(head: u64, near: u64) -> Option<u64> {
     let diff = ((head >> 32) as u32).wrapping_sub(near as u32) as i32;
     near.checked_add_signed(i64::from(diff))
 }
@@ -165,6 +165,10 @@ pub(crate) struct HotStripe {
     heads: Heads,
     bodies: [Body; LEN],
     gauge: AtomicI64,
+    /// Passes this stripe's owner took ahead from the node's fold and has not used yet
+    /// (`fold`): the round's tag (high 32 bits) and the passes (low 32 bits). On the last
+    /// line, which only the owner writes on every call.
+    pub(super) quota: AtomicU64,
 }
 
 impl Default for HotStripe {
@@ -179,6 +183,7 @@ impl HotStripe {
             heads: Heads([const { AtomicU64::new(EMPTY) }; LEN]),
             bodies: [Body::new(), Body::new(), Body::new(), Body::new()],
             gauge: AtomicI64::new(0),
+            quota: AtomicU64::new(0),
         }
     }
 

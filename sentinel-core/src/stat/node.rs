@@ -276,6 +276,14 @@ impl StatNode {
         self.passes(now) as f64
     }
 
+    /// [`pass_qps`](Self::pass_qps) without the passes threads took ahead and have not used
+    /// (see `fold`): the calls that passed, for the published numbers.
+    fn passed_qps(&self, now: u64) -> f64 {
+        let start = round_of(now).saturating_sub(1) * SECOND_BUCKET_MS;
+        self.passes(now)
+            .saturating_sub(self.unused_quota(start, now + 1)) as f64
+    }
+
     pub(crate) fn block_qps(&self, now: u64) -> f64 {
         self.per_second(now, Event::Block)
     }
@@ -332,7 +340,10 @@ impl StatNode {
         let from = now.saturating_sub(MINUTE_INTERVAL_MS - 1);
         let total = |event| {
             let rolled = self.minute.get().map_or(0, |m| m.sum(now, event));
-            rolled + self.second_range(from, now + 1, event)
+            rolled
+                + self
+                    .second_range(from, now + 1, event)
+                    .saturating_sub(self.quota_in(from, now + 1, event))
         };
         (
             total(Event::Pass),
@@ -348,7 +359,9 @@ impl StatNode {
         this_second
             .checked_sub(1000)
             .map_or(0, |previous| match event {
-                Event::Pass => self.passes_in(previous, this_second),
+                Event::Pass => self
+                    .passes_in(previous, this_second)
+                    .saturating_sub(self.unused_quota(previous, this_second)),
                 _ => self.second_range(previous, this_second, event),
             })
     }
@@ -360,7 +373,10 @@ impl StatNode {
         let end = second + 1000;
         let count = |event| {
             let rolled = self.minute.get().map_or(0, |m| m.at(second, event));
-            rolled + self.second_range(second, end, event)
+            rolled
+                + self
+                    .second_range(second, end, event)
+                    .saturating_sub(self.quota_in(second, end, event))
         };
         SecondStats {
             second_ms: second,
@@ -373,6 +389,15 @@ impl StatNode {
         }
     }
 
+    /// The unused quotas (see `fold`) in the counts of `event` over rounds starting in
+    /// `[from, to)`: none unless `event` is a pass.
+    fn quota_in(&self, from: u64, to: u64, event: Event) -> u64 {
+        match event {
+            Event::Pass => self.unused_quota(from, to),
+            _ => 0,
+        }
+    }
+
     /// A public copy of the current numbers.
     pub(crate) fn snapshot(&self, now: u64) -> NodeStats {
         let (pass_minute, block_minute, success_minute, error_minute) = self.minute_totals(now);
@@ -381,7 +406,7 @@ impl StatNode {
             block_last_second: self.last_second(now, Event::Block),
             success_last_second: self.last_second(now, Event::Success),
             error_last_second: self.last_second(now, Event::Error),
-            pass_qps: self.pass_qps(now),
+            pass_qps: self.passed_qps(now),
             block_qps: self.block_qps(now),
             occupied_pass_qps: self.occupied_pass_qps(now),
             success_qps: self.success_qps(now),
