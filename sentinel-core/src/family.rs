@@ -34,6 +34,14 @@ pub(crate) struct CompileEnv<'a> {
     pub(crate) cluster: Option<&'a Arc<dyn crate::cluster::ClusterBackend>>,
 }
 
+/// Copies of the rules that `handles` hold (for the listings: rules by source, shadow rules).
+pub(crate) fn copies<H: Deref>(handles: &[H]) -> Vec<H::Target>
+where
+    H::Target: Clone,
+{
+    handles.iter().map(|h| H::Target::clone(h)).collect()
+}
+
 /// A rule family: its rule type, how Sentinel (Java) JSON spells it, its validity checks and
 /// its compiled table.
 pub(crate) trait Family:
@@ -61,8 +69,10 @@ pub(crate) trait Family:
         + From<Self>
         + 'static;
 
-    /// A loaded payload's rules, as handles.
-    fn handles(rules: Vec<Self>) -> Vec<Self::Handle>;
+    /// A loaded payload's rules, as handles: one each, unless the family shares the list.
+    fn handles(rules: Vec<Self>) -> Vec<Self::Handle> {
+        rules.into_iter().map(Self::Handle::from).collect()
+    }
 
     /// The typed rule with Sentinel's defaults, and what the wire gets wrong (a wrong value
     /// is read as its default, so the rule can still be validated).
@@ -207,10 +217,6 @@ impl Family for DegradeRule {
     // load's whole list alive with it.
     type Handle = Arc<Self>;
 
-    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
-        rules.into_iter().map(Arc::new).collect()
-    }
-
     fn decode(wire: DegradeRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
@@ -239,10 +245,6 @@ impl Family for SystemRule {
     // A handful of rules: one `Arc` each.
     type Handle = Arc<Self>;
 
-    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
-        rules.into_iter().map(Arc::new).collect()
-    }
-
     fn decode(wire: SystemRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
     }
@@ -266,10 +268,6 @@ impl Family for AuthorityRule {
     type Table = AuthorityTable;
     // One rule per resource at most, named by `BlockError::Authority` as an `Arc`.
     type Handle = Arc<Self>;
-
-    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
-        rules.into_iter().map(Arc::new).collect()
-    }
 
     fn decode(wire: AuthorityRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)
@@ -305,10 +303,6 @@ impl Family for ParamFlowRule {
     type Table = ParamFlowTable;
     // A per-value table carried into the next reload keeps its rule (as a breaker does).
     type Handle = Arc<Self>;
-
-    fn handles(rules: Vec<Self>) -> Vec<Arc<Self>> {
-        rules.into_iter().map(Arc::new).collect()
-    }
 
     fn decode(wire: ParamFlowRuleWire, index: usize) -> (Self, Vec<RuleIssue>) {
         wire.decode(index)

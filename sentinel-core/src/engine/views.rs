@@ -51,8 +51,7 @@ impl Sentinel {
         where
             H::Target: Clone,
         {
-            part.as_ref()
-                .map(|rules| rules.iter().map(|r| H::Target::clone(r)).collect())
+            part.as_deref().map(|rules| crate::family::copies(rules))
         }
         let of = |part: &super::SourceRules| crate::rule_set::RuleSet {
             flow: list(&part.flow),

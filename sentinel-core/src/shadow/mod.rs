@@ -177,7 +177,7 @@ impl Sentinel {
         where
             H::Target: Clone,
         {
-            (!rules.is_empty()).then(|| rules.iter().map(|r| H::Target::clone(r)).collect())
+            (!rules.is_empty()).then(|| crate::family::copies(rules))
         }
         let mut set = RuleSet::new();
         set.flow = list(&t.flow.rules);
