@@ -40,13 +40,15 @@ impl<T> RuleRef<T> {
 
     /// Every rule of `rules`, each sharing the one list.
     pub(crate) fn each(rules: Vec<T>) -> Vec<Self> {
-        let list = Arc::new(rules);
-        (0..list.len())
-            .map(|at| Self {
-                list: list.clone(),
-                at,
-            })
-            .collect()
+        Self::each_of(&Arc::new(rules)).collect()
+    }
+
+    /// Every item of a shared `list`, in order.
+    pub(crate) fn each_of(list: &Arc<Vec<T>>) -> impl Iterator<Item = Self> + '_ {
+        (0..list.len()).map(|at| Self {
+            list: list.clone(),
+            at,
+        })
     }
 
     /// Whether both are the same rule of the same list (not merely equal rules).
@@ -69,9 +71,10 @@ impl<T> RuleRef<T> {
 impl<T> Deref for RuleRef<T> {
     type Target = T;
 
-    #[inline]
+    // Always inlined: the entry path reads a resource's flow rules through one.
+    #[inline(always)]
     fn deref(&self) -> &T {
-        // `at` is in range by construction (`new`, `each`).
+        // `at` is in range by construction (`new`, `each_of`).
         &self.list[self.at]
     }
 }

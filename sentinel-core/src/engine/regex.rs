@@ -136,7 +136,7 @@ fn merge(
     if let Some(rules) = matched.flow.get(name) {
         let flow = ResourceFlowRules::merged(slot.flow.as_deref(), rules);
         slot.plain_qps = flow.only_plain_qps();
-        slot.flow = Some(FlowRef::single(flow));
+        slot.flow = Some(FlowRef::new(flow));
     }
     if let Some(breakers) = matched.degrade.by_resource.get(name) {
         let mut all: Vec<_> = slot.breakers.as_deref().unwrap_or_default().to_vec();

@@ -188,10 +188,7 @@ impl FlowTable {
     /// Every resource's rules, as the rule snapshot's slots hold them, in the order of the
     /// indexes [`index`](Self::index) gives.
     pub(crate) fn refs(&self) -> impl Iterator<Item = FlowRef> + '_ {
-        (0..self.resources.len()).map(|at| FlowRef {
-            all: self.resources.clone(),
-            at,
-        })
+        RuleRef::each_of(&self.resources)
     }
 
     /// Each resource's index in [`refs`](Self::refs).
@@ -201,38 +198,9 @@ impl FlowTable {
 }
 
 /// One resource's compiled flow rules, where a table keeps them: the table's list of every
-/// resource's rules and an index in it (a reference count, no allocation per resource).
-#[derive(Debug, Clone)]
-pub(crate) struct FlowRef {
-    all: Arc<Vec<ResourceFlowRules>>,
-    at: usize,
-}
-
-impl FlowRef {
-    /// Rules of their own (a resource's exact and regex-matched rules, merged).
-    pub(crate) fn single(rules: ResourceFlowRules) -> Self {
-        Self {
-            all: Arc::new(vec![rules]),
-            at: 0,
-        }
-    }
-
-    /// Whether both sit in the same table's list.
-    #[cfg(test)]
-    pub(crate) fn shares_list_with(&self, other: &FlowRef) -> bool {
-        Arc::ptr_eq(&self.all, &other.all)
-    }
-}
-
-impl std::ops::Deref for FlowRef {
-    type Target = ResourceFlowRules;
-
-    #[inline(always)]
-    fn deref(&self) -> &ResourceFlowRules {
-        // `at` is in range by construction (`refs`, `single`).
-        &self.all[self.at]
-    }
-}
+/// resource's rules and an index in it (a reference count, no allocation per resource); a
+/// resource whose exact and regex-matched rules are merged has a list of its own.
+pub(crate) type FlowRef = RuleRef<ResourceFlowRules>;
 
 impl ResourceFlowRules {
     /// The rules, in check order.
