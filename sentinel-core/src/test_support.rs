@@ -65,3 +65,26 @@ pub(crate) fn most_inside<E>(calls: usize, enter: impl Fn() -> Option<E> + Sync)
     });
     (most.into_inner(), admitted.into_inner())
 }
+
+/// Runs `f` on a thread that owns its stripe, so that it takes quotas: other tests'
+/// threads may hold every owned stripe for a moment, so this waits (10 s at most) for one.
+pub(crate) fn on_owned_stripe<T: Send>(f: impl Fn() -> T + Sync) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let ran =
+            std::thread::scope(
+                |s| match s.spawn(|| crate::stat::my_stripe().1.then(&f)).join() {
+                    Ok(ran) => ran,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+            );
+        if let Some(value) = ran {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no owned stripe came free in 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -247,7 +247,7 @@ fn every_family_and_controller_does_not_allocate() {
 fn several_threads_on_one_resource_do_not_allocate() {
     let clock = FakeClock::at_ms(10_000);
     let sentinel = Sentinel::builder().clock(clock.clone()).build();
-    // A limit of 2 000 a second: quotas of 64; about 1 000 calls a round fill it.
+    // A limit of 2 000 a second: quotas of 31; about 1 000 calls a round fill it.
     sentinel
         .flow_rules()
         .load_rules(vec![FlowRule::qps("shared", 2_000.0)])

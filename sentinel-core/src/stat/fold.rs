@@ -9,22 +9,25 @@
 //! read the window's sum, and take the passes back if it is over the limit. The other
 //! counters (and passes the full checks count) stay in the stripes, and readers sum both.
 //!
-//! A thread that owns its stripe adds more than the call needs: up to
-//! [`QUOTA_MAX`] passes (and at most a sixteenth of the limit) ahead, kept as the stripe's
-//! quota for the round. Its next calls use the quota with a compare-and-swap on its own
-//! stripe, and only add to the shared counter when the quota runs out. A check counts
-//! quotas as passes taken, so the limit holds exactly. A call the shared counter refuses
-//! first takes back the other threads' unused quotas (the same compare-and-swap words) and
-//! tries again, so a call is refused only when the window is full of passes or of quotas
-//! taken at that moment. Quotas are handed back when their round ends (the first call of
-//! the next round sweeps them), and the published numbers (`snapshot`, minute and
-//! per-second counts) leave out the quotas not used.
+//! A thread that owns its stripe adds more than the call needs: up to [`QUOTA_MAX`] passes
+//! ahead (and at most a sixty-fourth of the limit), kept as the stripe's quota for the
+//! round and the limit. Its next calls use the quota with a compare-and-swap on its own
+//! stripe, and only add to the shared counter when the quota runs out. Every check counts
+//! quotas as passes taken, so the window never holds more passes than the limit. A call
+//! the shared counter refuses takes back the other threads' unused quotas (the same words)
+//! and tries again, for passes of its own only, up to three times in all. Quotas are handed
+//! back by the first folded call of a new round, by a folded call under another limit (a
+//! reload), and by any check outside the fast path (`pass_qps`: a prioritized call, a rule
+//! other than one plain QPS rule), which then counts exactly the calls that passed. The
+//! published numbers (`snapshot`, minute and per-second counts) leave out the quotas not
+//! used.
 //!
 //! The add comes before the check, so racing calls never admit more than the limit
-//! (Sentinel's check-then-add may); a call that is taken back, or a quota taken by a racing
-//! thread, may make a racing call see the window full for that moment. With a batch of one
-//! and no quota (a limit under 16), a call is only taken back when the window is already
-//! full, so no call that fits is ever refused.
+//! (Sentinel's check-then-add may). A call can be refused while the window has room for
+//! a moment only: while a racing call's add is being taken back, or while a racing thread
+//! holds a quota it took after this call's last sweep. With a batch of one and no quota (a
+//! limit under 64), a call is only taken back when the window is already full, so no call
+//! that fits is ever refused.
 //!
 //! Caps: calls of a batch above [`FOLD_MAX_BATCH`], or checked against a limit above
 //! [`FOLD_MAX_LIMIT`], take the stripes' check-then-add instead. With these caps a bucket's
@@ -42,16 +45,25 @@ pub(crate) const FOLD_MAX_BATCH: u64 = 1 << 16;
 pub(crate) const FOLD_MAX_LIMIT: u64 = 1 << 31;
 /// The most passes a thread takes ahead (its quota).
 pub(crate) const QUOTA_MAX: u64 = 64;
-/// A quota is at most the limit over `2^QUOTA_SHARE`: a limit under 16 takes none.
-const QUOTA_SHARE: u32 = 4;
+/// A quota is at most the limit over `2^QUOTA_SHARE`: a limit under 64 takes none.
+const QUOTA_SHARE: u32 = 6;
 /// Adds a refused call tries (taking back the other threads' quotas between them).
 const TRIES: usize = 3;
 
-/// The newest round a [`Fold`] restarted a bucket for, plus one (0: none yet): read by every
-/// add, written once per round, on a cache line of its own.
+/// What every folded call reads, on a cache line of its own: written once per round, and
+/// when the limit changes.
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
-struct Newest(AtomicU64);
+struct Newest {
+    /// The newest round a [`Fold`] restarted a bucket for, plus one (0: none yet).
+    round: AtomicU64,
+    /// The limit the threads' quotas were taken under; [`NO_QUOTAS`] once a check outside
+    /// the fast path took them back.
+    limit: AtomicU64,
+}
+
+/// [`Newest::limit`] when no quota may be used: no folded limit is this large.
+const NO_QUOTAS: u64 = u64::MAX;
 
 /// A node's folded passes: rounds' heads as in a stripe (the stripe's other counters stay
 /// zero), counted into with atomic adds. Even and odd rounds count in two stripes, so that
@@ -204,8 +216,12 @@ impl StatNode {
     #[inline(always)]
     fn fold_pass(&self, fold: &Fold, now: u64, n: u64, limit: u64) -> Trial {
         let round = round_of(now);
-        if fold.newest.0.load(Ordering::Acquire) != round + 1 {
-            self.start_round(fold, round, now);
+        // A new round, or a limit other than the one the quotas were taken under (a reload,
+        // or a check outside the fast path took them back): hand every quota back first.
+        if fold.newest.round.load(Ordering::Acquire) <= round
+            || fold.newest.limit.load(Ordering::Acquire) != limit
+        {
+            self.start_round(fold, round, now, limit);
         }
         let mine = self.my_hot_stripe();
         if mine.1 && mine.0.use_quota(round, n) {
@@ -228,8 +244,8 @@ impl StatNode {
         n: u64,
         limit: u64,
     ) -> Trial {
-        let quota = if owned {
-            fold.give_back(stripe.quota.swap(0, Ordering::Relaxed), round);
+        let mut quota = if owned {
+            fold.give_back(stripe.quota.swap(0, Ordering::Acquire), round);
             (limit >> QUOTA_SHARE).min(QUOTA_MAX)
         } else {
             0
@@ -238,15 +254,18 @@ impl StatNode {
             let kept = self.grant(fold, round, now, n, quota, limit);
             if kept >= n {
                 if kept > n {
+                    // Release: a thread that takes it back sees the add it came from.
                     stripe
                         .quota
-                        .store(tag(round) | (kept - n), Ordering::Relaxed);
+                        .store(tag(round) | (kept - n), Ordering::Release);
                 }
                 return Trial::Counted;
             }
             if tried == TRIES || self.sweep_quotas(fold, round) == 0 {
                 break;
             }
+            // The window is nearly full: ask for this call's passes alone.
+            quota = 0;
         }
         Trial::Over
     }
@@ -278,7 +297,7 @@ impl StatNode {
     fn sweep_quotas(&self, fold: &Fold, near: u64) -> u64 {
         self.quota_stripes()
             .filter(|s| s.quota.load(Ordering::Relaxed) & LOW != 0)
-            .map(|s| fold.give_back(s.quota.swap(0, Ordering::Relaxed), near))
+            .map(|s| fold.give_back(s.quota.swap(0, Ordering::Acquire), near))
             .sum()
     }
 
@@ -300,15 +319,31 @@ impl StatNode {
             .sum()
     }
 
-    /// The first add of `round` (on this thread): hands every quota back (of older rounds,
-    /// but for one a racing thread took in `round`), restarts the round's bucket if it
-    /// holds an older round, then publishes the round.
+    /// A folded call in a round newer than the newest published, or under a limit other
+    /// than the quotas': hands every quota back (of older rounds or another limit, but for
+    /// one a racing thread took since), restarts the round's bucket if it holds an older
+    /// round, then publishes the round and the limit.
     #[cold]
     #[inline(never)]
-    fn start_round(&self, fold: &Fold, round: u64, now: u64) {
+    fn start_round(&self, fold: &Fold, round: u64, now: u64, limit: u64) {
         self.sweep_quotas(fold, round);
         fold.of(round).restart(round, self.retire(now));
-        fold.newest.0.fetch_max(round + 1, Ordering::AcqRel);
+        fold.newest.round.fetch_max(round + 1, Ordering::AcqRel);
+        fold.newest.limit.store(limit, Ordering::Release);
+    }
+
+    /// For a check outside the fast path, which counts every pass in the window: takes the
+    /// threads' unused quotas back, and keeps the fast path from using quotas until its
+    /// next call hands them out again. Costs one read while no quota is out.
+    #[inline]
+    pub(crate) fn take_quotas_back(&self, now: u64) {
+        let Some(fold) = self.others.get().and_then(|o| o.made_fold()) else {
+            return;
+        };
+        if fold.newest.limit.load(Ordering::Acquire) != NO_QUOTAS {
+            fold.newest.limit.store(NO_QUOTAS, Ordering::Release);
+            self.sweep_quotas(fold, round_of(now));
+        }
     }
 }
 

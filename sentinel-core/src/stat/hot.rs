@@ -7,9 +7,10 @@
 //! reader checks that a bucket holds the round it wants with one compare. The shape is
 //! fixed at compile time: finding a bucket is a multiplication and a mask.
 //!
-//! The owner of a stripe writes with plain loads and stores. A stripe that several threads
-//! share (threads past the owned stripes) is written with compare-and-swap loops, and the
-//! fold's (`fold`) heads with atomic adds. As in
+//! The owner of a stripe writes with plain loads and stores (but for its quota of folded
+//! passes, see `fold`, a compare-and-swap word other threads may take back). A stripe that
+//! several threads share (threads past the owned stripes) is written with compare-and-swap
+//! loops, and the fold's (`fold`) heads with atomic adds. As in
 //! Sentinel, restarting a shared bucket for a new round is not atomic with concurrent adds
 //! to its other counters: such an add can be lost or counted in the round being retired.
 //! Passes are never lost (they live in the word the restart swaps).
@@ -167,7 +168,7 @@ pub(crate) struct HotStripe {
     gauge: AtomicI64,
     /// Passes this stripe's owner took ahead from the node's fold and has not used yet
     /// (`fold`): the round's tag (high 32 bits) and the passes (low 32 bits). On the last
-    /// line, which only the owner writes on every call.
+    /// line, which the owner writes on every call; other threads only take a quota back.
     pub(super) quota: AtomicU64,
 }
 

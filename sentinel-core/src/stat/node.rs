@@ -29,7 +29,8 @@ pub(crate) const MINUTE_INTERVAL_MS: u64 = 60_000;
 /// second-level window and the concurrency gauge are split into thread-owned stripes
 /// (see `stripe` and `spread`), so the hot path writes without locked instructions. Once a
 /// second thread writes, the fast path's QPS check folds its passes into one shared
-/// counter per round instead (see `fold`): readers sum the stripes and the fold.
+/// counter per round instead, a quota of them at a time (see `fold`; using a quota is a
+/// compare-and-swap on the thread's own stripe): readers sum the stripes and the fold.
 ///
 /// Memory is allocated as it is needed: the first stripe is inline (a node one thread
 /// writes allocates nothing for its second-level window), the other stripes when a second
@@ -269,10 +270,12 @@ impl StatNode {
         self.second_sum(now, event) as f64 * 1000.0 / SECOND_INTERVAL_MS as f64
     }
 
-    /// Passes per second: the second-level window is one second long.
+    /// Passes per second, as a check reads them (the second-level window is one second
+    /// long): the threads' unused quotas are taken back first (see `fold`).
     #[inline(always)]
     pub(crate) fn pass_qps(&self, now: u64) -> f64 {
         const _: () = assert!(SECOND_INTERVAL_MS == 1000);
+        self.take_quotas_back(now);
         self.passes(now) as f64
     }
 

@@ -42,6 +42,12 @@ impl Others {
         self.fold.get().map_or(0, |_| std::mem::size_of::<Fold>())
     }
 
+    /// The folded passes, if made.
+    #[inline]
+    pub(super) fn made_fold(&self) -> Option<&Fold> {
+        self.fold.get().map(|f| &**f)
+    }
+
     /// The folded passes, made on first use.
     #[inline(always)]
     pub(super) fn fold(&self) -> &Fold {

@@ -79,6 +79,30 @@ fn threads_that_fold_their_passes_never_admit_more_than_the_limit_and_then_fill_
     assert_eq!(stats.concurrency, 0);
 }
 
+#[test]
+fn a_reload_applies_at_once_to_threads_holding_quotas() {
+    // Threads that own their stripes took passes ahead under a limit of 6 400 (quotas of
+    // 64); a reload to 0 blocks the next call of each, quota or not.
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 6_400.0)])
+        .unwrap();
+    let handle = s.resource("r");
+    crate::test_support::on_owned_stripe(|| {
+        drop(handle.entry().enter().unwrap());
+        s.node("r").unwrap().stat.share();
+        drop(handle.entry().enter().unwrap());
+        crate::test_support::on_owned_stripe(|| drop(handle.entry().enter().unwrap()));
+        s.flow_rules()
+            .load_rules(vec![FlowRule::qps("r", 0.0)])
+            .unwrap();
+        assert!(handle.entry().enter().is_err());
+        crate::test_support::on_owned_stripe(|| assert!(handle.entry().enter().is_err()));
+        assert_eq!(s.resource_stats("r").unwrap().pass_qps, 3.0);
+    });
+}
+
 proptest! {
     /// Single-threaded, a reject rule never admits more than `count` in any one-second window.
     #[test]

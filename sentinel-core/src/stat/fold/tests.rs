@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_support::on_owned_stripe;
 
 /// A node with two passes and a stripe table (as when a second thread writes).
 fn shared_node(now: u64) -> StatNode {
@@ -40,7 +41,7 @@ fn a_batch_that_does_not_fit_is_taken_back() {
 
 #[test]
 fn the_window_slides_over_folded_rounds_and_the_minute_keeps_them() {
-    // A limit under 16: no quotas, every pass is added to the fold.
+    // A limit under 64: no quotas, every pass is added to the fold.
     let node = shared_node(10_000);
     assert_eq!(node.try_pass(10_000, 3, 15), Trial::Counted);
     // The next round: the previous one is still in the second.
@@ -58,7 +59,7 @@ fn the_window_slides_over_folded_rounds_and_the_minute_keeps_them() {
 #[test]
 fn racing_threads_never_admit_more_than_the_limit_and_then_fill_it_exactly() {
     let node = shared_node(10_000);
-    // A limit of 1 000: threads that own their stripes take quotas of 62.
+    // A limit of 1 000: threads that own their stripes take quotas of 15.
     let counted: u64 = std::thread::scope(|s| {
         let workers: Vec<_> = (0..4)
             .map(|_| {
@@ -81,37 +82,12 @@ fn racing_threads_never_admit_more_than_the_limit_and_then_fill_it_exactly() {
     assert_eq!(node.unused_quota(10_000, 10_500), 0);
 }
 
-/// Runs `f` on a thread that owns its stripe, so that it takes quotas: other tests'
-/// threads may hold every owned stripe for a moment, so this waits (10 s at most) for one.
-fn on_owned_stripe<T: Send>(f: impl Fn() -> T + Sync) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let ran = std::thread::scope(|s| {
-            match s
-                .spawn(|| super::super::stripe::my_stripe().1.then(&f))
-                .join()
-            {
-                Ok(ran) => ran,
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        });
-        if let Some(value) = ran {
-            return value;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no owned stripe came free in 10 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn a_thread_takes_passes_ahead_and_the_published_numbers_leave_them_out() {
     on_owned_stripe(|| {
         let node = shared_node(10_000);
-        // A limit of 160: quotas of 10.
-        assert_eq!(node.try_pass(10_100, 1, 160), Trial::Counted);
+        // A limit of 640: quotas of 10.
+        assert_eq!(node.try_pass(10_100, 1, 640), Trial::Counted);
         assert_eq!(
             node.passes(10_100),
             2 + 1 + 10,
@@ -121,16 +97,16 @@ fn a_thread_takes_passes_ahead_and_the_published_numbers_leave_them_out() {
         assert_eq!(node.snapshot(10_100).pass_qps, 3.0);
         // The next ten calls use the quota: the count does not change.
         for _ in 0..10 {
-            assert_eq!(node.try_pass(10_100, 1, 160), Trial::Counted);
+            assert_eq!(node.try_pass(10_100, 1, 640), Trial::Counted);
         }
         assert_eq!(node.passes(10_100), 13);
         assert_eq!(node.unused_quota(10_000, 10_500), 0);
         assert_eq!(node.snapshot(10_100).pass_qps, 13.0);
         // The one after takes a new quota.
-        assert_eq!(node.try_pass(10_200, 1, 160), Trial::Counted);
+        assert_eq!(node.try_pass(10_200, 1, 640), Trial::Counted);
         assert_eq!(node.passes(10_200), 14 + 10);
         // The next round's first call hands the old round's quota back, then takes one.
-        assert_eq!(node.try_pass(10_600, 1, 160), Trial::Counted);
+        assert_eq!(node.try_pass(10_600, 1, 640), Trial::Counted);
         assert_eq!(node.passes(10_600), 14 + 1 + 10);
         assert_eq!(node.snapshot(10_600).pass_qps, 15.0);
         let (pass, ..) = node.minute_totals(10_600);
@@ -143,16 +119,49 @@ fn a_thread_takes_passes_ahead_and_the_published_numbers_leave_them_out() {
 fn a_refused_call_takes_back_the_quotas_of_other_threads() {
     on_owned_stripe(|| {
         let node = shared_node(10_000);
-        // A limit of 32: quotas of 2. Another thread passes once and keeps 2 ahead.
-        on_owned_stripe(|| assert_eq!(node.try_pass(10_000, 1, 32), Trial::Counted));
+        // A limit of 128: quotas of 2. Another thread passes once and keeps 2 ahead.
+        on_owned_stripe(|| assert_eq!(node.try_pass(10_000, 1, 128), Trial::Counted));
         assert_eq!(node.unused_quota(10_000, 10_500), 2);
         // This thread gets the rest of the window, that quota included.
-        let passed = (0..100)
-            .filter(|_| node.try_pass(10_000, 1, 32) == Trial::Counted)
+        let passed = (0..200)
+            .filter(|_| node.try_pass(10_000, 1, 128) == Trial::Counted)
             .count();
-        assert_eq!(passed, 32 - 2 - 1);
-        assert_eq!(node.passes(10_000), 32);
+        assert_eq!(passed, 128 - 2 - 1);
+        assert_eq!(node.passes(10_000), 128);
         assert_eq!(node.unused_quota(10_000, 10_500), 0);
-        assert_eq!(node.snapshot(10_000).pass_qps, 32.0);
+        assert_eq!(node.snapshot(10_000).pass_qps, 128.0);
+    })
+}
+
+#[test]
+fn quotas_taken_under_another_limit_are_not_used() {
+    on_owned_stripe(|| {
+        let node = shared_node(10_000);
+        // A limit of 6 400: quotas of 64, taken by this thread and another.
+        assert_eq!(node.try_pass(10_000, 1, 6_400), Trial::Counted);
+        on_owned_stripe(|| assert_eq!(node.try_pass(10_000, 1, 6_400), Trial::Counted));
+        assert_eq!(node.unused_quota(10_000, 10_500), 2 * 64);
+        // A reload lowers the limit to the calls that passed: neither quota is used.
+        assert_eq!(node.try_pass(10_100, 1, 4), Trial::Over);
+        on_owned_stripe(|| assert_eq!(node.try_pass(10_100, 1, 4), Trial::Over));
+        assert_eq!(node.unused_quota(10_000, 10_500), 0);
+        assert_eq!(node.passes(10_100), 2 + 1 + 1);
+    })
+}
+
+#[test]
+fn a_check_outside_the_fast_path_takes_the_quotas_back() {
+    on_owned_stripe(|| {
+        let node = shared_node(10_000);
+        assert_eq!(node.try_pass(10_000, 1, 6_400), Trial::Counted);
+        on_owned_stripe(|| assert_eq!(node.try_pass(10_000, 1, 6_400), Trial::Counted));
+        assert_eq!(node.passes(10_000), 2 + 2 * 65, "the quotas count as taken");
+        // The full checks (a prioritized call, say) count the calls that passed.
+        assert_eq!(node.pass_qps(10_000), 4.0);
+        assert_eq!(node.unused_quota(10_000, 10_500), 0);
+        // The fast path's next call takes a quota again.
+        assert_eq!(node.try_pass(10_000, 1, 6_400), Trial::Counted);
+        assert_eq!(node.unused_quota(10_000, 10_500), 64);
+        assert_eq!(node.passes(10_000), 5 + 64);
     })
 }
