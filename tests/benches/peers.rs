@@ -1,7 +1,8 @@
 //! The engine beside a peer, in one run: governor's bare `check()` (a GCRA limiter without
 //! statistics) against entry + exit with one QPS rule that never blocks, on one thread and
-//! on two threads sharing one limiter / resource. Issue #31's targets compare these figures
-//! from the same run: `cargo bench -p sentinel-tests --bench peers`.
+//! on two threads sharing one limiter / resource; then both refusing every call (a limit
+//! used up, a count of 0). Issue #31's targets compare these figures from the same run:
+//! `cargo bench -p sentinel-tests --bench peers`.
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
 use std::num::NonZeroU32;
@@ -74,6 +75,36 @@ fn peers(c: &mut Criterion) {
         b.iter_custom(|iters| {
             on_threads(2, iters, &|| {
                 drop(std::hint::black_box(handle.entry().enter()))
+            })
+        })
+    });
+
+    // Every call refused: governor's one cell an hour, used up; a QPS count of 0.
+    let one = NonZeroU32::new(1).expect("non-zero");
+    let used_up = RateLimiter::direct(Quota::per_hour(one));
+    let _ = used_up.check();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("r", 1e9), FlowRule::qps("closed", 0.0)])
+        .expect("valid rules");
+    let closed = sentinel.resource("closed");
+    group.bench_function(BenchmarkId::new("governor_denied", "1_thread"), |b| {
+        b.iter(|| std::hint::black_box(used_up.check()))
+    });
+    group.bench_function(BenchmarkId::new("sentinel_qps_blocked", "1_thread"), |b| {
+        b.iter(|| drop(std::hint::black_box(closed.entry().enter())))
+    });
+    group.bench_function(BenchmarkId::new("governor_denied", "2_threads"), |b| {
+        b.iter_custom(|iters| {
+            on_threads(2, iters, &|| {
+                std::hint::black_box(used_up.check()).ok();
+            })
+        })
+    });
+    group.bench_function(BenchmarkId::new("sentinel_qps_blocked", "2_threads"), |b| {
+        b.iter_custom(|iters| {
+            on_threads(2, iters, &|| {
+                drop(std::hint::black_box(closed.entry().enter()))
             })
         })
     });

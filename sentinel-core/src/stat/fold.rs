@@ -34,7 +34,7 @@
 //! 32-bit pass count holds the limit plus one batch and quota of each of 32 736 threads
 //! caught between an add and its take-back.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::hot::{full_round, round_of, tag, HotStripe, Retired, LOW, PASS_CAP, ROUND_MS};
 use super::node::{StatNode, SECOND_INTERVAL_MS};
@@ -57,13 +57,12 @@ const TRIES: usize = 3;
 struct Newest {
     /// The newest round a [`Fold`] restarted a bucket for, plus one (0: none yet).
     round: AtomicU64,
-    /// The limit the threads' quotas were taken under; [`NO_QUOTAS`] once a check outside
-    /// the fast path took them back.
+    /// The limit the threads' quotas were taken under.
     limit: AtomicU64,
+    /// Whether a quota may be out: set by a thread that keeps one, cleared by a sweep (so
+    /// a refused call, or a check outside the fast path, reads one word while none is).
+    out: AtomicBool,
 }
-
-/// [`Newest::limit`] when no quota may be used: no folded limit is this large.
-const NO_QUOTAS: u64 = u64::MAX;
 
 /// A node's folded passes: rounds' heads as in a stripe (the stripe's other counters stay
 /// zero), counted into with atomic adds. Even and odd rounds count in two stripes, so that
@@ -245,7 +244,7 @@ impl StatNode {
         limit: u64,
     ) -> Trial {
         let mut quota = if owned {
-            fold.give_back(stripe.quota.swap(0, Ordering::Acquire), round);
+            fold.give_back(stripe.quota.swap(0, Ordering::SeqCst), round);
             (limit >> QUOTA_SHARE).min(QUOTA_MAX)
         } else {
             0
@@ -254,10 +253,14 @@ impl StatNode {
             let kept = self.grant(fold, round, now, n, quota, limit);
             if kept >= n {
                 if kept > n {
-                    // Release: a thread that takes it back sees the add it came from.
+                    // Sequentially consistent with `out` and the sweeps: a sweep that
+                    // clears `out` before this thread reads it sees this quota.
                     stripe
                         .quota
-                        .store(tag(round) | (kept - n), Ordering::Release);
+                        .store(tag(round) | (kept - n), Ordering::SeqCst);
+                    if !fold.newest.out.load(Ordering::SeqCst) {
+                        fold.newest.out.store(true, Ordering::SeqCst);
+                    }
                 }
                 return Trial::Counted;
             }
@@ -295,9 +298,13 @@ impl StatNode {
     /// Takes every thread's unused quota back into the counts of its round. Returns the
     /// passes taken back.
     fn sweep_quotas(&self, fold: &Fold, near: u64) -> u64 {
+        if !fold.newest.out.load(Ordering::SeqCst) {
+            return 0;
+        }
+        fold.newest.out.store(false, Ordering::SeqCst);
         self.quota_stripes()
-            .filter(|s| s.quota.load(Ordering::Relaxed) & LOW != 0)
-            .map(|s| fold.give_back(s.quota.swap(0, Ordering::Acquire), near))
+            .filter(|s| s.quota.load(Ordering::SeqCst) & LOW != 0)
+            .map(|s| fold.give_back(s.quota.swap(0, Ordering::SeqCst), near))
             .sum()
     }
 
@@ -333,17 +340,14 @@ impl StatNode {
     }
 
     /// For a check outside the fast path, which counts every pass in the window: takes the
-    /// threads' unused quotas back, and keeps the fast path from using quotas until its
-    /// next call hands them out again. Costs one read while no quota is out.
+    /// threads' unused quotas back (the fast path's threads take new ones as they need
+    /// them). Costs one read while no quota is out.
     #[inline]
     pub(crate) fn take_quotas_back(&self, now: u64) {
         let Some(fold) = self.others.get().and_then(|o| o.made_fold()) else {
             return;
         };
-        if fold.newest.limit.load(Ordering::Acquire) != NO_QUOTAS {
-            fold.newest.limit.store(NO_QUOTAS, Ordering::Release);
-            self.sweep_quotas(fold, round_of(now));
-        }
+        self.sweep_quotas(fold, round_of(now));
     }
 }
 
