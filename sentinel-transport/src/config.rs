@@ -36,6 +36,7 @@ pub struct TransportConfig {
     pub(crate) advertise_ip: Option<IpAddr>,
     pub(crate) hostname: Option<String>,
     pub(crate) allowed_clients: Vec<IpAddr>,
+    pub(crate) allow_dashboards: bool,
     pub(crate) access: Access,
     pub(crate) dashboards: Vec<String>,
     pub(crate) heartbeat_path: String,
@@ -82,6 +83,9 @@ impl TransportConfig {
     pub const DEFAULT_PORT: u16 = 8719;
     /// The dashboard's heartbeat path (`MachineRegistryController`).
     pub const DEFAULT_HEARTBEAT_PATH: &'static str = "/registry/machine";
+    /// How long a rule edit may take before it is answered, by default: within 3 s with
+    /// the request's own time (the dashboard gives up at 5 s).
+    pub const DEFAULT_APPLY_WAIT: Duration = Duration::from_millis(2500);
     /// How often a heartbeat is sent by default, as Sentinel Java does.
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -96,12 +100,13 @@ impl TransportConfig {
                 advertise_ip: None,
                 hostname: None,
                 allowed_clients: Vec::new(),
+                allow_dashboards: true,
                 access: Access::ReadOnly,
                 dashboards: Vec::new(),
                 heartbeat_path: Self::DEFAULT_HEARTBEAT_PATH.to_owned(),
                 heartbeat_interval: Self::DEFAULT_HEARTBEAT_INTERVAL,
                 collect_interval: Duration::from_secs(1),
-                apply_wait: Duration::from_secs(5),
+                apply_wait: Self::DEFAULT_APPLY_WAIT,
                 series: None,
                 stores: BTreeMap::new(),
                 memory_only_edits: false,
@@ -162,10 +167,23 @@ impl TransportConfigBuilder {
         self
     }
 
-    /// Also accepts commands from these addresses. Loopback callers are always accepted;
-    /// every other caller is refused with 403 unless listed here.
+    /// Also accepts commands from these addresses. Always accepted: loopback, this host
+    /// (a caller whose address is the one it connected to, such as a dashboard on this
+    /// host calling back the address a `0.0.0.0` bind advertises) and, unless
+    /// [`allow_dashboards`](Self::allow_dashboards) is off, the addresses the configured
+    /// [`dashboard`](Self::dashboard)s resolve to. Every other caller is refused with 403,
+    /// logged once per address with this setting's name.
     pub fn allow_clients(mut self, ips: impl IntoIterator<Item = IpAddr>) -> Self {
         self.config.allowed_clients.extend(ips);
+        self
+    }
+
+    /// Whether the addresses the configured [`dashboard`](Self::dashboard)s resolve to
+    /// (looked up again before each heartbeat) may call: on by default, since each must
+    /// call back to show this service. Off: only loopback, this host and
+    /// [`allow_clients`](Self::allow_clients).
+    pub fn allow_dashboards(mut self, on: bool) -> Self {
+        self.config.allow_dashboards = on;
         self
     }
 
@@ -204,9 +222,12 @@ impl TransportConfigBuilder {
         self
     }
 
-    /// How long a rule edit written to the store waits for this engine to apply it before
-    /// answering (5 s by default). The answer is `success` once the store accepted the
-    /// write either way; the wait makes the dashboard's next `getRules` show the edit.
+    /// How long a rule edit may take before it is answered (2.5 s by default, so that the
+    /// answer comes within 3 s; the dashboard gives up at 5 s): reading the store's
+    /// revision, the compare-and-set write, and the wait until this engine applied the
+    /// edit from the store (so that the dashboard's next `getRules` shows it). An edit not
+    /// done in time answers a failure that says what is known: nothing written, maybe
+    /// written, or written and not applied yet.
     pub fn apply_wait(mut self, wait: Duration) -> Self {
         self.config.apply_wait = wait;
         self

@@ -14,6 +14,7 @@
 //! (a blue/green pair) all list the machine.
 
 use std::net::IpAddr;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::error::TransportError;
@@ -74,17 +75,49 @@ impl Heartbeat {
     }
 }
 
+/// The addresses the dashboards at `urls` resolve to now (a name that does not resolve is
+/// skipped, and logged).
+pub(crate) async fn resolve(urls: &[String]) -> Vec<IpAddr> {
+    let mut ips = Vec::new();
+    for url in urls {
+        let Some((host, port)) = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|url| Some((url.host_str()?.to_owned(), url.port_or_known_default()?)))
+        else {
+            continue;
+        };
+        let lookup = tokio::net::lookup_host(format!("{host}:{port}"));
+        match tokio::time::timeout(Duration::from_secs(2), lookup).await {
+            Ok(Ok(addrs)) => ips.extend(addrs.map(|a| a.ip().to_canonical())),
+            Ok(Err(error)) => {
+                tracing::debug!(%host, %error, "cannot resolve the dashboard's address")
+            }
+            Err(_) => tracing::debug!(%host, "the dashboard's address did not resolve in time"),
+        }
+    }
+    ips.sort();
+    ips.dedup();
+    ips
+}
+
 /// Sends a heartbeat to every URL every `every`, from now until the task is aborted.
+/// Before each round, when `dashboards` is given, the dashboards' addresses are resolved
+/// into it (the command center admits them).
 pub(crate) async fn run(
     client: reqwest::Client,
     urls: Vec<String>,
     heartbeat: Heartbeat,
     every: Duration,
+    dashboards: Option<Arc<RwLock<Vec<IpAddr>>>>,
 ) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        if let Some(dashboards) = &dashboards {
+            let ips = resolve(&urls).await;
+            *dashboards.write().unwrap_or_else(PoisonError::into_inner) = ips;
+        }
         let form = heartbeat.form();
         for url in &urls {
             match client.post(url).form(&form).send().await {
@@ -142,6 +175,23 @@ mod tests {
             cfg!(feature = "tls")
         );
         assert!(dashboard_url(" ", "/x").is_err());
+    }
+
+    #[tokio::test]
+    async fn dashboards_resolve_to_their_addresses() {
+        let urls = [
+            dashboard_url("127.0.0.1:8080", "/r").expect("valid"),
+            dashboard_url("http://[::1]:8080", "/r").expect("valid"),
+        ];
+        let ips = resolve(&urls).await;
+        assert!(
+            ips.contains(&IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            "{ips:?}"
+        );
+        assert!(
+            ips.contains(&IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)),
+            "{ips:?}"
+        );
     }
 
     #[test]

@@ -90,6 +90,8 @@ mod metric;
 mod nodes;
 mod rules;
 mod server;
+mod status;
+mod views;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -101,14 +103,16 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use config::{Access, TransportConfig, TransportConfigBuilder};
-pub use error::{EditError, TransportError};
+pub use error::{EditError, TransportError, Written};
 pub use heartbeat::PROTOCOL_VERSION;
+pub use status::{Refusal, RefusalReason, TransportStatus};
 
 /// A running transport: the command center, the series collector and the heartbeat.
 /// Dropping it (or [`shutdown`](Self::shutdown)) stops all three.
 pub struct Transport {
     addr: SocketAddr,
     series: Arc<MetricSeries>,
+    refusals: Arc<status::Refusals>,
     tasks: Vec<JoinHandle<()>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -156,15 +160,25 @@ impl Transport {
             } else {
                 config.bind_ip
             });
-        let center = Arc::new(server::Center {
-            sentinel: sentinel.clone(),
-            metrics: metrics.clone(),
-            edits: rules::Edits::new(&config),
+        let admission = server::Admission {
             allowed: config
                 .allowed_clients
                 .iter()
                 .map(|ip| ip.to_canonical())
                 .collect(),
+            dashboards: Arc::default(),
+            advertised: Some(ip.to_canonical()),
+        };
+        let dashboards = config
+            .allow_dashboards
+            .then(|| admission.dashboards.clone());
+        let refusals = Arc::new(status::Refusals::new(&config.app));
+        let center = Arc::new(server::Center {
+            sentinel: sentinel.clone(),
+            metrics: metrics.clone(),
+            edits: rules::Edits::new(&config),
+            admission,
+            refusals: refusals.clone(),
             hostname: hostname.clone(),
             ip,
         });
@@ -189,7 +203,7 @@ impl Transport {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serve = axum::serve(
             listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
+            router.into_make_service_with_connect_info::<server::Peer>(),
         )
         .with_graceful_shutdown(async move {
             let _ = stopped.await;
@@ -221,11 +235,13 @@ impl Transport {
                 urls,
                 beat,
                 config.heartbeat_interval,
+                dashboards,
             )));
         }
         Ok(Self {
             addr,
             series,
+            refusals,
             tasks,
             stop: Some(stop),
         })
@@ -244,6 +260,14 @@ impl Transport {
     /// The per-second series the `metric` command reads.
     pub fn series(&self) -> &Arc<MetricSeries> {
         &self.series
+    }
+
+    /// What the command center refused since it started: counts per reason, the latest
+    /// refusal and the addresses refused with 403. Every refusal is also a `tracing`
+    /// warning and counts in `sentinel_transport_refused_total` (`app`, `command`,
+    /// `reason` labels) of the `metrics` facade.
+    pub fn status(&self) -> TransportStatus {
+        self.refusals.status()
     }
 
     /// Stops the heartbeat and the collector, and lets the command center finish the

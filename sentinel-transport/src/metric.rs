@@ -1,14 +1,23 @@
 //! The `metric` command: the per-second series as Sentinel's metric-log lines, on the
 //! dashboard's epoch clock.
 //!
+//! Sentinel Java stamps each row with the start of the second it counts: its windows are
+//! aligned on epoch seconds, and `MetricTimerListener` writes each ended one-second bucket
+//! at its `windowStart` (`StatisticNode.metrics()`), which `MetricSearcher` finds by that
+//! stamp (`startTime <= stamp <= endTime`). The dashboard adds up the rows of one app's
+//! machines by stamp.
+//!
 //! The engine's clock counts milliseconds from an arbitrary origin (the process's first
-//! [`SystemClock`](sentinel_core::SystemClock)), not from the epoch, and its seconds start on
-//! that origin's whole seconds. The dashboard asks for and stores epoch milliseconds. The
-//! transport takes one offset when it starts (epoch now minus engine now) and maps every row:
-//! `timestamp = floor((second_ms + offset) / 1000) * 1000`, so each row carries a whole epoch
-//! second, consecutive engine seconds map to consecutive epoch seconds, and a range asked
-//! twice gives the same rows. A row's epoch second can start up to 999 ms before the engine
-//! second it counts; the dashboard's minute charts do not see the difference.
+//! [`SystemClock`](sentinel_core::SystemClock)), not from the epoch, so its seconds start
+//! `offset mod 1000` ms after the epoch's. The transport takes one offset when it starts
+//! (epoch now minus engine now) and stamps each row with the whole epoch second nearest to
+//! the start of the engine second it counts: `round((second_ms + offset) / 1000) * 1000`.
+//! The stamp is then at most 500 ms from the start of the interval counted, the epoch
+//! second it names holds most of that interval, and it is exactly the start when the
+//! engine's seconds are aligned on the epoch's (as Java's are). Consecutive engine seconds
+//! get consecutive stamps, and a range asked twice gives the same rows. (Stamping the
+//! epoch second the interval starts in, as before, put rows up to 999 ms before the
+//! interval they count, so one app's machines were summed a second apart.)
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -37,17 +46,21 @@ pub(crate) struct EpochClock {
 impl EpochClock {
     pub(crate) fn of(sentinel: &Sentinel) -> Self {
         let engine = i64::try_from(sentinel.clock().now_ms()).unwrap_or(i64::MAX);
-        Self {
-            offset_ms: epoch_now_ms().saturating_sub(engine),
-        }
+        Self::with_offset(epoch_now_ms().saturating_sub(engine))
     }
 
-    /// The whole epoch second a row of the engine second `engine_ms` is reported at.
+    /// The clock whose epoch milliseconds are the engine's plus `offset_ms`.
+    pub(crate) fn with_offset(offset_ms: i64) -> Self {
+        Self { offset_ms }
+    }
+
+    /// The whole epoch second a row of the engine second starting at `engine_ms` is
+    /// stamped with: the one nearest to its start (see the module docs).
     pub(crate) fn epoch_second(&self, engine_ms: u64) -> i64 {
         let epoch = i64::try_from(engine_ms)
             .unwrap_or(i64::MAX)
             .saturating_add(self.offset_ms);
-        epoch.div_euclid(1000) * 1000
+        epoch.saturating_add(500).div_euclid(1000) * 1000
     }
 
     /// The engine milliseconds of the epoch instant `epoch_ms` (0 before the origin).
@@ -128,17 +141,19 @@ impl Metrics {
             return out;
         };
         let first = start.div_euclid(1000) * 1000;
+        // The engine seconds whose stamps can fall in the range: a second is stamped up to
+        // 500 ms from its start, so one more second each side; the stamps decide below.
         let (from, to, limit) = match query.end {
             Some(end) => {
                 let last = end.div_euclid(1000) * 1000;
                 (
-                    self.epoch.engine_ms(first),
-                    self.epoch.engine_ms(last.saturating_add(1000)),
+                    self.epoch.engine_ms(first.saturating_sub(1000)),
+                    self.epoch.engine_ms(last.saturating_add(2000)),
                     usize::MAX,
                 )
             }
             None => (
-                self.epoch.engine_ms(first),
+                self.epoch.engine_ms(first.saturating_sub(1000)),
                 u64::MAX,
                 query.max_lines.unwrap_or(DEFAULT_MAX_LINES).min(MAX_LINES),
             ),
@@ -298,6 +313,72 @@ mod tests {
             },
         );
         assert_eq!(one.lines().count(), 1, "{one}");
+    }
+
+    /// The engine's seconds start `offset mod 1000` ms into the epoch's: each row is
+    /// stamped with the whole epoch second nearest to the start of the second it counts.
+    #[test]
+    fn rows_are_stamped_with_the_epoch_second_they_count_on_a_fake_clock() {
+        const EPOCH: i64 = 1_700_000_000_000;
+        for (frac, stamp_after_start) in [(0, 0), (150, -150), (499, -499), (500, 500), (850, 150)]
+        {
+            let clock = FakeClock::at_ms(20_000);
+            let sentinel = Sentinel::builder().clock(clock.clone()).build();
+            // Engine ms 20 000 is epoch EPOCH + 20 000 + frac.
+            let epoch = EpochClock::with_offset(EPOCH + frac);
+            let metrics = Metrics::new(Arc::new(MetricSeries::new()), epoch);
+            for _ in 0..2 {
+                drop(sentinel.entry("r").enter());
+            }
+            clock.advance_ms(1000);
+            drop(sentinel.entry("r").enter());
+            clock.advance_ms(1000);
+            metrics.collect(&sentinel);
+            let start = EPOCH + 20_000 + frac;
+            let body = metrics.lines(
+                &sentinel,
+                &MetricQuery {
+                    start: Some(start - 5_000),
+                    end: Some(start + 5_000),
+                    identity: Some("r".into()),
+                    ..MetricQuery::default()
+                },
+            );
+            let rows: Vec<(i64, String)> = body
+                .lines()
+                .map(|l| {
+                    let mut f = l.split('|');
+                    let ts = f.next().and_then(|t| t.parse().ok()).expect("a stamp");
+                    (ts, f.nth(1).unwrap_or_default().to_owned())
+                })
+                .collect();
+            assert_eq!(
+                rows,
+                [
+                    (start + stamp_after_start, "2".to_owned()),
+                    (start + stamp_after_start + 1000, "1".to_owned())
+                ],
+                "offset {frac} ms into the epoch second: {body}"
+            );
+            assert!(stamp_after_start.abs() <= 500);
+            // Asking exactly the stamp's second finds the row; the second before, nothing.
+            let at = |ts: i64| {
+                metrics
+                    .lines(
+                        &sentinel,
+                        &MetricQuery {
+                            start: Some(ts),
+                            end: Some(ts),
+                            identity: Some("r".into()),
+                            ..MetricQuery::default()
+                        },
+                    )
+                    .lines()
+                    .count()
+            };
+            assert_eq!(at(start + stamp_after_start), 1);
+            assert_eq!(at(start + stamp_after_start - 1000), 0);
+        }
     }
 
     #[test]

@@ -9,19 +9,23 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::body::Bytes;
+use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
 use sentinel_core::{RuleFamily, Sentinel};
 use serde_json::json;
 
+use crate::error::EditError;
 use crate::heartbeat::PROTOCOL_VERSION;
 use crate::metric::{MetricQuery, Metrics};
 use crate::nodes;
-use crate::rules::{self, Edits};
+use crate::rules::{self, Edited, Edits};
+use crate::status::{RefusalReason, Refusals};
 
 /// What every request reads.
 #[derive(Debug)]
@@ -29,9 +33,66 @@ pub(crate) struct Center {
     pub(crate) sentinel: Sentinel,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) edits: Edits,
-    pub(crate) allowed: Vec<IpAddr>,
+    pub(crate) admission: Admission,
+    pub(crate) refusals: Arc<Refusals>,
     pub(crate) hostname: String,
     pub(crate) ip: IpAddr,
+}
+
+/// Who may call: loopback, this host, the configured dashboards and the allowed clients.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    /// [`allow_clients`](crate::TransportConfigBuilder::allow_clients), canonical.
+    pub(crate) allowed: Vec<IpAddr>,
+    /// The addresses the configured dashboards resolve to (refreshed with each heartbeat),
+    /// unless [`allow_dashboards`](crate::TransportConfigBuilder::allow_dashboards) is off.
+    pub(crate) dashboards: Arc<RwLock<Vec<IpAddr>>>,
+    /// The address the heartbeat advertises: this host.
+    pub(crate) advertised: Option<IpAddr>,
+}
+
+impl Admission {
+    /// Whether `caller`, connected to this host's `local` address, may call. A caller
+    /// whose address is the one it connected to is a process of this host (the kernel
+    /// picks the destination as the source of a local connection; a packet from outside
+    /// cannot carry a local source address through a TCP handshake): a dashboard on this
+    /// host calling back the advertised address of a `0.0.0.0` bind.
+    pub(crate) fn admits(&self, caller: IpAddr, local: Option<IpAddr>) -> bool {
+        caller.is_loopback()
+            || local.is_some_and(|local| local.to_canonical() == caller)
+            || self.advertised == Some(caller)
+            || self.allowed.contains(&caller)
+            || self
+                .dashboards
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(&caller)
+    }
+}
+
+/// A connection's two ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer {
+    remote: SocketAddr,
+    local: Option<SocketAddr>,
+}
+
+impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        Self {
+            remote: *stream.remote_addr(),
+            local: stream.io().local_addr().ok(),
+        }
+    }
+}
+
+/// The command a path names, as a bounded label: `other` for none.
+pub(crate) fn known_command(path: &str) -> &'static str {
+    COMMANDS
+        .iter()
+        .map(|(name, _)| *name)
+        .find(|name| *name == path)
+        .unwrap_or("other")
 }
 
 /// Every command served, with what it does (the `api` command lists them).
@@ -116,24 +177,27 @@ fn is_form(headers: &HeaderMap) -> bool {
 /// The one handler: admission, parameters, dispatch.
 pub(crate) async fn handle(
     State(center): State<Arc<Center>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let caller = peer.ip().to_canonical();
-    if !caller.is_loopback() && !center.allowed.contains(&caller) {
-        tracing::warn!(%caller, "command refused: the caller is not an allowed dashboard address");
-        return answer(
-            StatusCode::FORBIDDEN,
-            format!(
-                "Forbidden: {caller} is not an allowed dashboard address \
-                 (TransportConfigBuilder::allow_clients)"
-            ),
-        );
-    }
+    let caller = peer.remote.ip().to_canonical();
     let command = uri.path().trim_start_matches('/').to_owned();
+    if !center
+        .admission
+        .admits(caller, peer.local.map(|local| local.ip()))
+    {
+        let message = format!(
+            "Forbidden: {caller} is not an allowed dashboard address \
+             (TransportConfigBuilder::allow_clients)"
+        );
+        center
+            .refusals
+            .refused(&command, RefusalReason::Forbidden, caller, &message);
+        return answer(StatusCode::FORBIDDEN, message);
+    }
     let mut params = HashMap::new();
     if let Some(query) = uri.query() {
         parse_params(query, &mut params);
@@ -154,7 +218,7 @@ pub(crate) async fn handle(
     if command.trim().is_empty() {
         return failure("Invalid command");
     }
-    dispatch(&center, &command, &params).await
+    dispatch(&center, &command, &params, caller).await
 }
 
 fn param<'a>(params: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
@@ -175,7 +239,21 @@ fn number<T: std::str::FromStr>(
     }
 }
 
-async fn dispatch(center: &Center, command: &str, params: &HashMap<String, String>) -> Response {
+/// A refused edit command: counted, then answered 400 with `error`'s text.
+fn refused(center: &Center, command: &str, caller: IpAddr, error: &EditError) -> Response {
+    let message = error.to_string();
+    center
+        .refusals
+        .refused(command, error.reason(), caller, &message);
+    failure(message)
+}
+
+async fn dispatch(
+    center: &Center,
+    command: &str,
+    params: &HashMap<String, String>,
+    caller: IpAddr,
+) -> Response {
     let sentinel = &center.sentinel;
     match command {
         "version" => ok(PROTOCOL_VERSION),
@@ -217,28 +295,30 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
         "systemStatus" => ok(nodes::system_status(sentinel)),
         "getRules" => match rules::family_of_type(param(params, "type")) {
             Some(family) => {
-                center.edits.note_read(family).await;
+                center.edits.note_read(sentinel, family, caller).await;
                 ok(rules::active_json(sentinel, family))
             }
             None => failure("invalid type"),
         },
         "getParamFlowRules" => {
-            center.edits.note_read(RuleFamily::ParamFlow).await;
+            center
+                .edits
+                .note_read(sentinel, RuleFamily::ParamFlow, caller)
+                .await;
             ok(rules::active_json(sentinel, RuleFamily::ParamFlow))
         }
         "setRules" => {
             let Some(family) = rules::family_of_type(param(params, "type")) else {
-                if !center.edits.writable() {
-                    return failure(
-                        crate::error::EditError::ReadOnly {
-                            command: "setRules",
-                        }
-                        .to_string(),
-                    );
-                }
-                return failure("invalid type");
+                let error = if center.edits.writable() {
+                    EditError::InvalidType
+                } else {
+                    EditError::ReadOnly {
+                        command: "setRules",
+                    }
+                };
+                return refused(center, command, caller, &error);
             };
-            edit(center, "setRules", family, param(params, "data")).await
+            edit(center, "setRules", family, param(params, "data"), caller).await
         }
         "setParamFlowRules" => {
             edit(
@@ -246,6 +326,7 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
                 "setParamFlowRules",
                 RuleFamily::ParamFlow,
                 param(params, "data"),
+                caller,
             )
             .await
         }
@@ -263,11 +344,13 @@ async fn dispatch(center: &Center, command: &str, params: &HashMap<String, Strin
         "getSwitch" => ok(format!("Sentinel switch value: {}", sentinel.is_enabled())),
         "setSwitch" => {
             if !center.edits.writable() {
-                return failure(
-                    crate::error::EditError::ReadOnly {
+                return refused(
+                    center,
+                    command,
+                    caller,
+                    &EditError::ReadOnly {
                         command: "setSwitch",
-                    }
-                    .to_string(),
+                    },
                 );
             }
             let value = param(params, "value");
@@ -289,16 +372,14 @@ async fn edit(
     command: &'static str,
     family: RuleFamily,
     data: Option<&str>,
+    caller: IpAddr,
 ) -> Response {
     match center
         .edits
-        .set_rules(&center.sentinel, command, family, data)
+        .set_rules(&center.sentinel, command, family, data, caller)
         .await
     {
-        Ok(()) => ok("success"),
-        Err(error) => {
-            tracing::warn!(%family, %error, "rule edit from the dashboard refused");
-            failure(error.to_string())
-        }
+        Ok(Edited::InMemory | Edited::Unchanged | Edited::Applied) => ok("success"),
+        Err(error) => refused(center, command, caller, &error),
     }
 }

@@ -225,6 +225,8 @@ async fn set_param_flow_rules_write_to_their_store() {
         .unwrap_or_else(|e| panic!("{e}; {START_HINT}"));
     let transport = start(&sentinel, config_param(writer)).await;
     let dashboard = Dashboard::calling(local(&transport));
+    // The dashboard lists the rules before it edits them.
+    assert_eq!(dashboard.get("getParamFlowRules", &[]).await.0, 200);
     // ParamFlowRuleEntity.getRule() as fastjson writes it.
     let data = r#"[{"burstCount":0,"clusterMode":false,"controlBehavior":0,"count":5.0,"durationInSec":1,"grade":1,"limitApp":"default","maxQueueingTimeMs":0,"paramFlowItemList":[],"paramIdx":0,"resource":"GET:/hot"}]"#;
     let (status, body) = dashboard.post("setParamFlowRules", &[("data", data)]).await;
@@ -259,6 +261,7 @@ async fn a_store_without_revisions_refuses_edits_and_keeps_its_file() {
     )
     .await;
     let dashboard = Dashboard::calling(local(&transport));
+    assert_eq!(dashboard.get("getRules", &[("type", "flow")]).await.0, 200);
     let edit = format!("[{}]", dashboard_flow_rule("GET:/file", 2.0));
     let (status, body) = dashboard
         .set_rules("flow", &edit)

@@ -25,8 +25,12 @@ use sentinel_core::{FakeClock, RuleFamily, RuleSet, Sentinel};
 use sentinel_test_support::{env_or, unique_key};
 use sentinel_transport::{Access, Transport, TransportConfig, PROTOCOL_VERSION};
 
+mod answer_time;
+mod callers;
 mod commands;
 mod edits;
+mod refusals;
+mod stale_views;
 
 const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd redis` \
      (`eval \"$(scripts/services.sh env)\"` exports their addresses)";
@@ -47,6 +51,20 @@ impl Dashboard {
     fn calling(machine: SocketAddr) -> Self {
         Self {
             http: reqwest::Client::new(),
+            machine,
+            heartbeats: Arc::default(),
+            registry: None,
+        }
+    }
+
+    /// A double for the machine at `machine` whose calls come from this host's `source`
+    /// address (a caller that is not the address it connects to).
+    fn calling_from(machine: SocketAddr, source: IpAddr) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .local_address(source)
+                .build()
+                .expect("an HTTP client"),
             machine,
             heartbeats: Arc::default(),
             registry: None,
@@ -203,4 +221,186 @@ fn has_flow(sentinel: &Sentinel, resource: &str, count: f64) -> bool {
         .rules()
         .iter()
         .any(|r| r.resource == resource && r.count == count)
+}
+
+/// This machine's address as other hosts see it, for a caller that is not loopback.
+fn outward_ip() -> IpAddr {
+    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("192.0.2.1:9")?;
+            s.local_addr()
+        })
+        .map(|a| a.ip())
+        .expect("a network interface");
+    assert!(
+        !ip.is_loopback(),
+        "this test needs a non-loopback interface to call from"
+    );
+    ip
+}
+
+/// A key of the etcd of `scripts/services.sh` that no other test uses.
+struct EtcdKey {
+    endpoints: String,
+    key: String,
+}
+
+impl EtcdKey {
+    fn new(test: &str) -> Self {
+        Self {
+            endpoints: env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790"),
+            key: unique_key("/rules", test),
+        }
+    }
+
+    fn config(&self) -> sentinel_datasource_etcd::EtcdConfig {
+        sentinel_datasource_etcd::EtcdConfig::builder()
+            .endpoints([self.endpoints.as_str()])
+            .build()
+            .expect("an etcd config")
+    }
+
+    fn source(&self) -> sentinel_datasource_etcd::EtcdSource {
+        sentinel_datasource_etcd::EtcdSource::key(self.config(), self.key.as_str())
+    }
+
+    /// A writer of the key, connected.
+    async fn writer(&self) -> Arc<dyn WritableDataSource> {
+        let writer = sentinel_datasource_etcd::EtcdRuleWriter::connect(self.config())
+            .await
+            .unwrap_or_else(|e| panic!("etcd at {}: {e}; {START_HINT}", self.endpoints));
+        Arc::new(writer.at(self.key.as_str()))
+    }
+
+    /// An engine whose flow rules come from the key.
+    async fn engine(&self) -> (Sentinel, DataSource) {
+        let sentinel = Sentinel::new();
+        let source = DataSource::builder(self.source(), FlowJson::new())
+            .start(&sentinel)
+            .await
+            .unwrap_or_else(|e| panic!("{e}; {START_HINT}"));
+        (sentinel, source)
+    }
+}
+
+/// A fresh etcd key holding the flow rules `rules`, a writer of it, and an engine whose
+/// flow rules come from it.
+async fn etcd_with(
+    test: &str,
+    rules: &[(&str, f64)],
+) -> (Arc<dyn WritableDataSource>, Sentinel, DataSource) {
+    let etcd = EtcdKey::new(test);
+    let store = etcd.writer().await;
+    let (sentinel, source) = etcd.engine().await;
+    write_directly(&store, &sentinel, rules).await;
+    (store, sentinel, source)
+}
+
+/// The store is still at `revision` and the engine enforces `rules`.
+async fn assert_unchanged(
+    store: &Arc<dyn WritableDataSource>,
+    revision: Option<u64>,
+    sentinel: &Sentinel,
+    rules: &[(&str, f64)],
+) {
+    assert_eq!(store.revision().await.expect("a revision"), revision);
+    assert_eq!(flow_of(sentinel), pairs(rules));
+}
+
+/// A transport that writes flow edits to `store`.
+fn store_config(
+    app: &str,
+    store: Arc<dyn WritableDataSource>,
+) -> sentinel_transport::TransportConfigBuilder {
+    config(app)
+        .access(Access::ReadWrite)
+        .rule_store(RuleFamily::Flow, store)
+}
+
+/// The flow rules a dashboard page was shown, from which its edits post whole lists, as
+/// `SentinelApiClient` does: the dashboard's copy of the machine's rules (each as
+/// `FlowRuleEntity.toRule()` writes it, the entity's keys beside) with the one change.
+struct Shown(Vec<serde_json::Value>);
+
+impl Shown {
+    /// `getRules?type=flow` through `dashboard`.
+    async fn read(dashboard: &Dashboard) -> Self {
+        let (status, body) = dashboard.get("getRules", &[("type", "flow")]).await;
+        assert_eq!(status, 200, "{body}");
+        let mut rules: Vec<serde_json::Value> = serde_json::from_str(&body).expect("a JSON list");
+        for (i, rule) in rules.iter_mut().enumerate() {
+            if let Some(rule) = rule.as_object_mut() {
+                rule.insert("id".into(), serde_json::json!(100 + i));
+                rule.insert("app".into(), serde_json::json!("store-app"));
+                rule.insert("gmtCreate".into(), serde_json::json!(1_700_000_000_000_i64));
+            }
+        }
+        Self(rules)
+    }
+
+    fn list(rules: impl IntoIterator<Item = serde_json::Value>) -> String {
+        serde_json::Value::Array(rules.into_iter().collect()).to_string()
+    }
+
+    /// The list as shown (a save without a change), in another order.
+    fn unchanged(&self) -> String {
+        Self::list(self.0.iter().rev().cloned())
+    }
+
+    /// The list with a new rule.
+    fn adding(&self, resource: &str, count: f64) -> String {
+        let added: serde_json::Value =
+            serde_json::from_str(&dashboard_flow_rule(resource, count)).expect("JSON");
+        Self::list(self.0.iter().cloned().chain([added]))
+    }
+
+    /// The list without `resource`'s rule.
+    fn deleting(&self, resource: &str) -> String {
+        Self::list(self.0.iter().filter(|r| r["resource"] != resource).cloned())
+    }
+
+    /// The list with `resource`'s count changed.
+    fn editing(&self, resource: &str, count: f64) -> String {
+        Self::list(self.0.iter().cloned().map(|mut r| {
+            if r["resource"] == resource {
+                r["count"] = serde_json::json!(count);
+            }
+            r
+        }))
+    }
+}
+
+/// The engine's flow rules `(resource, count)`, sorted.
+fn flow_of(sentinel: &Sentinel) -> Vec<(String, f64)> {
+    let mut rules: Vec<(String, f64)> = sentinel
+        .flow_rules()
+        .rules()
+        .iter()
+        .map(|r| (r.resource.clone(), r.count))
+        .collect();
+    rules.sort_by(|a, b| a.0.cmp(&b.0));
+    rules
+}
+
+/// `(resource, count)` pairs as [`flow_of`] lists them.
+fn pairs(rules: &[(&str, f64)]) -> Vec<(String, f64)> {
+    let mut rules: Vec<(String, f64)> = rules.iter().map(|(r, c)| ((*r).to_owned(), *c)).collect();
+    rules.sort_by(|a, b| a.0.cmp(&b.0));
+    rules
+}
+
+/// Writes `rules` to the store directly (not through the transport) and waits until
+/// `sentinel` applied them.
+async fn write_directly(
+    store: &Arc<dyn WritableDataSource>,
+    sentinel: &Sentinel,
+    rules: &[(&str, f64)],
+) {
+    let set = RuleSet::new().with_flow(rules.iter().map(|(r, c)| FlowRule::qps(*r, *c)).collect());
+    store.write(&set).await.expect("a direct store write");
+    let want = pairs(rules);
+    wait_until("the engine applies the direct store write", || {
+        flow_of(sentinel) == want
+    })
+    .await;
 }

@@ -1,0 +1,171 @@
+//! Refused commands, counted where an operator looks: [`TransportStatus`] (through
+//! [`Transport::status`](crate::Transport::status)), a `tracing` warning and the
+//! `sentinel_transport_refused_total` counter of the `metrics` facade.
+//!
+//! The stock dashboard shows "success" for degrade, system and authority edits even when
+//! the machine refused them (the error reaches only the dashboard's log), so a refusal
+//! must be visible on the machine's side. Counted: every edit command refused or not
+//! applied in time (`setRules`, `setParamFlowRules`, `setSwitch`) and every caller refused
+//! with 403. Unknown commands and bad read parameters are answered as Java answers them
+//! and not counted (the dashboard asks for commands a Rust service does not serve, such as
+//! the gateway's, on every page).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::{Mutex, PoisonError};
+
+use crate::metric::epoch_now_ms;
+
+/// Why a command was refused: the `reason` label of `sentinel_transport_refused_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum RefusalReason {
+    /// The caller is neither loopback, this host, a configured dashboard nor allowed (403).
+    Forbidden,
+    /// The command center is read-only.
+    ReadOnly,
+    /// No rule store for the family and memory-only edits are off.
+    NoStore,
+    /// `type` names no family, or `data` is missing.
+    BadRequest,
+    /// The rules could not be read or one is invalid.
+    InvalidRules,
+    /// The edit was derived from rules that changed since the page loaded, or from no
+    /// rules this instance showed the caller.
+    StaleView,
+    /// The store changed between the edit's check and its compare-and-set write.
+    Conflict,
+    /// The store refused the write, keeps no revisions, or did not answer in time.
+    Store,
+    /// The store accepted the edit but this engine did not apply it in time.
+    NotApplied,
+}
+
+impl RefusalReason {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalReason::Forbidden => "forbidden",
+            RefusalReason::ReadOnly => "read_only",
+            RefusalReason::NoStore => "no_store",
+            RefusalReason::BadRequest => "bad_request",
+            RefusalReason::InvalidRules => "invalid_rules",
+            RefusalReason::StaleView => "stale_view",
+            RefusalReason::Conflict => "conflict",
+            RefusalReason::Store => "store",
+            RefusalReason::NotApplied => "not_applied",
+        }
+    }
+}
+
+impl fmt::Display for RefusalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One refused command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The command (`setRules`...), or `other` for a path that names none.
+    pub command: String,
+    /// Why.
+    pub reason: RefusalReason,
+    /// The answer's body: what the caller was told.
+    pub message: String,
+    /// Who called.
+    pub caller: IpAddr,
+    /// When, in epoch milliseconds.
+    pub at_ms: i64,
+}
+
+/// What the transport refused since it started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransportStatus {
+    /// Commands refused, every reason together.
+    pub refused: u64,
+    /// Commands refused, per reason.
+    pub refused_by_reason: BTreeMap<RefusalReason, u64>,
+    /// The latest refusal.
+    pub last_refused: Option<Refusal>,
+    /// The distinct addresses refused with 403 (the first [`Refusals::CALLERS`] of them).
+    pub forbidden_callers: Vec<IpAddr>,
+}
+
+/// The transport's count of refusals, shared by the command center and the handle.
+#[derive(Debug)]
+pub(crate) struct Refusals {
+    app: String,
+    status: Mutex<TransportStatus>,
+}
+
+impl Refusals {
+    /// The forbidden addresses remembered (each is logged at `warn` once).
+    pub(crate) const CALLERS: usize = 256;
+
+    pub(crate) fn new(app: &str) -> Self {
+        Self {
+            app: app.to_owned(),
+            status: Mutex::new(TransportStatus::default()),
+        }
+    }
+
+    pub(crate) fn status(&self) -> TransportStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Counts a refusal: status, metric, and a warning (for 403, once per address).
+    pub(crate) fn refused(
+        &self,
+        command: &str,
+        reason: RefusalReason,
+        caller: IpAddr,
+        message: &str,
+    ) {
+        let command = crate::server::known_command(command);
+        let first_from_caller = {
+            let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            status.refused += 1;
+            *status.refused_by_reason.entry(reason).or_default() += 1;
+            status.last_refused = Some(Refusal {
+                command: command.to_owned(),
+                reason,
+                message: message.to_owned(),
+                caller,
+                at_ms: epoch_now_ms(),
+            });
+            let new =
+                reason == RefusalReason::Forbidden && !status.forbidden_callers.contains(&caller);
+            if new && status.forbidden_callers.len() < Self::CALLERS {
+                status.forbidden_callers.push(caller);
+            }
+            new
+        };
+        metrics::counter!(
+            "sentinel_transport_refused_total",
+            "app" => self.app.clone(),
+            "command" => command,
+            "reason" => reason.as_str(),
+        )
+        .increment(1);
+        if reason != RefusalReason::Forbidden {
+            tracing::warn!(%caller, command, %reason, %message, "command refused");
+        } else if first_from_caller {
+            tracing::warn!(
+                %caller,
+                command,
+                "command refused (403): {caller} is not loopback, this host, a configured \
+                 dashboard or an allowed client; to accept it, add it with \
+                 TransportConfigBuilder::allow_clients (logged once per address)"
+            );
+        } else {
+            tracing::debug!(%caller, command, "command refused (403)");
+        }
+    }
+}

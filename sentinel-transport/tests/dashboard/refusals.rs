@@ -1,0 +1,192 @@
+//! Every refused command is counted where an operator looks, since the stock dashboard
+//! shows "success" for some refused edits: `Transport::status()`, a `tracing` warning and
+//! the `sentinel_transport_refused_total` counter (issue #46, point 3); and a caller
+//! refused with 403 is logged once per address with the setting that admits it (point 5).
+//!
+//! These tests run on a current-thread runtime so that the command center's task records
+//! into the test's thread-local metrics recorder and tracing subscriber.
+
+use std::io::Write;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::MetricKind;
+use sentinel_transport::RefusalReason;
+
+use super::*;
+
+/// Log lines written by the subscriber the test installs.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Installs a subscriber writing here, for this thread, until the guard drops.
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner()))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The value of `sentinel_transport_refused_total` for `app` and `reason`.
+fn refused_metric(recorder: &metrics_util::debugging::Snapshotter, app: &str, reason: &str) -> u64 {
+    recorder
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, _, _, _)| {
+            key.kind() == MetricKind::Counter
+                && key.key().name() == "sentinel_transport_refused_total"
+                && key
+                    .key()
+                    .labels()
+                    .any(|l| l.key() == "app" && l.value() == app)
+                && key
+                    .key()
+                    .labels()
+                    .any(|l| l.key() == "reason" && l.value() == reason)
+        })
+        .map(|(_, _, _, value)| match value {
+            DebugValue::Counter(n) => n,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn every_refused_command_is_counted_in_status_a_warning_and_a_metric() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let logs = Captured::default();
+    let _logs = logs.install();
+
+    let sentinel = Sentinel::new();
+    let read_only = start(&sentinel, config("refusals-ro")).await;
+    let dashboard = Dashboard::calling(local(&read_only));
+    // Refused degrade and system edits: the stock dashboard shows "success" for these.
+    for ty in ["degrade", "system"] {
+        let (status, _) = dashboard
+            .post("setRules", &[("type", ty), ("data", "[]")])
+            .await;
+        assert_eq!(status, 400);
+    }
+    assert_eq!(
+        dashboard.get("setSwitch", &[("value", "false")]).await.0,
+        400
+    );
+    // Reads are not refusals.
+    assert_eq!(dashboard.get("getRules", &[("type", "flow")]).await.0, 200);
+    let status = read_only.status();
+    assert_eq!(status.refused, 3, "{status:?}");
+    assert_eq!(
+        status.refused_by_reason.get(&RefusalReason::ReadOnly),
+        Some(&3)
+    );
+    let last = status.last_refused.expect("the latest refusal");
+    assert_eq!(last.command, "setSwitch");
+    assert!(last.message.contains("read-only"), "{}", last.message);
+    assert!(last.caller.is_loopback());
+    assert_eq!(refused_metric(&snapshotter, "refusals-ro", "read_only"), 3);
+    read_only.shutdown().await;
+
+    let writable = start(&sentinel, config("refusals-rw").access(Access::ReadWrite)).await;
+    let dashboard = Dashboard::calling(local(&writable));
+    let (status, body) = dashboard
+        .post("setRules", &[("type", "authority"), ("data", "[]")])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = dashboard
+        .post("setRules", &[("type", "bogus"), ("data", "[]")])
+        .await;
+    assert_eq!(status, 400);
+    let status = writable.status();
+    assert_eq!(status.refused, 2, "{status:?}");
+    assert_eq!(
+        status.refused_by_reason.get(&RefusalReason::NoStore),
+        Some(&1)
+    );
+    assert_eq!(
+        status.refused_by_reason.get(&RefusalReason::BadRequest),
+        Some(&1)
+    );
+    assert_eq!(refused_metric(&snapshotter, "refusals-rw", "no_store"), 1);
+    writable.shutdown().await;
+
+    let warnings: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("WARN") && l.contains("command refused"))
+        .collect();
+    assert_eq!(warnings.len(), 5, "{warnings:#?}");
+    assert!(
+        warnings.iter().any(|l| l.contains("reason=no_store")),
+        "{warnings:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_caller_is_counted_and_logged_once_with_the_setting_that_admits_it() {
+    let logs = Captured::default();
+    let _logs = logs.install();
+    let ip = outward_ip();
+    let sentinel = Sentinel::new();
+    // A caller that is not this host: this host's outward address calling loopback while
+    // the service advertises another address (a documentation address).
+    let transport = start(
+        &sentinel,
+        config("refused-caller-app")
+            .bind_ip(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+            .advertise_ip(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 7))),
+    )
+    .await;
+    let stranger = Dashboard::calling_from(local(&transport), ip);
+    for _ in 0..3 {
+        let (status, body) = stranger.get("version", &[]).await;
+        assert_eq!(status, 403, "{body}");
+        assert!(body.contains(&ip.to_string()), "{body}");
+    }
+    let status = transport.status();
+    assert_eq!(status.refused, 3);
+    assert_eq!(
+        status.refused_by_reason.get(&RefusalReason::Forbidden),
+        Some(&3)
+    );
+    assert_eq!(status.forbidden_callers, [ip]);
+    let warnings: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("WARN") && l.contains("403"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "once per address: {warnings:#?}");
+    assert!(
+        warnings[0].contains("allow_clients") && warnings[0].contains(&ip.to_string()),
+        "{}",
+        warnings[0]
+    );
+    transport.shutdown().await;
+}
