@@ -40,35 +40,61 @@
 //! # Rule edits
 //! With [`Access::ReadWrite`] and a [`rule_store`](TransportConfigBuilder::rule_store) for a
 //! family, `setRules` reads the dashboard's list with the family's Sentinel JSON converter
-//! (ignoring the dashboard's own keys), validates it whole and writes it with
+//! (ignoring the dashboard's own keys) and validates it whole. The dashboard posts its copy
+//! of the rules it last read (`getRules`) with one change, so the transport remembers, per
+//! caller address, which rules it showed and at which store revision: an edit must be one
+//! change (a rule added, edited or deleted) away from a view its caller was shown at the
+//! store's current revision. An edit derived from an older view (someone wrote the store,
+//! or another dashboard edited, since the page loaded; or this service restarted since)
+//! answers 400 "the rules changed since the page loaded; reload the page", whoever read the
+//! rules in between, and changes nothing. A list that holds the rules in force (a no-op,
+//! or a rule added twice by a double click, which the engine collapses) answers `success`
+//! at once and writes nothing. Otherwise the list is written with
 //! [`WritableDataSource::write_if`](sentinel_core::datasource::WritableDataSource::write_if),
-//! compare-and-set on the revision the store held when this instance last answered
-//! `getRules` for the family or last wrote it. It answers `success` only once the store
-//! accepted the write, then waits (5 s at most) until this engine applied it from the store,
-//! as every other instance reading the key does. An invalid rule answers 400 naming the rule's
-//! index and field; a conflict (someone wrote in between) answers 400 naming the store; in
-//! both cases nothing changes. Memory-only edits, Java's default (lost on restart, seen by
-//! this instance alone), happen only with
+//! compare-and-set on that revision, and `success` comes once this engine applied it from
+//! the store, as every other instance reading the key does. Every edit is answered within
+//! [`apply_wait`](TransportConfigBuilder::apply_wait) (2.5 s; the dashboard gives up at
+//! 5 s): a store that does not answer, or an apply that does not come, answers a failure
+//! saying what is known (nothing written, maybe written, or written at revision N and not
+//! applied yet). An invalid rule answers 400 naming the rule's index and field. Two
+//! dashboards calling from one address are one caller to the transport: give them
+//! different addresses. Memory-only edits, Java's default (lost on restart, seen by this
+//! instance alone), happen only with
 //! [`memory_only_edits`](TransportConfigBuilder::memory_only_edits). One deviation: Java's
 //! handler URL-decodes `data` a second time after the form decoding, which turns a `+` in a
 //! rule into a space; this decodes once.
 //!
+//! # Refusals
+//! The stock dashboard shows "success" for degrade, system and authority edits the machine
+//! refused. So every refused edit command (and every caller refused with 403) is counted in
+//! [`Transport::status`] (per [`RefusalReason`], with the latest [`Refusal`]), logged as a
+//! `tracing` warning, and counted in the `metrics` facade's
+//! `sentinel_transport_refused_total` (labels `app`, `command`, `reason`).
+//!
 //! # Security
 //! The stock protocol has no authentication: whoever reaches the port can read every rule
 //! and statistic, and in read-write mode replace the rules or switch Sentinel off. So the
-//! defaults are closed: the port binds `127.0.0.1`; callers other than loopback are refused
-//! (403) unless listed in [`allow_clients`](TransportConfigBuilder::allow_clients); the
-//! command center is read-only ([`Access::ReadOnly`]: `setRules`, `setParamFlowRules` and
-//! `setSwitch` answer 400 saying so); request bodies (rule payloads) are never logged.
-//! To deploy with a dashboard on another host: bind the interface the dashboard reaches,
-//! allow exactly the dashboard's address, keep the port off the public network (a firewall
-//! rule or a network policy), and prefer read-only with edits made in the store itself.
+//! defaults are closed: the port binds `127.0.0.1`; callers other than loopback, this host
+//! (a caller whose address is the one it connected to, such as a dashboard on this host
+//! calling back the address a `0.0.0.0` bind advertises) and the configured dashboards'
+//! own addresses ([`allow_dashboards`](TransportConfigBuilder::allow_dashboards)) are
+//! refused (403, logged once per address with the setting that admits it) unless listed in
+//! [`allow_clients`](TransportConfigBuilder::allow_clients); the command center is
+//! read-only ([`Access::ReadOnly`]: `setRules`, `setParamFlowRules` and `setSwitch` answer
+//! 400 saying so); request bodies (rule payloads) are never logged. To deploy with a
+//! dashboard on another host: bind the interface the dashboard reaches, configure that
+//! dashboard (or allow exactly its address), keep the port off the public network (a
+//! firewall rule or a network policy), and prefer read-only with edits made in the store
+//! itself.
 //!
 //! # Metric timestamps
 //! The engine's clock counts from the process's start, not from the epoch; the dashboard
-//! speaks epoch milliseconds. The transport takes the offset once, when it starts, and
-//! reports each row at its whole epoch second, `floor((engine second + offset) / 1000)`.
-//! See the `metric` module source for the details.
+//! speaks epoch milliseconds and adds up one app's machines by a row's stamp. Sentinel Java
+//! stamps each row with the start of the (epoch-aligned) second it counts; the engine's
+//! seconds start `offset mod 1000` ms into the epoch's, so the transport stamps each row
+//! with the whole epoch second nearest to the start of the engine second it counts (at most
+//! 500 ms away, the second that holds most of the interval; exact when the seconds are
+//! aligned). See the `metric` module source for the details.
 //!
 //! # Memory
 //! The series holds one [`MetricRow`](sentinel_core::series::MetricRow)

@@ -91,7 +91,7 @@ pub struct TransportStatus {
     pub refused_by_reason: BTreeMap<RefusalReason, u64>,
     /// The latest refusal.
     pub last_refused: Option<Refusal>,
-    /// The distinct addresses refused with 403 (the first [`Refusals::CALLERS`] of them).
+    /// The distinct addresses refused with 403 (the first 256 of them).
     pub forbidden_callers: Vec<IpAddr>,
 }
 
