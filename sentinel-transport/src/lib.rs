@@ -193,7 +193,6 @@ impl Transport {
                 .map(|ip| ip.to_canonical())
                 .collect(),
             dashboards: Arc::default(),
-            advertised: Some(ip.to_canonical()),
         };
         let dashboards = config
             .allow_dashboards

@@ -47,8 +47,6 @@ pub(crate) struct Admission {
     /// The addresses the configured dashboards resolve to (refreshed with each heartbeat),
     /// unless [`allow_dashboards`](crate::TransportConfigBuilder::allow_dashboards) is off.
     pub(crate) dashboards: Arc<RwLock<Vec<IpAddr>>>,
-    /// The address the heartbeat advertises: this host.
-    pub(crate) advertised: Option<IpAddr>,
 }
 
 impl Admission {
@@ -56,11 +54,12 @@ impl Admission {
     /// whose address is the one it connected to is a process of this host (the kernel
     /// picks the destination as the source of a local connection; a packet from outside
     /// cannot carry a local source address through a TCP handshake): a dashboard on this
-    /// host calling back the advertised address of a `0.0.0.0` bind.
+    /// host calling back the advertised address of a `0.0.0.0` bind. (The advertised
+    /// address itself proves nothing: behind a NAT that rewrites sources to it, every
+    /// caller would have it.)
     pub(crate) fn admits(&self, caller: IpAddr, local: Option<IpAddr>) -> bool {
         caller.is_loopback()
             || local.is_some_and(|local| local.to_canonical() == caller)
-            || self.advertised == Some(caller)
             || self.allowed.contains(&caller)
             || self
                 .dashboards
@@ -381,5 +380,43 @@ async fn edit(
     {
         Ok(Edited::InMemory | Edited::Unchanged | Edited::Applied) => ok("success"),
         Err(error) => refused(center, command, caller, &error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn admitted_are_loopback_this_host_dashboards_and_allowed_clients_only() {
+        let host = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 5));
+        let dashboard = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 8));
+        let allowed = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9));
+        let stranger = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 66));
+        let admission = Admission {
+            allowed: vec![allowed],
+            dashboards: Arc::new(RwLock::new(vec![dashboard])),
+        };
+        assert!(admission.admits(IpAddr::V4(Ipv4Addr::LOCALHOST), Some(host)));
+        assert!(admission.admits(IpAddr::V6(Ipv6Addr::LOCALHOST), None));
+        // This host calling its own outward address (an IPv4-mapped listener address too).
+        assert!(admission.admits(host, Some(host)));
+        assert!(admission.admits(
+            host,
+            Some(IpAddr::V6(Ipv4Addr::new(10, 0, 0, 5).to_ipv6_mapped()))
+        ));
+        assert!(admission.admits(dashboard, Some(host)));
+        assert!(admission.admits(allowed, Some(host)));
+        assert!(!admission.admits(stranger, Some(host)));
+        assert!(!admission.admits(stranger, None));
+        // A caller connected to another of this host's addresses is not taken for it.
+        assert!(!admission.admits(host, Some(IpAddr::V4(Ipv4Addr::LOCALHOST))));
+    }
+
+    #[test]
+    fn only_served_commands_are_labels() {
+        assert_eq!(known_command("setRules"), "setRules");
+        assert_eq!(known_command("gateway/getApiDefinitions"), "other");
     }
 }
