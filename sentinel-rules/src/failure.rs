@@ -1,7 +1,7 @@
 //! Why a command failed, and the exit code each failure gives.
 
 /// Why a command failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Failure {
     /// Bad arguments or URL: exit 2.
     Usage(String),
@@ -9,6 +9,9 @@ pub(crate) enum Failure {
     Store(String),
     /// `push --cas` lost a race: exit 5.
     Conflict(String),
+    /// The store answered, and holds rules the services reject (they keep their last good
+    /// rules): exit 6. `printed`: the command already printed the message (`get --json`).
+    Rejected { message: String, printed: bool },
     /// Invalid rules: exit 1, already printed.
     Rules,
     /// `diff` found changes: exit 3, already printed.

@@ -49,7 +49,8 @@ pub(crate) struct Shape {
     pub(crate) family: Option<Family>,
 }
 
-type Boxed = Box<dyn Converter<[u8], RuleSet>>;
+/// A converter of stored bytes to rules.
+pub(crate) type Boxed = Box<dyn Converter<[u8], RuleSet>>;
 
 impl From<Family> for RuleFamily {
     fn from(family: Family) -> Self {
@@ -64,12 +65,9 @@ impl From<Family> for RuleFamily {
 }
 
 impl Shape {
-    /// The combined document.
-    pub(crate) fn combined() -> Self {
-        Self {
-            format: None,
-            family: None,
-        }
+    /// Whether `--format` or `--family` was given.
+    pub(crate) fn is_given(&self) -> bool {
+        self.format.is_some() || self.family.is_some()
     }
 
     /// Whether this shape is the combined document.
@@ -155,7 +153,8 @@ impl Shape {
     }
 }
 
-/// The Sentinel (Java) converter of one family's list.
+/// The Sentinel (Java) converter of one family's list (of a Nacos app's dataIds).
+#[cfg(feature = "nacos")]
 pub(crate) fn java(family: RuleFamily) -> Boxed {
     match family {
         RuleFamily::Degrade => Box::new(DegradeJson::new()),
@@ -175,24 +174,32 @@ pub(crate) struct Rules {
 }
 
 impl Rules {
-    /// How many rules of each family the set carries.
+    /// How many rules of each family the set carries, shadow rules under `shadow`:
+    /// `{"flow": 2, "shadow": {"flow": 1}}`.
     pub(crate) fn counts(&self) -> Value {
-        let families = families(&self.set);
-        Value::Object(
-            families
-                .into_iter()
-                .map(|(family, rules)| (family.to_owned(), json!(rules.len())))
-                .collect(),
-        )
+        let mut counts = serde_json::Map::new();
+        let mut shadow = serde_json::Map::new();
+        for (section, rules) in sections(&self.set) {
+            let into = if section.shadow {
+                &mut shadow
+            } else {
+                &mut counts
+            };
+            into.insert(section.family.as_str().to_owned(), json!(rules.len()));
+        }
+        if !shadow.is_empty() {
+            counts.insert(SHADOW.to_owned(), Value::Object(shadow));
+        }
+        Value::Object(counts)
     }
 
-    /// "3 flow rules, 1 degrade rule".
+    /// "3 flow rules, 1 degrade rule, 1 shadow flow rule".
     pub(crate) fn summary(&self) -> String {
-        let parts: Vec<String> = families(&self.set)
+        let parts: Vec<String> = sections(&self.set)
             .into_iter()
-            .map(|(family, rules)| {
+            .map(|(section, rules)| {
                 let s = if rules.len() == 1 { "" } else { "s" };
-                format!("{} {family} rule{s}", rules.len())
+                format!("{} {section} rule{s}", rules.len())
             })
             .collect();
         if parts.is_empty() {
@@ -203,26 +210,63 @@ impl Rules {
     }
 }
 
-/// Each family the set carries, with its rules as JSON, in the combined document's order.
-fn families(set: &RuleSet) -> Vec<(String, Vec<Value>)> {
+/// The combined document's key of the shadow section.
+const SHADOW: &str = "shadow";
+
+/// One list of a combined document: an enforced family, or a family of the shadow section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Section {
+    family: RuleFamily,
+    shadow: bool,
+}
+
+impl Section {
+    /// Every section, in the combined document's order: the enforced families, then the
+    /// shadow ones.
+    fn all() -> impl Iterator<Item = Section> {
+        [false, true].into_iter().flat_map(|shadow| {
+            RuleFamily::ALL
+                .iter()
+                .map(move |&family| Section { family, shadow })
+        })
+    }
+}
+
+impl std::fmt::Display for Section {
+    /// `flow`, `shadow flow`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.shadow {
+            write!(f, "{SHADOW} {}", self.family.as_str())
+        } else {
+            f.write_str(self.family.as_str())
+        }
+    }
+}
+
+/// Each list the set carries (the enforced families, then the shadow section's), with its
+/// rules as JSON.
+fn sections(set: &RuleSet) -> Vec<(Section, Vec<Value>)> {
     let document: Value = set
         .to_combined_json()
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or(Value::Null);
-    let Value::Object(map) = document else {
-        return Vec::new();
-    };
-    sentinel_core::RuleFamily::ALL
-        .iter()
-        .filter_map(|family| {
-            let rules = map.get(family.as_str())?.as_array()?.clone();
-            Some((family.as_str().to_owned(), rules))
+    Section::all()
+        .filter_map(|section| {
+            let list = if section.shadow {
+                document.get(SHADOW)?
+            } else {
+                &document
+            };
+            let rules = list.get(section.family.as_str())?.as_array()?.clone();
+            Some((section, rules))
         })
         .collect()
 }
 
-/// The rules of one family of `rules` (nothing when the set does not carry it).
+/// The rules of one family of `rules` (nothing when the set does not carry it), for a
+/// Nacos app's dataIds.
+#[cfg(feature = "nacos")]
 pub(crate) fn only(rules: &RuleSet, family: RuleFamily) -> RuleSet {
     let mut one = RuleSet::new();
     match family {
@@ -236,37 +280,43 @@ pub(crate) fn only(rules: &RuleSet, family: RuleFamily) -> RuleSet {
     one
 }
 
-/// The rules the engine holds now, every family carried.
+/// The rules the engine holds now, every family carried, and its shadow rules (a shadow
+/// section when there are any).
 pub(crate) fn active(sentinel: &sentinel_core::Sentinel) -> RuleSet {
     let rules = sentinel.active_rules();
-    RuleSet::new()
+    let mut set = RuleSet::new()
         .with_flow(rules.flow)
         .with_degrade(rules.degrade)
         .with_system(rules.system)
         .with_authority(rules.authority)
-        .with_param_flow(rules.param_flow)
+        .with_param_flow(rules.param_flow);
+    let shadow = sentinel.shadow_rules();
+    if !shadow.is_empty() {
+        set.shadow = Some(Box::new(shadow));
+    }
+    set
 }
 
-/// What writing `wanted` over `stored` changes, in every family either carries: a family
-/// the store holds and `wanted` does not is removed (`push` replaces the document). Rules
-/// are paired by resource (the n-th rule of a resource with the n-th), so a changed rule is
-/// one `~` change listing its fields; unpaired rules are `-` (removed) and `+` (added).
+/// What writing `wanted` over `stored` changes, in every family either carries, the shadow
+/// section's included: a family the store holds and `wanted` does not is removed (`push`
+/// replaces the document). Rules are paired by resource (the n-th rule of a resource with
+/// the n-th), so a changed rule is one `~` change listing its fields; unpaired rules are `-`
+/// (removed) and `+` (added). A shadow rule's change says `"shadow": true`.
 pub(crate) fn diff(stored: &RuleSet, wanted: &RuleSet) -> Vec<Value> {
-    let before = families(stored);
-    let after = families(wanted);
+    let before = sections(stored);
+    let after = sections(wanted);
     let mut changes = Vec::new();
-    for family in sentinel_core::RuleFamily::ALL {
-        let name = family.as_str();
-        let find = |list: &[(String, Vec<Value>)]| {
+    for section in Section::all() {
+        let find = |list: &[(Section, Vec<Value>)]| {
             list.iter()
-                .find(|(f, _)| f == name)
+                .find(|(s, _)| *s == section)
                 .map(|(_, rules)| rules.clone())
         };
         let (old, new) = match (find(&before), find(&after)) {
             (None, None) => continue,
             (old, new) => (old.unwrap_or_default(), new.unwrap_or_default()),
         };
-        diff_family(name, &old, &new, &mut changes);
+        diff_family(section, &old, &new, &mut changes);
     }
     changes
 }
@@ -278,7 +328,16 @@ fn resource(rule: &Value) -> String {
         .to_owned()
 }
 
-fn diff_family(family: &str, old: &[Value], new: &[Value], changes: &mut Vec<Value>) {
+fn diff_family(section: Section, old: &[Value], new: &[Value], changes: &mut Vec<Value>) {
+    let family = section.family.as_str();
+    // A change: the op, the family, and `"shadow": true` for a shadow rule's.
+    let change = |op: &str, resource: String| {
+        let mut change = json!({ "op": op, "family": family, "resource": resource });
+        if section.shadow {
+            change["shadow"] = json!(true);
+        }
+        change
+    };
     let mut unpaired: Vec<Option<&Value>> = new.iter().map(Some).collect();
     let mut removed = Vec::new();
     let mut changed = Vec::new();
@@ -300,23 +359,35 @@ fn diff_family(family: &str, old: &[Value], new: &[Value], changes: &mut Vec<Val
                 };
                 let fields = field_changes(rule, other);
                 if !fields.is_empty() {
-                    changed.push(json!({
-                        "op": "~", "family": family, "resource": name,
-                        "fields": fields, "rule": other,
-                    }));
+                    let mut c = change("~", name);
+                    c["fields"] = json!(fields);
+                    c["rule"] = other.clone();
+                    changed.push(c);
                 }
             }
-            None => removed.push(json!({
-                "op": "-", "family": family, "resource": name, "rule": rule,
-            })),
+            None => {
+                let mut c = change("-", name);
+                c["rule"] = rule.clone();
+                removed.push(c);
+            }
         }
     }
     changes.extend(removed);
     changes.extend(changed);
     for rule in unpaired.into_iter().flatten() {
-        changes.push(json!({
-            "op": "+", "family": family, "resource": resource(rule), "rule": rule,
-        }));
+        let mut c = change("+", resource(rule));
+        c["rule"] = rule.clone();
+        changes.push(c);
+    }
+}
+
+/// The section a change is in: `flow`, `shadow flow`.
+fn section_of(change: &Value) -> String {
+    let family = change["family"].as_str().unwrap_or("?");
+    if change["shadow"] == json!(true) {
+        format!("{SHADOW} {family}")
+    } else {
+        family.to_owned()
     }
 }
 
@@ -346,7 +417,7 @@ fn field_changes(old: &Value, new: &Value) -> Vec<Value> {
 /// One line per change: `~ flow GET:/order: count: 20 -> 30`, `- degrade GET:/order: {...}`.
 pub(crate) fn change_line(change: &Value) -> String {
     let op = change["op"].as_str().unwrap_or("?");
-    let family = change["family"].as_str().unwrap_or("?");
+    let family = section_of(change);
     let resource = change["resource"].as_str().unwrap_or("");
     let what = if op == "~" {
         fields_text(change)
@@ -380,14 +451,16 @@ fn fields_text(change: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// Per family: `degrade: 1 rule removed`, `flow: 1 rule changed, 2 added`.
+/// Per family: `degrade: 1 rule removed`, `flow: 1 rule changed, 2 added`, `shadow flow:
+/// 1 rule added`.
 pub(crate) fn summary_lines(changes: &[Value]) -> Vec<String> {
     let mut lines = Vec::new();
-    for family in sentinel_core::RuleFamily::ALL {
+    for section in Section::all() {
+        let name = section.to_string();
         let count = |op: &str| {
             changes
                 .iter()
-                .filter(|c| c["family"] == family.as_str() && c["op"] == op)
+                .filter(|c| section_of(c) == name && c["op"] == op)
                 .count()
         };
         let parts: Vec<String> = [("~", "changed"), ("-", "removed"), ("+", "added")]
@@ -400,7 +473,7 @@ pub(crate) fn summary_lines(changes: &[Value]) -> Vec<String> {
         if let Some((first, rest)) = parts.split_first() {
             let (n, word) = first.split_once(' ').unwrap_or((first, ""));
             let s = if n == "1" { "" } else { "s" };
-            let mut line = format!("{}: {n} rule{s} {word}", family.as_str());
+            let mut line = format!("{name}: {n} rule{s} {word}");
             for part in rest {
                 line.push_str(", ");
                 line.push_str(part);

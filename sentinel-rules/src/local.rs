@@ -79,7 +79,7 @@ fn read_file_with(
         }),
         Err(error) => {
             let error = error.with_payload(&path.display().to_string());
-            print_invalid(&error, json);
+            print_invalid(&error, json, keys == KeyPolicy::Deny);
             Err(Failure::Rules)
         }
     }

@@ -19,7 +19,9 @@
 //! takes one). Every command prints for a person, or JSON with `--json`. Exit codes: 0
 //! success (for `diff`: no change), 1 invalid rules, 2 a usage error (bad arguments or URL),
 //! 3 `diff` found changes, 4 the store failed (unreachable, refused, timed out), 5 a `push`,
-//! `promote` or `demote` lost a race (someone else wrote between the read and the write).
+//! `promote` or `demote` lost a race (someone else wrote between the read and the write), 6
+//! the store holds rules the services reject (`get`, `diff`, `watch`: the store answered, and
+//! services reading it keep their last good rules).
 //!
 //! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS):
 //! it reads the revision, then writes only if it is unchanged, so a push never silently
@@ -33,6 +35,7 @@ macro_rules! say {
     }};
 }
 
+mod edit;
 mod failure;
 mod format;
 mod local;
@@ -84,7 +87,8 @@ Environment:
 Exit codes:
   0 success (diff: no change)    1 invalid rules    2 usage error (arguments, URL)
   3 diff: the store differs      4 the store failed (unreachable, refused, timed out)
-  5 push lost a compare-and-set race (someone else wrote first; --no-cas overwrites)";
+  5 push lost a compare-and-set race (someone else wrote first; --no-cas overwrites)
+  6 get, diff, watch: the store holds rules the services reject (they keep their last good rules)";
 
 /// Validate Sentinel rules, and read, push, diff, delete and watch them in a config store.
 #[derive(Debug, Parser)]
@@ -126,11 +130,16 @@ enum Command {
         #[command(flatten)]
         shape: Shape,
     },
-    /// Print the rules stored at a URL.
+    /// Print the rules stored at a URL, checked as the services read them: rules they
+    /// reject are printed with the reason, and exit 6. A stored rule list is checked with
+    /// its `--family`; without `--format` and `--family`, any other value is read as the
+    /// combined document.
     Get {
         /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
         from: String,
+        #[command(flatten)]
+        shape: Shape,
     },
     /// Validate a rules file, then write it to a store.
     Push {
@@ -168,7 +177,10 @@ enum Command {
         shape: Shape,
     },
     /// Delete the rules stored at a URL (every key of a prefix or wildcard, every dataId of
-    /// an app). Deleting what is not there succeeds.
+    /// an app). Deleting what is not there succeeds. Services reading the key then drop
+    /// every rule it gave them (the default delete policy, as Sentinel does), unless they
+    /// were built to keep them (`DeletePolicy::Keep`): to stop enforcing one family, push a
+    /// document without it instead.
     Delete {
         /// The store URL (`sentinel-rules --help` lists them).
         #[arg(long)]
@@ -228,6 +240,8 @@ async fn main() -> ExitCode {
         Err(Failure::Usage(message)) => (2, message),
         Err(Failure::Store(message)) => (4, message),
         Err(Failure::Conflict(message)) => (5, message),
+        Err(Failure::Rejected { printed: true, .. }) => return ExitCode::from(6),
+        Err(Failure::Rejected { message, .. }) => (6, message),
     };
     if json {
         say!("{}", json!({ "ok": false, "error": message }));
@@ -260,7 +274,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             completions(shell);
             Ok(())
         }
-        Command::Get { from } => remote::get(&from, &ask, json).await,
+        Command::Get { from, shape } => remote::get(&from, &shape, &ask, json).await,
         Command::Push {
             file,
             to,

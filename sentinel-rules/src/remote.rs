@@ -12,7 +12,7 @@ use crate::failure::{chain, Failure};
 use crate::format::{self, Rules, Shape};
 use crate::local::read_file;
 use crate::output::{as_json, pretty, report};
-use crate::store::{self, Access, AskPassword, Nacos, Store};
+use crate::store::{Access, AskPassword, Nacos, Store};
 
 /// Which revision a push compares with.
 #[derive(Debug, Clone, Copy)]
@@ -25,23 +25,37 @@ pub(crate) enum Cas {
     At(u64),
 }
 
-/// Runs `work` within `--timeout`, whatever the store does.
+/// Runs `work` within `--timeout`, whatever the store does; a store failure says which
+/// scheme the server speaks when the URL asked for the other one.
 async fn bounded<T>(
     store: &Store,
     ask: &AskPassword,
     work: impl Future<Output = Result<T, Failure>>,
 ) -> Result<T, Failure> {
     let timeout = ask.timeout;
-    tokio::time::timeout(timeout, work).await.map_err(|_| {
-        Failure::Store(format!(
-            "{store}: no answer within {}",
-            humantime::format_duration(timeout)
-        ))
-    })?
+    let result = tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::Store(format!(
+                "{store}: no answer within {}",
+                humantime::format_duration(timeout)
+            )))
+        });
+    match result {
+        Err(failure @ Failure::Store(_)) => Err(store.explain(failure).await),
+        other => other,
+    }
 }
 
-/// `get`: prints what the store holds.
-pub(crate) async fn get(from: &str, ask: &AskPassword, json: bool) -> Result<(), Failure> {
+/// `get`: prints what the store holds, and checks it as the services read it (with
+/// `shape`; without one, anything but a bare rule list is read as the combined document):
+/// rules they reject are printed all the same, with the reason, and exit 6.
+pub(crate) async fn get(
+    from: &str,
+    shape: &Shape,
+    ask: &AskPassword,
+    json: bool,
+) -> Result<(), Failure> {
     let store = Store::parse(from)?;
     let access = ask.access(&store)?;
     let payload = bounded(&store, ask, read(&store, &access)).await?;
@@ -50,13 +64,26 @@ pub(crate) async fn get(from: &str, ask: &AskPassword, json: bool) -> Result<(),
         .iter()
         .map(|e| json!({ "key": e.key, "value": as_json(&e.value) }))
         .collect();
+    let checked = if shape.is_given() || !payload.entries.iter().all(|e| is_list(&e.value)) {
+        Some(convert_payload(&store, shape, &payload))
+    } else {
+        // A bare list: one family's, which the URL does not name.
+        None
+    };
+    let rejected = match &checked {
+        Some(Err(Failure::Rejected { message, .. })) => Some(message.clone()),
+        Some(Err(other)) => return Err(other.clone()),
+        _ => None,
+    };
     // An app's dataIds, read as one combined document.
-    let document = match &store {
-        Store::Nacos {
-            target: Nacos::App(_),
-            ..
-        } if !payload.entries.is_empty() => {
-            let set = convert_payload(&store, &Shape::combined(), &payload)?;
+    let document = match (&store, &checked) {
+        (
+            Store::Nacos {
+                target: Nacos::App(_),
+                ..
+            },
+            Some(Ok(set)),
+        ) if !payload.entries.is_empty() => {
             let bytes = set
                 .to_combined_json()
                 .map_err(|e| Failure::Store(format!("the rules in {store} do not encode: {e}")))?;
@@ -65,9 +92,16 @@ pub(crate) async fn get(from: &str, ask: &AskPassword, json: bool) -> Result<(),
         _ => None,
     };
     if json {
-        let mut doc = json!({ "ok": true, "revision": payload.revision, "entries": entries });
+        let mut doc = json!({
+            "ok": rejected.is_none(),
+            "revision": payload.revision,
+            "entries": entries,
+        });
         if let Some(document) = &document {
             doc["document"] = document.clone();
+        }
+        if let Some(message) = &rejected {
+            doc["error"] = json!(message);
         }
         say!("{doc}");
     } else if let Some(document) = &document {
@@ -83,8 +117,31 @@ pub(crate) async fn get(from: &str, ask: &AskPassword, json: bool) -> Result<(),
             say!("# {}", entry.key);
             say!("{}", pretty(&entry.value));
         }
+        if checked.is_none() {
+            warn(&format!(
+                "not checked: {store} holds one family's rule list; give its --family to \
+                 check it as the services read it"
+            ));
+        }
     }
-    Ok(())
+    match rejected {
+        Some(message) => Err(Failure::Rejected {
+            message,
+            printed: json,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether a stored value is a JSON list (one family's rules).
+fn is_list(value: &[u8]) -> bool {
+    matches!(serde_json::from_slice(value), Ok(Value::Array(_)))
+}
+
+/// A warning on stderr.
+fn warn(message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "sentinel-rules: warning: {message}");
 }
 
 /// `push`: validates a rules file and writes it; `cas` is `None` where no flag chose, and
@@ -210,8 +267,13 @@ async fn write(
                 "Nacos keeps no revisions: no --cas or --if-revision".into(),
             ));
         }
-        let written = store.push_app(access, &rules.set).await?;
-        return Ok((format!("{store} ({})", written.join(", ")), None));
+        #[cfg(feature = "nacos")]
+        {
+            let written = store.push_app(access, &rules.set).await?;
+            return Ok((format!("{store} ({})", written.join(", ")), None));
+        }
+        #[cfg(not(feature = "nacos"))]
+        return Err(store.not_built());
     }
     let writer = store.writer(access).await?;
     let expected = match cas {
@@ -240,24 +302,29 @@ async fn write(
     Ok((writer.describe(), revision))
 }
 
+/// The services reject the rules stored at `key`.
+pub(crate) fn rejected(key: &str, error: &dyn std::error::Error) -> Failure {
+    Failure::Rejected {
+        message: format!(
+            "the rules stored at {key} are rejected by the services (they keep their last \
+             good rules): {}",
+            chain(error)
+        ),
+        printed: false,
+    }
+}
+
 /// The rules a payload holds: each entry converted (an app's dataIds each with its family's
 /// converter) and merged.
 fn convert_payload(store: &Store, shape: &Shape, payload: &RawPayload) -> Result<RuleSet, Failure> {
     let mut set = RuleSet::new();
     for entry in &payload.entries {
-        let converter = match store {
-            Store::Nacos {
-                target: Nacos::App(app),
-                ..
-            } => match store::dashboard_family(app, &entry.key) {
-                Some(family) => format::java(family),
-                None => continue,
-            },
-            _ => shape.converter()?,
+        let Some(converter) = store.entry_converter(shape, &entry.key)? else {
+            continue;
         };
         let rules = converter
             .convert(&entry.value)
-            .map_err(|e| Failure::Store(format!("the rules stored at {}: {e}", entry.key)))?;
+            .map_err(|e| rejected(&entry.key, &e))?;
         set.merge(rules);
     }
     Ok(set)

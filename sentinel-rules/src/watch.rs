@@ -1,13 +1,14 @@
 //! `watch`: run a data source on a store and print every applied or rejected update, and
-//! the store going away and coming back.
+//! the store going away and coming back. Stored rules the services reject are reported and
+//! followed; `watch` ends with exit 6 if the last update it printed was such a rejection.
 
-use sentinel_core::datasource::DataSource;
+use sentinel_core::datasource::{DataSource, StartMode};
 use sentinel_core::{RuleSet, Sentinel, SentinelEvent};
 use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::format::{self, Shape};
-use crate::store::{self, AskPassword, Nacos, Store};
+use crate::store::{AskPassword, Store};
 
 /// Runs a data source on `from` and prints every applied or rejected update.
 pub(crate) async fn watch(
@@ -61,25 +62,31 @@ pub(crate) async fn watch(
         let _ = tx.send(line);
     });
     let mut builder = DataSource::builder(source, shape.converter()?).name("sentinel-rules watch");
-    if let Store::Nacos {
-        target: Nacos::App(app),
-        ..
-    } = &store
-    {
-        for (family, key) in store::DASHBOARD_FAMILIES
-            .iter()
-            .zip(sentinel_datasource_nacos::dashboard_keys(app))
-        {
-            builder = builder.converter_for(key.entry_key(), format::java(*family));
-        }
+    for (key, converter) in store.entry_converters() {
+        builder = builder.converter_for(key, converter);
     }
-    let ds = builder
+    // Stored rules the services reject are an update to report (and follow until they are
+    // fixed), not a reason to stop: start from no rules whatever the store holds, and stop
+    // only when the store could not be read at all.
+    let ds = match builder
+        .start_mode(StartMode::Snapshot)
         .start(&sentinel)
         .await
-        .map_err(|e| store.failed(e))?;
+    {
+        Ok(ds) => ds,
+        Err(e) => return Err(store.explain(store.failed(e)).await),
+    };
+    let status = ds.status();
+    if !status.connected {
+        ds.close().await;
+        let why = status.last_error.unwrap_or_else(|| "no answer".to_owned());
+        return Err(store.explain(store.failed(Unreachable(why))).await);
+    }
     let mut statuses = ds.status_watch();
-    let mut connected = ds.status().connected;
+    let mut connected = status.connected;
     let mut seen = 0u64;
+    // Whether the last update was rejected: the store then holds rules the services reject.
+    let mut rejected = false;
     loop {
         let (mut line, update) = tokio::select! {
             line = rx.recv() => match line {
@@ -142,6 +149,7 @@ pub(crate) async fn watch(
             );
         }
         if update {
+            rejected = line["event"] == "rejected";
             seen += 1;
             if updates.is_some_and(|n| seen >= n) {
                 break;
@@ -149,5 +157,25 @@ pub(crate) async fn watch(
         }
     }
     ds.close().await;
+    if rejected {
+        return Err(Failure::Rejected {
+            message: format!(
+                "{store} holds rules the services reject (they keep their last good rules)"
+            ),
+            printed: false,
+        });
+    }
     Ok(())
 }
+
+/// Why the first read of a store failed, as its status says it.
+#[derive(Debug)]
+struct Unreachable(String);
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}

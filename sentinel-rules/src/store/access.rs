@@ -4,13 +4,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+#[cfg(feature = "etcd")]
 use sentinel_datasource_etcd::EtcdConfig;
+#[cfg(feature = "nacos")]
 use sentinel_datasource_nacos::NacosConfig;
+#[cfg(feature = "nats")]
 use sentinel_datasource_nats::NatsConfig;
+#[cfg(feature = "redis")]
 use sentinel_datasource_redis::RedisConfig;
 
 use super::login::Login;
-use super::url::{Redis, Store};
+#[cfg(feature = "redis")]
+use super::url::Redis;
+use super::url::Store;
 use crate::failure::Failure;
 
 /// Everything a command needs to reach a store besides its URL.
@@ -22,7 +28,13 @@ pub(crate) struct Access {
     pub(crate) timeout: Duration,
     /// The CA certificate (PEM file) a TLS store's certificate is checked against; the
     /// system roots without it.
-    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    #[cfg_attr(
+        not(all(
+            feature = "tls",
+            any(feature = "etcd", feature = "redis", feature = "nats")
+        )),
+        allow(dead_code)
+    )]
     pub(crate) ca_file: Option<PathBuf>,
 }
 
@@ -66,6 +78,7 @@ impl AskPassword {
 }
 
 impl Store {
+    #[cfg(feature = "etcd")]
     pub(super) fn etcd(&self, access: &Access) -> Result<EtcdConfig, Failure> {
         let Store::Etcd { endpoint, tls, .. } = self else {
             return Err(Failure::Usage("not an etcd URL".into()));
@@ -89,6 +102,7 @@ impl Store {
         config.build().map_err(Failure::store)
     }
 
+    #[cfg(feature = "redis")]
     pub(super) fn redis(&self, access: &Access) -> Result<RedisConfig, Failure> {
         let Store::Redis {
             servers, db, tls, ..
@@ -136,6 +150,7 @@ impl Store {
         config.build().map_err(Failure::store)
     }
 
+    #[cfg(feature = "nacos")]
     pub(super) fn nacos(&self, access: &Access) -> Result<NacosConfig, Failure> {
         let Store::Nacos {
             server, namespace, ..
@@ -156,6 +171,7 @@ impl Store {
         config.build().map_err(Failure::store)
     }
 
+    #[cfg(feature = "nats")]
     pub(super) fn nats(&self, access: &Access) -> Result<NatsConfig, Failure> {
         let Store::Nats { server, tls, .. } = self else {
             return Err(Failure::Usage("not a NATS URL".into()));
@@ -179,7 +195,10 @@ impl Store {
     }
 }
 
-#[cfg(not(feature = "tls"))]
+#[cfg(all(
+    not(feature = "tls"),
+    any(feature = "etcd", feature = "redis", feature = "nats")
+))]
 fn no_tls() -> Failure {
     Failure::Usage(
         "this sentinel-rules is built without TLS: rebuild it with `--features tls`".into(),
@@ -189,7 +208,7 @@ fn no_tls() -> Failure {
 impl Access {
     /// A backend's TLS `settings` with the `--ca-file` CA added by `add` (its
     /// `ca_certificate_pem`); unchanged without `--ca-file` (the system roots).
-    #[cfg(feature = "tls")]
+    #[cfg(all(feature = "tls", any(feature = "etcd", feature = "redis")))]
     fn with_ca<T>(&self, settings: T, add: impl FnOnce(T, Vec<u8>) -> T) -> Result<T, Failure> {
         let Some(path) = &self.ca_file else {
             return Ok(settings);
@@ -200,7 +219,7 @@ impl Access {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "etcd", feature = "redis"))]
 mod tests {
     use sentinel_core::datasource::ReadableDataSource;
 

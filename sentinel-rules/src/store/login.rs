@@ -28,6 +28,15 @@ impl Login {
 
     /// The user and password for `store`, which needs both or neither: half a login is a
     /// usage error, never silently dropped.
+    #[cfg_attr(
+        not(any(
+            feature = "etcd",
+            feature = "redis",
+            feature = "nacos",
+            feature = "nats"
+        )),
+        allow(dead_code)
+    )]
     pub(crate) fn pair(&self, store: &str) -> Result<Option<(&str, &str)>, Failure> {
         match (&self.user, &self.password) {
             (Some(user), Some(password)) => Ok(Some((user, password.expose()))),

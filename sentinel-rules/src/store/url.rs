@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 
 use ::url::Url;
-use sentinel_core::RuleFamily;
-use sentinel_datasource_nacos::{dashboard_keys, ConfigKey};
 
 use super::login::{PASSWORD_VAR, USER_VAR};
 use crate::failure::Failure;
@@ -28,10 +26,21 @@ pub(crate) enum Redis {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Nacos {
     /// One dataId of a group.
-    Config(ConfigKey),
+    Config(NacosKey),
     /// `{app}-flow-rules`, `{app}-degrade-rules`, ... of `SENTINEL_GROUP`, as one document.
     App(String),
 }
+
+/// One Nacos config: a dataId of a group (the Nacos client's `ConfigKey`, which a build
+/// without the `nacos` feature does not have).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NacosKey {
+    pub(crate) data_id: String,
+    pub(crate) group: String,
+}
+
+/// The group Sentinel's dashboard writes to, and the default of a Nacos URL.
+pub(crate) const SENTINEL_GROUP: &str = "SENTINEL_GROUP";
 
 /// A parsed store URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,24 +136,6 @@ impl std::fmt::Display for Store {
             } => write!(f, "NATS {server} bucket {bucket} key {key}"),
         }
     }
-}
-
-/// The dashboard dataIds' families, in [`dashboard_keys`]' order.
-pub(crate) const DASHBOARD_FAMILIES: [RuleFamily; 5] = [
-    RuleFamily::Flow,
-    RuleFamily::Degrade,
-    RuleFamily::System,
-    RuleFamily::Authority,
-    RuleFamily::ParamFlow,
-];
-
-/// The family of a dashboard entry key (`group/{app}-flow-rules` and so on).
-pub(crate) fn dashboard_family(app: &str, entry_key: &str) -> Option<RuleFamily> {
-    DASHBOARD_FAMILIES
-        .iter()
-        .zip(dashboard_keys(app))
-        .find(|(_, key)| key.entry_key() == entry_key)
-        .map(|(family, _)| *family)
 }
 
 pub(super) fn is_wildcard(key: &str) -> bool {
@@ -273,11 +264,10 @@ impl Store {
                              (nacos://host:port/?app=...)",
                         ))
                     }
-                    None => Nacos::Config(ConfigKey::new(
-                        path,
-                        query("group")
-                            .unwrap_or_else(|| sentinel_datasource_nacos::SENTINEL_GROUP.to_owned()),
-                    )),
+                    None => Nacos::Config(NacosKey {
+                        data_id: path,
+                        group: query("group").unwrap_or_else(|| SENTINEL_GROUP.to_owned()),
+                    }),
                 };
                 Ok(Store::Nacos {
                     server: host("nacos")?,
@@ -378,7 +368,10 @@ mod tests {
             parse("nacos://127.0.0.1/orders-flow-rules?namespace=prod"),
             Some(Store::Nacos {
                 server: "127.0.0.1:8848".into(),
-                target: Nacos::Config(ConfigKey::new("orders-flow-rules", "SENTINEL_GROUP")),
+                target: Nacos::Config(NacosKey {
+                    data_id: "orders-flow-rules".into(),
+                    group: "SENTINEL_GROUP".into()
+                }),
                 namespace: Some("prod".into())
             })
         );

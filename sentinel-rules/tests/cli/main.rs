@@ -2,8 +2,9 @@
 //! codes of `validate`; `push`, `get`, `diff`, `delete` and `watch` on every store (a file,
 //! etcd with and without TLS, Redis with and without TLS, through a Sentinel and a Cluster,
 //! one Nacos dataId and an app's dashboard dataIds, NATS with and without TLS); keys with
-//! special characters; a `push --cas` that loses a race; the messages a user reads; and a
-//! password read from standard input. A missing server fails the test naming the command
+//! special characters; a `push --cas` that loses a race; the messages a user reads; a
+//! password read from standard input; stored rules the services reject (exit 6); shadow
+//! rules in `diff`, the counts and `promote`/`demote`. A missing server fails the test naming the command
 //! that starts it.
 
 use std::path::Path;
@@ -17,6 +18,9 @@ use serde_json::Value;
 
 mod cas;
 mod messages;
+mod raw;
+mod rejected;
+mod shadow;
 mod stores;
 mod validate;
 mod watch;
@@ -265,11 +269,16 @@ impl Watch {
 
     /// The watcher stops by itself after its updates, with success.
     fn finish(&mut self, url: &str) {
+        self.finish_with(url, 0);
+    }
+
+    /// The watcher stops by itself after its updates, with exit code `code`.
+    fn finish_with(&mut self, url: &str, code: i32) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             match self.child.try_wait().expect("the watcher's state") {
                 Some(status) => {
-                    assert!(status.success(), "watch {url}: {status}");
+                    assert_eq!(status.code(), Some(code), "watch {url}: {status}");
                     return;
                 }
                 None if Instant::now() > deadline => {

@@ -175,3 +175,73 @@ fn messages_name_the_store_and_say_what_to_do() {
     );
     drop(silent);
 }
+
+/// A URL of the wrong scheme for the port (plain against TLS, TLS against plain) says which
+/// scheme the server speaks, for etcd, Redis and NATS, instead of only "broken pipe", "tls
+/// handshake eof" or a time-out.
+#[test]
+fn a_scheme_mismatch_says_which_scheme_the_server_speaks() {
+    let host = |var: &str, default: &str| {
+        let address = env_or(var, default);
+        address.split("://").last().unwrap_or(&address).to_owned()
+    };
+    let etcd = host("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790");
+    let etcd_tls = host("SENTINEL_ETCD_TLS_ENDPOINTS", "https://127.0.0.1:23793");
+    let redis = env_or("SENTINEL_REDIS_ADDR", "127.0.0.1:16379");
+    let redis_tls = env_or("SENTINEL_REDIS_TLS_ADDR", "127.0.0.1:16383");
+    let nats = env_or("SENTINEL_NATS_ADDR", "127.0.0.1:14222");
+    let nats_tls = env_or("SENTINEL_NATS_TLS_ADDR", "127.0.0.1:14225");
+    for (url, needle, service) in [
+        (
+            format!("etcd://{etcd_tls}/k"),
+            "speaks TLS: use etcds://",
+            "etcd-tls",
+        ),
+        (
+            format!("etcds://{etcd}/k"),
+            "speaks plain etcd, not TLS: use etcd://",
+            "etcd-main",
+        ),
+        (
+            format!("redis://{redis_tls}/k"),
+            "speaks TLS: use rediss://",
+            "redis-tls",
+        ),
+        (
+            format!("rediss://{redis}/k"),
+            "speaks plain redis, not TLS: use redis://",
+            "redis-main",
+        ),
+        (
+            format!("nats://{nats_tls}/b/k"),
+            "speaks TLS: use natss://",
+            "nats-tls",
+        ),
+        (
+            format!("natss://{nats}/b/k"),
+            "speaks plain nats, not TLS: use nats://",
+            "nats-main",
+        ),
+    ] {
+        let out = run(&["--timeout", "3s", "get", "--from", &url]);
+        assert_eq!(out.status.code(), Some(4), "{url}: {out:?}");
+        let text = stderr(&out);
+        assert!(
+            text.contains(needle),
+            "{url}: {text}; is the server up? start it with `scripts/services.sh start {service}`"
+        );
+        assert_eq!(text.lines().count(), 1, "{url}: {text}");
+    }
+}
+
+/// `delete --help` says what services reading the key do: drop every rule (the default
+/// delete policy); `get` takes `--family`.
+#[test]
+fn delete_help_says_services_drop_every_rule() {
+    let out = run(&["delete", "--help"]);
+    let help = stdout(&out);
+    assert!(help.contains("drop every rule"), "{help}");
+    assert!(help.contains("delete policy"), "{help}");
+    let out = run(&["get", "--help"]);
+    assert!(stdout(&out).contains("--family"), "{out:?}");
+}

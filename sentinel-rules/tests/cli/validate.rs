@@ -91,6 +91,28 @@ fn validate_catches_a_misspelt_key_and_warns_about_unknown_ones() {
     assert_eq!(doc["warnings"][0]["field"], "owner", "{doc}");
     let out = run(&["validate", &unknown, "--family", "flow", "--strict-keys"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // An error that says it is one, not that the key is ignored.
+    let text = stdout(&out);
+    assert!(
+        text.contains("invalid:")
+            && text.contains("unknown field \"owner\": not a field of this rule"),
+        "{text}"
+    );
+    assert!(!text.contains("ignored"), "{text}");
+    let out = run(&[
+        "--json",
+        "validate",
+        &unknown,
+        "--family",
+        "flow",
+        "--strict-keys",
+    ]);
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let message = doc["issues"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("ignored") && message.contains("owner"),
+        "{doc}"
+    );
     // One name for the family: `paramFlow`, as in the combined document (the old spelling
     // still works).
     let param = write(
