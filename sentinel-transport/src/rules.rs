@@ -28,7 +28,7 @@ use tokio::sync::Mutex;
 
 use crate::config::{Access, FamilyKey, TransportConfig};
 use crate::error::{EditError, Revision, Written};
-use crate::views::{as_set, Base, Canonical, View, Views};
+use crate::views::{as_set, rule_key, Base, Canonical, View, Views};
 
 /// A family's rule store, and what each caller was shown of the family.
 pub(crate) struct RuleStore {
@@ -103,12 +103,12 @@ pub(crate) fn active_json(sentinel: &Sentinel, family: RuleFamily) -> String {
     rules.to_string()
 }
 
-/// The rules of a one-family set as the engine compares them: each rule's JSON as the
-/// engine writes it (ignoring `id` and unknown keys, defaults spelled out), sorted.
+/// The rules of a one-family set as the engine compares them: the key of each rule's JSON
+/// as the engine writes it (ignoring `id` and unknown keys, defaults spelled out), sorted.
 fn canonical(set: &RuleSet) -> Result<Canonical, serde_json::Error> {
     let bytes = set.to_json()?;
     let list: Vec<serde_json::Value> = serde_json::from_slice(&bytes)?;
-    let mut rules: Canonical = list.iter().map(serde_json::Value::to_string).collect();
+    let mut rules: Canonical = list.iter().map(|r| rule_key(&r.to_string())).collect();
     rules.sort();
     Ok(rules)
 }

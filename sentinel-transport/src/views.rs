@@ -26,8 +26,25 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-/// A list of rules as the engine compares them: each rule's canonical JSON, sorted.
-pub(crate) type Canonical = Vec<String>;
+/// A rule as the engine compares it: a 128-bit hash of its canonical JSON (16 bytes a rule
+/// a view, whatever the rule's size; two different rules share one with a chance of about
+/// 2^-128).
+pub(crate) type RuleKey = u128;
+
+/// A list of rules as the engine compares them: each rule's key, sorted.
+pub(crate) type Canonical = Vec<RuleKey>;
+
+/// The key of a rule's canonical JSON.
+pub(crate) fn rule_key(canonical_json: &str) -> RuleKey {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        salt.hash(&mut hasher);
+        canonical_json.hash(&mut hasher);
+        hasher.finish()
+    };
+    (u128::from(half(1)) << 64) | u128::from(half(2))
+}
 
 /// What a caller was shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +85,7 @@ pub(crate) enum Base {
 
 /// Whether `posted` is at most one change (add, remove, replace one rule) away from `view`;
 /// both sorted.
-pub(crate) fn one_change_away(view: &[String], posted: &[String]) -> bool {
+pub(crate) fn one_change_away(view: &[RuleKey], posted: &[RuleKey]) -> bool {
     let (mut i, mut j) = (0, 0);
     let (mut only_view, mut only_posted) = (0usize, 0usize);
     while i < view.len() || j < posted.len() {
@@ -98,7 +115,7 @@ pub(crate) fn one_change_away(view: &[String], posted: &[String]) -> bool {
 }
 
 /// The rules as a set (the engine collapses duplicates): sorted, without repeats.
-pub(crate) fn as_set(rules: &[String]) -> Canonical {
+pub(crate) fn as_set(rules: &[RuleKey]) -> Canonical {
     let mut set = rules.to_vec();
     set.dedup();
     set
@@ -135,7 +152,7 @@ impl Views {
     }
 
     /// The views of `caller` the `posted` list can derive from.
-    pub(crate) fn base_of(&self, caller: IpAddr, posted: &[String]) -> Base {
+    pub(crate) fn base_of(&self, caller: IpAddr, posted: &[RuleKey]) -> Base {
         let Some(known) = self.callers.get(&caller).filter(|c| !c.views.is_empty()) else {
             return Base::NoView;
         };
@@ -174,7 +191,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn rules(names: &[&str]) -> Canonical {
-        let mut v: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
+        let mut v: Canonical = names.iter().map(|s| rule_key(s)).collect();
         v.sort();
         v
     }
