@@ -64,10 +64,18 @@ pub(crate) async fn get(
         .iter()
         .map(|e| json!({ "key": e.key, "value": as_json(&e.value) }))
         .collect();
-    let checked = if shape.is_given() || !payload.entries.iter().all(|e| is_list(&e.value)) {
+    // An app's dataIds name their families; a bare list elsewhere is one family's, which
+    // the URL does not name.
+    let app = matches!(
+        store,
+        Store::Nacos {
+            target: Nacos::App(_),
+            ..
+        }
+    );
+    let checked = if app || shape.is_given() || !payload.entries.iter().all(|e| is_list(&e.value)) {
         Some(convert_payload(&store, shape, &payload))
     } else {
-        // A bare list: one family's, which the URL does not name.
         None
     };
     let rejected = match &checked {

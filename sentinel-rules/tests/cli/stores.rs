@@ -25,6 +25,12 @@ fn push_get_diff_delete_on_every_store() {
                 Some(3),
                 "{url}: {doc}"
             );
+            // Read as one document, each dataId with its family's converter.
+            assert_eq!(
+                doc["document"]["flow"][0]["resource"], "GET:/order",
+                "{url}: {doc}"
+            );
+            assert_eq!(stderr(&out), "", "{url}: nothing to warn about");
         } else {
             assert_eq!(stored(&store), expected, "{url}");
         }
