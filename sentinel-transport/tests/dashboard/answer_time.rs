@@ -27,17 +27,16 @@ async fn a_rule_added_twice_or_a_no_op_answers_success_at_once_and_writes_nothin
         .await
         .expect("a rule added twice is the rules in force");
     let took = asked.elapsed();
+    println!("a rule added twice: answered in {took:?}");
     assert!(took < WITHIN, "answered after {took:?}");
     // A no-op: the rules in force sent back (the dashboard's edit dialog saved as is).
     let asked = Instant::now();
     page.set_rules("flow", &shown.unchanged())
         .await
         .expect("a no-op");
-    assert!(
-        asked.elapsed() < WITHIN,
-        "answered after {:?}",
-        asked.elapsed()
-    );
+    let took = asked.elapsed();
+    println!("a no-op edit: answered in {took:?}");
+    assert!(took < WITHIN, "answered after {took:?}");
     assert_eq!(
         store.revision().await.expect("a revision"),
         revision,
@@ -66,6 +65,7 @@ async fn an_apply_that_does_not_come_answers_within_3_s_that_the_edit_is_written
         .await
         .expect_err("not applied");
     let took = asked.elapsed();
+    println!("an edit never applied: answered in {took:?}");
     assert!(took < WITHIN, "answered after {took:?}");
     assert_eq!(status, 400);
     let revision = store
