@@ -36,6 +36,15 @@ pub struct SourceStatus {
     pub kept_count: u64,
     /// Times the connection was lost.
     pub disconnects: u64,
+    /// True while a change read right after a reconnect waits for its confirming read (see
+    /// [`DataSourceBuilder::confirm_after_reconnect`](super::DataSourceBuilder::confirm_after_reconnect)):
+    /// the rules in force stay until then.
+    pub confirming: bool,
+    /// Changes (deletions, other values) read right after a reconnect that the confirming
+    /// read did not show, and so never applied: the store answered before it had loaded its
+    /// data (see
+    /// [`DataSourceBuilder::confirm_after_reconnect`](super::DataSourceBuilder::confirm_after_reconnect)).
+    pub unconfirmed_changes: u64,
     /// How the backend checks that its store still answers, and how long a frozen store can
     /// go unnoticed ([`ReadableDataSource::health_check`](super::ReadableDataSource::health_check)).
     pub health_check: Option<super::HealthCheck>,
@@ -78,6 +87,8 @@ impl SourceStatus {
             unchanged_count: 0,
             kept_count: 0,
             disconnects: 0,
+            confirming: false,
+            unconfirmed_changes: 0,
             reauthentications: 0,
             health_check: None,
             skipped: Vec::new(),

@@ -17,6 +17,7 @@ use crate::rule_set::RuleSet;
 use crate::rules::Validation;
 
 mod backoff;
+mod confirm;
 mod error;
 mod hash;
 mod local_snapshot;
@@ -32,6 +33,8 @@ type SharedConverter = Arc<dyn Converter<[u8], RuleSet>>;
 
 const DEFAULT_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// The default [`DataSourceBuilder::confirm_after_reconnect`].
+const DEFAULT_CONFIRM_AFTER_RECONNECT: Duration = Duration::from_secs(2);
 
 /// Configures a [`DataSource`]. Obtained from [`DataSource::builder`].
 pub struct DataSourceBuilder {
@@ -45,6 +48,7 @@ pub struct DataSourceBuilder {
     snapshot_file: Option<PathBuf>,
     max_payload_bytes: usize,
     backoff: (Duration, Duration),
+    confirm_after_reconnect: Duration,
 }
 
 impl fmt::Debug for DataSourceBuilder {
@@ -62,6 +66,7 @@ impl fmt::Debug for DataSourceBuilder {
             .field("snapshot_file", &self.snapshot_file)
             .field("max_payload_bytes", &self.max_payload_bytes)
             .field("backoff", &self.backoff)
+            .field("confirm_after_reconnect", &self.confirm_after_reconnect)
             .finish_non_exhaustive()
     }
 }
@@ -133,6 +138,23 @@ impl DataSourceBuilder {
         self
     }
 
+    /// How long after a reconnect a change must still be stored to be applied (2 s by
+    /// default; `Duration::ZERO` applies what a reconnect reads at once).
+    ///
+    /// A store that restarts may answer before it has loaded its data: rnacos, while it
+    /// replays its log, answers a config it holds with 404 and then with each older value in
+    /// turn. A payload that would change the rules in force (a deletion above all) read
+    /// within this time of a reconnect is therefore not applied at once: the source reads
+    /// again when this time since the reconnect is over, and processes what that read finds.
+    /// A store that only restarted never drops the rules or brings old ones back; a change
+    /// really made during an outage applies this much later. Raise it for a store that takes
+    /// longer to load its data. [`SourceStatus::unconfirmed_changes`] counts the changes a
+    /// second read withdrew. The first read of [`start`](Self::start) is not a reconnect.
+    pub fn confirm_after_reconnect(mut self, time: Duration) -> Self {
+        self.confirm_after_reconnect = time;
+        self
+    }
+
     /// Reads and applies the current value, then watches for changes in one background
     /// task.
     ///
@@ -163,6 +185,9 @@ impl DataSourceBuilder {
             max_payload_bytes: self.max_payload_bytes,
             last_hash: None,
             status: status_tx,
+            confirm_after_reconnect: self.confirm_after_reconnect,
+            reconnected_at: None,
+            started: false,
         };
         let need_read = driver.initial_load(self.start_mode).await?;
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -249,6 +274,7 @@ impl DataSource {
             snapshot_file: None,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             backoff: (DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX),
+            confirm_after_reconnect: DEFAULT_CONFIRM_AFTER_RECONNECT,
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::backoff::Backoff;
+use super::confirm;
 use super::error::DataSourceError;
 use super::hash::{content_hash, hex};
 use super::options::{DeletePolicy, StartMode};
@@ -40,6 +41,12 @@ pub(super) struct Driver {
     /// Hash of the last payload processed (applied, rejected or kept).
     pub(super) last_hash: Option<[u8; 32]>,
     pub(super) status: watch::Sender<SourceStatus>,
+    /// How long after a reconnect a change is confirmed before it is applied (`confirm.rs`).
+    pub(super) confirm_after_reconnect: Duration,
+    /// When the source last connected again after losing its store.
+    pub(super) reconnected_at: Option<tokio::time::Instant>,
+    /// True once the first read of `start` is over: a connection after it is a reconnect.
+    pub(super) started: bool,
 }
 
 /// What one read of the backend came to.
@@ -57,6 +64,14 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }
 
+/// [`stopped`], or never without a receiver (the first read of `start`).
+async fn stop_signal(stop: Option<&mut watch::Receiver<bool>>) {
+    match stop {
+        Some(stop) => stopped(stop).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Driver {
     /// The first read, before `start` returns. `Ok(true)`: started from the snapshot with the
     /// server unreachable, so the task reads again first.
@@ -64,7 +79,9 @@ impl Driver {
         &mut self,
         start_mode: StartMode,
     ) -> Result<bool, DataSourceError> {
-        match self.read(None).await {
+        let first = self.read(None).await;
+        self.started = true;
+        match first {
             Read::Done(Ok(())) => Ok(false),
             Read::Done(Err(error)) if start_mode == StartMode::Snapshot => {
                 tracing::warn!(source = %self.name, %error, "initial payload not applied; starting from the local snapshot");
@@ -130,7 +147,16 @@ impl Driver {
                 Ok(WatchEvent::Changed(payload)) => {
                     backoff.reset();
                     self.connected();
-                    let _ = self.process(payload).await;
+                    if self.confirmation_due(&payload).is_none() {
+                        let _ = self.process(payload).await;
+                    } else {
+                        // A change right after a reconnect: confirmed by the read path.
+                        match self.read(Some(&mut stop)).await {
+                            Read::Stopped | Read::Failed(SourceError::Closed) => break,
+                            Read::Done(_) => {}
+                            Read::Failed(error) => need_read = self.read_failed(&error),
+                        }
+                    }
                 }
                 Ok(WatchEvent::Degraded(message)) => self.degraded(&message),
                 Ok(WatchEvent::Restored) => self.connected(),
@@ -169,28 +195,53 @@ impl Driver {
     }
 
     /// Reads the whole value once, unless `stop` fires first, and processes the payload: the
-    /// task's one read path (the first read, a reconnect, a resync). A failed read is
-    /// returned as it is, for the caller to report.
-    async fn read(&mut self, stop: Option<&mut watch::Receiver<bool>>) -> Read {
-        let stop = async {
-            match stop {
-                Some(stop) => stopped(stop).await,
-                None => std::future::pending().await,
+    /// task's one read path (the first read, a reconnect, a resync). A change read right
+    /// after a reconnect is read again once the confirmation time is over, and that second
+    /// read is what is processed (`confirm.rs`). A failed read is returned as it is, for the
+    /// caller to report.
+    async fn read(&mut self, mut stop: Option<&mut watch::Receiver<bool>>) -> Read {
+        let payload = match self.read_value(stop.as_deref_mut()).await {
+            Ok(payload) => payload,
+            Err(outcome) => return outcome,
+        };
+        self.note_reconnect();
+        let due = self.confirmation_due(&payload);
+        self.connected_now(due.is_some());
+        let Some(until) = due else {
+            return Read::Done(self.process(payload).await);
+        };
+        self.hold(&payload, until);
+        tokio::select! {
+            biased;
+            () = stop_signal(stop.as_deref_mut()) => return Read::Stopped,
+            () = tokio::time::sleep_until(until) => {}
+        }
+        let confirming = match self.read_value(stop).await {
+            Ok(payload) => payload,
+            Err(outcome) => {
+                self.status.send_modify(|s| s.confirming = false);
+                return outcome;
             }
         };
+        self.confirmed(&payload, &confirming);
+        let result = self.process(confirming).await;
+        self.status.send_modify(|s| s.confirming = false);
+        Read::Done(result)
+    }
+
+    /// One read of the backend, unless `stop` fires first: the payload, or how the read
+    /// ended.
+    async fn read_value(
+        &mut self,
+        stop: Option<&mut watch::Receiver<bool>>,
+    ) -> Result<RawPayload, Read> {
         let read = tokio::select! {
             biased;
-            () = stop => return Read::Stopped,
+            () = stop_signal(stop) => return Err(Read::Stopped),
             read = self.backend.read() => read,
         };
         self.note_reauthentications();
-        match read {
-            Ok(payload) => {
-                self.connected();
-                Read::Done(self.process(payload).await)
-            }
-            Err(error) => Read::Failed(error),
-        }
+        read.map_err(Read::Failed)
     }
 
     /// Reports a failed read after the first; `true` when the task must read again (after
@@ -223,14 +274,30 @@ impl Driver {
         });
     }
 
-    fn connected(&self) {
+    fn connected(&mut self) {
+        self.note_reconnect();
+        self.connected_now(false);
+    }
+
+    /// Notes a reconnect: the store answers again after the source lost it (the first read of
+    /// `start` is not one).
+    fn note_reconnect(&mut self) {
+        if self.started && !self.status.borrow().connected {
+            self.reconnected_at = Some(tokio::time::Instant::now());
+        }
+    }
+
+    /// Status: connected, and whether a change awaits its confirming read, in one update.
+    fn connected_now(&self, confirming: bool) {
         self.status.send_if_modified(|s| {
             let was = s.connected;
-            s.connected = true;
             if !was {
                 tracing::info!(source = %self.name, "data source connected");
             }
-            !was
+            let changed = !was || s.confirming != confirming;
+            s.connected = true;
+            s.confirming = confirming;
+            changed
         });
     }
 
@@ -301,11 +368,7 @@ impl Driver {
         }
         self.last_hash = Some(hash);
         let hash_hex = hex(&hash);
-        let blank = payload
-            .entries
-            .iter()
-            .all(|e| e.value.iter().all(u8::is_ascii_whitespace));
-
+        let blank = confirm::is_blank(&payload);
         if blank && self.delete_policy == DeletePolicy::Keep {
             tracing::info!(source = %self.name, "key deleted or empty; rules kept (DeletePolicy::Keep)");
             self.status.send_modify(|s| {
