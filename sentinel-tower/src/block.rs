@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use sentinel_core::BlockError;
+use sentinel_core::{BlockError, RuleFamily};
 
 use crate::error::SentinelError;
 
@@ -73,5 +73,49 @@ where
 
     fn inner_error(error: E) -> E {
         error
+    }
+}
+
+/// Marks a response that answers a blocked call: the layer puts it in the response
+/// extensions of every block answer it makes ([`SentinelLayer::on_block`](crate::SentinelLayer::on_block),
+/// [`SentinelLayer::respond_with`](crate::SentinelLayer::respond_with), and `Blocked` with
+/// the `axum` feature), so that a guard around this one does not count the answer (a `503`
+/// of an open breaker) as an error of its own resource (see
+/// [`SentinelLayer::count_block_answers`](crate::SentinelLayer::count_block_answers)).
+///
+/// Insert one in a block answer you build yourself to have it left out the same way:
+///
+/// ```
+/// use http::{Response, StatusCode};
+/// use sentinel_core::RuleFamily;
+/// use sentinel_tower::BlockAnswer;
+///
+/// let mut response = Response::new(String::from("busy"));
+/// *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+/// response.extensions_mut().insert(BlockAnswer::new(RuleFamily::Degrade));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockAnswer {
+    family: RuleFamily,
+}
+
+impl BlockAnswer {
+    /// A mark for an answer to a call blocked by a rule of `family`.
+    pub fn new(family: RuleFamily) -> Self {
+        Self { family }
+    }
+
+    /// The family of the rule that blocked the call.
+    pub fn family(&self) -> RuleFamily {
+        self.family
+    }
+
+    /// Marks `response` as the answer to a call a rule of `family` blocked.
+    pub(crate) fn mark<B>(
+        family: RuleFamily,
+        mut response: http::Response<B>,
+    ) -> http::Response<B> {
+        response.extensions_mut().insert(Self::new(family));
+        response
     }
 }

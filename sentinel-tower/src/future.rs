@@ -143,7 +143,7 @@ where
                 } => {
                     let result = ready!(future.poll(cx));
                     let failed = match &result {
-                        Ok(response) => error_if.matches(response.status()),
+                        Ok(response) => error_if.matches(response),
                         Err(_) => true,
                     };
                     in_flight.exit(failed);

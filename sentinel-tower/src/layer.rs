@@ -8,7 +8,7 @@ use sentinel_core::{BlockError, Sentinel};
 use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
-use crate::error_if::ErrorIf;
+use crate::error_if::{ErrorIf, Statuses};
 use crate::param::{ParamSource, MAX_ARGS};
 use crate::resource::ResourceKey;
 use crate::respond::BlockResponses;
@@ -47,7 +47,7 @@ impl SentinelLayer {
                 resource_key: ResourceKey::method_and_path(),
                 block_handler: BlockAsError,
                 origin_header: None,
-                error_if: ErrorIf::ServerError,
+                error_if: ErrorIf::new(),
                 args: Vec::new(),
             },
         }
@@ -112,7 +112,26 @@ impl<K, H> SentinelLayer<K, H> {
     where
         F: Fn(StatusCode) -> bool + Send + Sync + 'static,
     {
-        self.config.error_if = ErrorIf::Custom(Arc::new(is_error));
+        self.config.error_if.statuses = Statuses::Custom(Arc::new(is_error));
+        self
+    }
+
+    /// Whether a response that answers a call an inner guard blocked counts as an error of
+    /// this layer's resource too (off by default).
+    ///
+    /// A guard inside this one (a `route_layer` under a router-wide layer, a handler that
+    /// answers with [`Blocked`](crate::Blocked)) answers a blocked call with a `503` when its
+    /// breaker is open or system protection refuses it. Counted by the outer resource, those
+    /// `503`s would trip its breaker too, so that one open breaker deep inside closes the
+    /// whole route. Every block answer made by this crate carries a
+    /// [`BlockAnswer`](crate::BlockAnswer) in its response extensions, and by default the
+    /// outer layer does not count a response that carries one. An answer you build yourself
+    /// is left out the same way once you insert a [`BlockAnswer`](crate::BlockAnswer) in it.
+    ///
+    /// An `Err` of the inner service always counts: an inner guard that answers blocks with
+    /// [`SentinelError::Blocked`](crate::SentinelError::Blocked) is seen as failing.
+    pub fn count_block_answers(mut self, count: bool) -> Self {
+        self.config.error_if.count_block_answers = count;
         self
     }
 

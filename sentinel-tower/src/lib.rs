@@ -64,11 +64,17 @@
 //!   [`try_enter_owned`](sentinel_core::EntryBuilder::try_enter_owned), whose entry outlives
 //!   `call`; and the resource name lives only while the check runs: the path key borrows the
 //!   request's path, the `METHOD:/path` name is built in a stack buffer (one allocation past
-//!   128 bytes). A request that passes or is blocked allocates nothing in the layer; a queued
-//!   one allocates its waiting state and timer. Measured in-process with one QPS rule
+//!   128 bytes). A request that passes allocates nothing in the layer; a blocked one
+//!   answered with a response allocates its [`BlockAnswer`] mark (the response's extension
+//!   map); a queued one allocates its waiting state and timer. Measured in-process with one QPS rule
 //!   (`cargo bench -p sentinel-tower --bench layer`), a request costs 88-107 ns over the bare
 //!   service on a 2 vCPU VM, about two thirds of it sentinel-core's check and exit by name.
 //!   The inner service must be `Clone` (see [`SentinelService`]).
+//! - **Nested guards**: every block answer the layer makes carries a [`BlockAnswer`] in its
+//!   response extensions, and a layer does not count a response that carries one as an
+//!   error of its own resource (a `503` of an inner guard's open breaker would otherwise trip
+//!   the breaker of the route around it); [`SentinelLayer::count_block_answers`] changes
+//!   that.
 //! - **Shared state**: every clone of a service, and every service made by the layer, counts
 //!   against the same engine and so the same limits.
 //!
@@ -92,6 +98,12 @@
 //!     .route_layer(layer); // the routes only; `layer` would guard the fallback (404s) too
 //! ```
 //!
+//! Inside a handler, `Blocked` (a newtype of [`BlockError`](sentinel_core::BlockError), with
+//! the `axum` feature) answers a block in one line: a handler returning
+//! `Result<_, Blocked>` writes `sentinel.entry("report").enter()?`, and a blocked call gets
+//! [`BlockResponses`]' answer (Rust's orphan rule forbids `IntoResponse for BlockError` in
+//! this crate: the trait is axum's, the type sentinel-core's).
+//!
 //! Without the feature, [`ResourceKey::from_fn`] can read axum's `MatchedPath` request
 //! extension the same way (allocating the name).
 //!
@@ -101,8 +113,9 @@
 //! | --- | --- | --- |
 //! | [`resource_key`](SentinelLayer::resource_key) | [`ResourceKey::method_and_path`] | how a request names its resource |
 //! | [`origin_header`](SentinelLayer::origin_header) | none | the header naming the caller, for `limitApp` and authority rules |
-//! | [`arg`](SentinelLayer::arg) | none | a hot-parameter argument ([`ParamSource`]: header, query, path segment, peer IP) |
+//! | [`arg`](SentinelLayer::arg) | none | a hot-parameter argument ([`ParamSource`]: header, query, path segment, peer IP); a request without it passes unchecked unless the source says [`or`](ParamSource::or), [`or_value`](ParamSource::or_value) or [`or_block`](ParamSource::or_block) |
 //! | [`error_if`](SentinelLayer::error_if) | `5xx` | which responses count as errors for the breakers |
+//! | [`count_block_answers`](SentinelLayer::count_block_answers) | off | whether an inner guard's block answer counts as an error here |
 //! | [`on_block`](SentinelLayer::on_block), [`respond_with`](SentinelLayer::respond_with) | [`SentinelError::Blocked`] | what a blocked request gets |
 //!
 //! # Observing it
@@ -118,6 +131,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;
+#[cfg(feature = "axum")]
+mod blocked;
 mod error;
 mod error_if;
 mod future;
@@ -127,7 +142,10 @@ mod resource;
 mod respond;
 mod service;
 
-pub use block::{BlockAsError, BlockAsResponse, BlockHandler};
+pub use block::{BlockAnswer, BlockAsError, BlockAsResponse, BlockHandler};
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+pub use blocked::Blocked;
 pub use error::SentinelError;
 pub use future::ResponseFuture;
 pub use layer::SentinelLayer;

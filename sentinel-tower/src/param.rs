@@ -12,10 +12,24 @@ use sentinel_core::param_flow::ParamValue;
 /// One argument of a request's entry: where its value comes from.
 ///
 /// The layer's [`arg`](crate::SentinelLayer::arg) calls give the arguments in order (the
-/// first is `paramIdx` 0). A request without the value has an empty argument there, which
-/// no param-flow rule checks (as a call without the argument is not checked). Values are
-/// read while the request is checked and borrowed from it: nothing is allocated, except
-/// a query value with escapes, which is decoded.
+/// first is `paramIdx` 0). Values are read while the request is checked and borrowed from
+/// it: nothing is allocated, except a query value with escapes, which is decoded.
+///
+/// # A request without the value
+///
+/// By default it **passes unchecked**: its argument is empty there, which no param-flow rule
+/// checks (as Sentinel does not check a call without the argument), so a client that leaves
+/// the header out escapes a per-user limit. Choose otherwise per source:
+///
+/// | | a request without the value |
+/// | --- | --- |
+/// | (default) | passes, not checked by the rules on this argument |
+/// | [`or(source)`](Self::or) | takes the value of another source (`header("x-user-id").or(peer_ip())`) |
+/// | [`or_value("anonymous")`](Self::or_value) | takes a fixed value: every such request shares that value's limit |
+/// | [`or_block()`](Self::or_block) | is blocked before it enters the resource, as a param-flow block |
+///
+/// The three chain: `header(..).or(query("user")).or_block()` tries the header, then the
+/// query, and blocks a request with neither.
 ///
 /// ```
 /// use http::HeaderName;
@@ -28,7 +42,28 @@ use sentinel_core::param_flow::ParamValue;
 /// # let _ = layer;
 /// ```
 #[derive(Clone)]
-pub struct ParamSource(Source, Kind);
+pub struct ParamSource {
+    source: Source,
+    kind: Kind,
+    missing: Missing,
+}
+
+/// What a request without the value gets.
+#[derive(Clone)]
+enum Missing {
+    /// An empty argument: no rule checks it.
+    Pass,
+    /// Blocked before it enters.
+    Block,
+    /// This value (read as the source's kind).
+    Value(Arc<str>),
+    /// The value of another source.
+    Or(Box<ParamSource>),
+}
+
+/// A request has no value for a source that requires one ([`ParamSource::or_block`]).
+#[derive(Debug)]
+pub(crate) struct Required;
 
 /// How a text value is handed to the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,20 +85,28 @@ enum Source {
 type ValueFn = dyn Fn(&RequestHead<'_>) -> Option<String> + Send + Sync;
 
 impl ParamSource {
+    fn of(source: Source) -> Self {
+        Self {
+            source,
+            kind: Kind::Text,
+            missing: Missing::Pass,
+        }
+    }
+
     /// The value of a request header (its first value, if it is visible ASCII).
     pub fn header(name: HeaderName) -> Self {
-        Self(Source::Header(name), Kind::Text)
+        Self::of(Source::Header(name))
     }
 
     /// The value of a query parameter (the first one with that name), percent-decoded.
     pub fn query(name: impl Into<String>) -> Self {
-        Self(Source::Query(Arc::from(name.into())), Kind::Text)
+        Self::of(Source::Query(Arc::from(name.into())))
     }
 
     /// The `index`th segment of the path (0 is the segment after the first `/`):
     /// `path_segment(1)` of `/users/42/orders` is `42`. For a path parameter of a route.
     pub fn path_segment(index: usize) -> Self {
-        Self(Source::PathSegment(index), Kind::Text)
+        Self::of(Source::PathSegment(index))
     }
 
     /// The client's IP address, from the connection's address that the server put in the
@@ -71,7 +114,7 @@ impl ParamSource {
     /// feature; serve with `into_make_service_with_connect_info::<SocketAddr>()`) or a plain
     /// `SocketAddr`. Compared as a number, so it allocates nothing.
     pub fn peer_ip() -> Self {
-        Self(Source::PeerIp, Kind::Text)
+        Self::of(Source::PeerIp)
     }
 
     /// A value computed from the request: a claim your authentication middleware put in the
@@ -81,30 +124,81 @@ impl ParamSource {
     where
         F: Fn(&RequestHead<'_>) -> Option<String> + Send + Sync + 'static,
     {
-        Self(Source::Custom(Arc::new(f)), Kind::Text)
+        Self::of(Source::Custom(Arc::new(f)))
     }
 
     /// The value read as an integer, so that it matches `long` exception items
     /// (`ParamFlowItem::long(42, 50)`): `"42"` becomes 42. Text that is not an integer stays
     /// text.
-    pub fn as_int(self) -> Self {
-        Self(self.0, Kind::Int)
+    pub fn as_int(mut self) -> Self {
+        self.kind = Kind::Int;
+        self
     }
 
-    /// This source's value of `request`.
-    pub(crate) fn value<'r, B>(&self, request: &'r Request<B>) -> Option<Value<'r>> {
-        let value = self.read(request)?;
-        match (self.1, value) {
-            (Kind::Int, Value::Text(text)) => Some(match text.trim().parse::<i128>() {
+    /// A request without this value takes `fallback`'s value instead (which may have a
+    /// fallback of its own): `header("x-user-id").or(ParamSource::peer_ip())` limits a
+    /// caller without the header by its address.
+    pub fn or(mut self, fallback: ParamSource) -> Self {
+        *self.last_missing() = Missing::Or(Box::new(fallback));
+        self
+    }
+
+    /// A request without this value takes `value` instead (read as this source's kind, see
+    /// [`as_int`](Self::as_int)): every such request shares that value's limit, so
+    /// `or_value("anonymous")` gives the callers who do not say who they are one budget
+    /// together.
+    pub fn or_value(mut self, value: impl Into<String>) -> Self {
+        *self.last_missing() = Missing::Value(Arc::from(value.into()));
+        self
+    }
+
+    /// A request without this value is blocked before it enters the resource: the block
+    /// handler gets a [`BlockError::ParamFlow`](sentinel_core::BlockError::ParamFlow) whose
+    /// rule is made by the layer (this argument's index, concurrency grade, count 0, so no
+    /// `Retry-After`: the caller must send the value, not wait). The request is not counted
+    /// in the resource's statistics, as it never entered.
+    pub fn or_block(mut self) -> Self {
+        *self.last_missing() = Missing::Block;
+        self
+    }
+
+    /// The end of the chain of fallbacks, where a new one goes.
+    fn last_missing(&mut self) -> &mut Missing {
+        match self.missing {
+            Missing::Or(ref mut fallback) => fallback.last_missing(),
+            ref mut last => last,
+        }
+    }
+
+    /// This source's value of `request`, or its fallback's; `Err` when the request has none
+    /// and the source requires one.
+    pub(crate) fn value<'a, B>(
+        &'a self,
+        request: &'a Request<B>,
+    ) -> Result<Option<Value<'a>>, Required> {
+        if let Some(value) = self.read(request) {
+            return Ok(Some(self.as_kind(value)));
+        }
+        match &self.missing {
+            Missing::Pass => Ok(None),
+            Missing::Block => Err(Required),
+            Missing::Value(value) => Ok(Some(self.as_kind(Value::Text(Cow::Borrowed(value))))),
+            Missing::Or(fallback) => fallback.value(request),
+        }
+    }
+
+    fn as_kind<'a>(&self, value: Value<'a>) -> Value<'a> {
+        match (self.kind, value) {
+            (Kind::Int, Value::Text(text)) => match text.trim().parse::<i128>() {
                 Ok(int) => Value::Int(int),
                 Err(_) => Value::Text(text),
-            }),
-            (_, value) => Some(value),
+            },
+            (_, value) => value,
         }
     }
 
     fn read<'r, B>(&self, request: &'r Request<B>) -> Option<Value<'r>> {
-        match &self.0 {
+        match &self.source {
             Source::Header(name) => request
                 .headers()
                 .get(name)
@@ -140,15 +234,21 @@ impl ParamSource {
 
 impl fmt::Debug for ParamSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.1 == Kind::Int {
+        if self.kind == Kind::Int {
             f.write_str("Int ")?;
         }
-        match &self.0 {
+        match &self.source {
             Source::Header(name) => f.debug_tuple("Header").field(name).finish(),
             Source::Query(name) => f.debug_tuple("Query").field(name).finish(),
             Source::PathSegment(i) => f.debug_tuple("PathSegment").field(i).finish(),
             Source::PeerIp => f.write_str("PeerIp"),
             Source::Custom(_) => f.write_str("Custom"),
+        }?;
+        match &self.missing {
+            Missing::Pass => Ok(()),
+            Missing::Block => f.write_str(" or block"),
+            Missing::Value(value) => write!(f, " or {value:?}"),
+            Missing::Or(fallback) => write!(f, " or {fallback:?}"),
         }
     }
 }
