@@ -59,8 +59,9 @@ pub(crate) enum Auth {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum MissingBucket {
-    /// Fail the read with a clear error (the default): with `StartMode::FailFast` the start
-    /// fails, naming the bucket; the driver keeps retrying with backoff otherwise.
+    /// Fail the read with a clear error (the default): the start fails, naming the bucket
+    /// (with `StartMode::Snapshot` the source starts and the driver keeps retrying with
+    /// backoff).
     #[default]
     Fail,
     /// Treat the missing bucket as "no rules" and look for it again every `poll`: the

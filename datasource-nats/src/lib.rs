@@ -63,7 +63,7 @@
 //! - A delete or purge marker removes its key; a key source then has no value, and the
 //!   driver's [`DeletePolicy`](sentinel_core::datasource::DeletePolicy) applies.
 //! - A bucket that does not exist is, by default, an error naming it
-//!   ([`MissingBucket::Fail`]: the start fails with `StartMode::FailFast`). With
+//!   ([`MissingBucket::Fail`]: the start fails, unless with `StartMode::Snapshot`). With
 //!   [`MissingBucket::Wait`] the source starts with no rules and applies the bucket's keys
 //!   once it exists.
 //! - Auth: user and password, token, nkey seed or creds file. Refused credentials are

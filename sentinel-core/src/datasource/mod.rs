@@ -48,7 +48,10 @@ pub use converter::{
     FnConverter, GoCircuitBreakerJson, GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson,
     ParamFlowJson, SystemJson,
 };
-pub use driver::{DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode};
+pub use driver::{
+    default_snapshot_dir, DataSource, DataSourceBuilder, DataSourceError, DeletePolicy, StartMode,
+    SNAPSHOT_DIR_ENV,
+};
 pub use memory::{MemorySource, MemoryStore};
 pub use secret::Secret;
 pub use source::{

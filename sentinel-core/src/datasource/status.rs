@@ -65,8 +65,15 @@ pub struct SourceStatus {
     /// The families this source owns: every family it has applied. A later payload
     /// replaces all of them (a family it no longer carries is cleared for this source).
     pub families: Vec<RuleFamily>,
+    /// True while the payload the store holds is rejected (a syntax error, an invalid rule,
+    /// over the size cap): the rules in force are older ones (the last good payload's, the
+    /// local snapshot's, or none) until a payload that applies is stored.
+    pub store_rejected: bool,
     /// True when the rules in force came from the local snapshot, not the server.
     pub from_snapshot: bool,
+    /// Where the local snapshot is kept (`None`: nowhere, see
+    /// [`DataSourceBuilder::without_snapshot`](super::DataSourceBuilder::without_snapshot)).
+    pub snapshot_file: Option<std::path::PathBuf>,
     /// Why the last snapshot write or read failed, if it did.
     pub snapshot_error: Option<String>,
 }
@@ -96,7 +103,9 @@ impl SourceStatus {
             shadow_rules: 0,
             warnings: Vec::new(),
             families: Vec::new(),
+            store_rejected: false,
             from_snapshot: false,
+            snapshot_file: None,
             snapshot_error: None,
         }
     }
@@ -120,11 +129,65 @@ pub(crate) async fn report_source(mut status: tokio::sync::watch::Receiver<Sourc
                 metrics::gauge!("sentinel_datasource_revision", "source" => source.clone())
                     .set(revision);
             }
+            metrics::gauge!("sentinel_datasource_store_rejected", "source" => source.clone())
+                .set(if s.store_rejected { 1.0 } else { 0.0 });
+            metrics::counter!("sentinel_datasource_rejected_total", "source" => source.clone())
+                .absolute(s.rejected_count);
             metrics::counter!("sentinel_datasource_disconnects_total", "source" => source)
                 .absolute(s.disconnects);
         }
         if status.changed().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    use super::*;
+
+    /// A store holding a rejected payload shows in `sentinel_datasource_store_rejected` (1)
+    /// and `sentinel_datasource_rejected_total`.
+    #[test]
+    fn a_rejected_stored_payload_shows_in_the_metrics() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let mut status = SourceStatus::new("rules".into());
+            status.store_rejected = true;
+            status.rejected_count = 2;
+            let (tx, rx) = tokio::sync::watch::channel(status);
+            drop(tx);
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(report_source(rx));
+        });
+        let snapshot = snapshotter.snapshot().into_vec();
+        let value = |name: &str| {
+            snapshot
+                .iter()
+                .find(|(key, _, _, _)| {
+                    key.key().name() == name
+                        && key
+                            .key()
+                            .labels()
+                            .any(|l| l.key() == "source" && l.value() == "rules")
+                })
+                .map(|(_, _, _, value)| value)
+        };
+        assert!(
+            matches!(value("sentinel_datasource_store_rejected"), Some(DebugValue::Gauge(v)) if v.into_inner() == 1.0),
+            "{snapshot:?}"
+        );
+        assert!(
+            matches!(
+                value("sentinel_datasource_rejected_total"),
+                Some(DebugValue::Counter(2))
+            ),
+            "{snapshot:?}"
+        );
     }
 }

@@ -83,9 +83,17 @@ impl Driver {
         self.started = true;
         match first {
             Read::Done(Ok(())) => Ok(false),
-            Read::Done(Err(error)) if start_mode == StartMode::Snapshot => {
-                tracing::warn!(source = %self.name, %error, "initial payload not applied; starting from the local snapshot");
-                self.load_snapshot().await;
+            Read::Done(Err(error)) if start_mode != StartMode::FailFast => {
+                self.start_rejected(&error).await;
+                Ok(false)
+            }
+            Read::Failed(error @ SourceError::TooLarge { .. })
+                if start_mode != StartMode::FailFast =>
+            {
+                // The backend's own size cap: the store answered, its payload is rejected.
+                self.connected();
+                self.oversized(&error, None);
+                self.start_rejected(&error).await;
                 Ok(false)
             }
             Read::Done(Err(error)) => {
@@ -94,7 +102,7 @@ impl Driver {
             }
             Read::Failed(error) => {
                 self.disconnected(&error);
-                if start_mode == StartMode::FailFast {
+                if start_mode != StartMode::Snapshot {
                     self.backend.close().await;
                     return Err(DataSourceError::Source {
                         name: self.name.clone(),
@@ -108,6 +116,19 @@ impl Driver {
             // Not reached: nothing stops the first read.
             Read::Stopped => Ok(false),
         }
+    }
+
+    /// The first payload is rejected: start from the local snapshot, or with no rules from
+    /// this source, and watch on for the fix.
+    async fn start_rejected(&mut self, error: &dyn std::error::Error) {
+        tracing::error!(
+            source = %self.name,
+            %error,
+            snapshot = ?self.snapshot_file,
+            "the stored rules are rejected; starting from the local snapshot (or with no rules \
+             from this source) until a payload that applies is stored"
+        );
+        self.load_snapshot().await;
     }
 
     pub(super) async fn run(
@@ -303,12 +324,13 @@ impl Driver {
 
     /// A payload over a size cap (the driver's or the backend's): rejected, rules kept.
     fn oversized(&mut self, error: &SourceError, revision: Option<String>) {
-        tracing::warn!(source = %self.name, %error, "payload rejected; previous rules kept");
+        tracing::error!(source = %self.name, %error, "the stored payload is rejected; the rules in force stay");
         // Forget the last hash: the next acceptable payload is applied even if it equals the
         // one before the oversized one, which clears this error.
         self.last_hash = None;
         self.status.send_modify(|s| {
             s.rejected_count += 1;
+            s.store_rejected = true;
             s.last_error = Some(error.to_string());
             if revision.is_some() {
                 s.last_revision = revision;
@@ -373,6 +395,7 @@ impl Driver {
             tracing::info!(source = %self.name, "key deleted or empty; rules kept (DeletePolicy::Keep)");
             self.status.send_modify(|s| {
                 s.kept_count += 1;
+                s.store_rejected = false;
                 s.last_hash = Some(hash_hex);
                 s.last_revision = payload.revision.clone();
             });
@@ -403,6 +426,7 @@ impl Driver {
                     s.last_hash = Some(hash_hex);
                     s.last_revision = payload.revision.clone();
                     s.last_error = None;
+                    s.store_rejected = false;
                 });
                 Ok(())
             }
@@ -418,6 +442,7 @@ impl Driver {
                     s.last_hash = Some(hash_hex);
                     s.last_revision = payload.revision.clone();
                     s.last_error = None;
+                    s.store_rejected = false;
                     s.skipped = skipped;
                     s.skipped_rules = skipped_rules;
                     s.warnings = warnings;
@@ -484,8 +509,10 @@ impl Driver {
         payload: &RawPayload,
         hash_hex: String,
     ) -> DataSourceError {
+        tracing::error!(source = %self.name, %error, "the stored payload is rejected; the rules in force stay");
         self.status.send_modify(|s| {
             s.rejected_count += 1;
+            s.store_rejected = true;
             s.last_error = Some(error.to_string());
             s.last_hash = Some(hash_hex);
             s.last_revision = payload.revision.clone();

@@ -148,6 +148,91 @@ pub async fn check_bad_payload<H: ConformanceHarness>(
     Ok(CheckOutcome::Passed)
 }
 
+/// Point 3 at start: a new instance started while the store holds a broken payload starts
+/// by default, serving the local snapshot's rules (or none, without a snapshot); its status
+/// says the stored payload is rejected, an event says why, and it applies the fix once
+/// stored. [`StartMode::FailFast`], chosen explicitly, returns the rejection instead.
+pub async fn check_bad_payload_at_start<H: ConformanceHarness>(
+    harness: &H,
+) -> Result<CheckOutcome, ConformanceFailure> {
+    const CHECK: &str = "bad_payload_at_start";
+    let dir = TempDir::new();
+    let path = dir.0.join("rules.json");
+    let fx = Fixture::new(CHECK, harness.timeout());
+    harness.write(&flow_payload(1)).await;
+    let p = path.clone();
+    let earlier = fx.start(harness, move |b| b.snapshot_file(p)).await?;
+    earlier.close().await;
+
+    harness
+        .write(br#"[{"resource": "conformance", "count": }]"#)
+        .await;
+    // A new instance with the snapshot the earlier one kept: its rules.
+    let with = Fixture::new(CHECK, harness.timeout());
+    let p = path.clone();
+    let from_snapshot = with.start(harness, move |b| b.snapshot_file(p)).await?;
+    with.ensure(with.seq() == Some(1), || {
+        format!(
+            "started with sequence {:?}, not the snapshot's 1",
+            with.seq()
+        )
+    })?;
+    let s = from_snapshot.status();
+    with.ensure(
+        s.connected && s.store_rejected && s.from_snapshot && s.rejected_count == 1,
+        || format!("status after a start on a rejected payload: {s:?}"),
+    )?;
+    let error = s.last_error.unwrap_or_default();
+    with.ensure(error.contains("line"), || {
+        format!("the error does not name a position: {error}")
+    })?;
+    with.ensure(with.recorder.rejections() == 1, || {
+        format!(
+            "{} rejection events, expected 1",
+            with.recorder.rejections()
+        )
+    })?;
+
+    // A new instance with no snapshot: no rules from the source.
+    let without = Fixture::new(CHECK, harness.timeout());
+    let bare = without.start(harness, |b| b.without_snapshot()).await?;
+    without.ensure(without.seq().is_none(), || {
+        format!("started with sequence {:?}, not none", without.seq())
+    })?;
+    let s = bare.status();
+    without.ensure(s.connected && s.store_rejected && !s.from_snapshot, || {
+        format!("status after a start on a rejected payload: {s:?}")
+    })?;
+
+    // Failing fast is a choice.
+    let strict = Fixture::new(CHECK, harness.timeout());
+    let started = strict
+        .start(harness, |b| {
+            b.start_mode(StartMode::FailFast).without_snapshot()
+        })
+        .await;
+    if let Ok(source) = started {
+        source.close().await;
+        return Err(strict.fail("FailFast started on a rejected payload"));
+    }
+
+    // The fix applies on both.
+    harness.write(&flow_payload(2)).await;
+    with.wait_seq(Some(2)).await?;
+    without.wait_seq(Some(2)).await?;
+    for (fx, source) in [(&with, &from_snapshot), (&without, &bare)] {
+        let s = fx
+            .wait_status(source, "the fix applied", |s| {
+                !s.store_rejected && s.last_error.is_none()
+            })
+            .await?;
+        fx.ensure(!s.from_snapshot, || format!("status after the fix: {s:?}"))?;
+    }
+    from_snapshot.close().await;
+    bare.close().await;
+    Ok(CheckOutcome::Passed)
+}
+
 /// Point 4, identical payload: the same bytes written again apply nothing. Each identical
 /// write is waited for: a backend that delivers it has the driver count it unchanged
 /// (`unchanged_count`); one that filters identical values itself (a file compared by

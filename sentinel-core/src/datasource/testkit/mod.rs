@@ -28,8 +28,9 @@ mod round_trip;
 
 pub use by_hand::{next_value, read, values, watch};
 pub use checks::{
-    check_bad_payload, check_close, check_delete, check_disconnect, check_identical_payload,
-    check_initial_load, check_ordered_updates, check_size_cap, check_snapshot, check_status,
+    check_bad_payload, check_bad_payload_at_start, check_close, check_delete, check_disconnect,
+    check_identical_payload, check_initial_load, check_ordered_updates, check_size_cap,
+    check_snapshot, check_status,
 };
 pub use memory::MemoryHarness;
 pub use observe::{
@@ -113,7 +114,7 @@ pub enum CheckOutcome {
 }
 
 /// The results of [`run_conformance`], by check name. Its `Display` is a one-line summary:
-/// `8 passed, 2 skipped: disconnect (...), snapshot (...)`.
+/// `9 passed, 2 skipped: disconnect (...), snapshot (...)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConformanceReport {
@@ -149,8 +150,9 @@ impl std::fmt::Display for ConformanceReport {
     }
 }
 
-/// Runs every check of the data-source contract (DESIGN §4, points 1 to 10), in order,
-/// stopping at the first failure.
+/// Runs every check of the data-source contract (DESIGN §4, points 1 to 10, point 3 twice:
+/// on a running source and at the start of a new one), in order, stopping at the first
+/// failure.
 pub async fn run_conformance<H: ConformanceHarness>(
     harness: &H,
 ) -> Result<ConformanceReport, ConformanceFailure> {
@@ -158,6 +160,10 @@ pub async fn run_conformance<H: ConformanceHarness>(
     checks.push(("initial_load", check_initial_load(harness).await?));
     checks.push(("ordered_updates", check_ordered_updates(harness, 50).await?));
     checks.push(("bad_payload", check_bad_payload(harness).await?));
+    checks.push((
+        "bad_payload_at_start",
+        check_bad_payload_at_start(harness).await?,
+    ));
     checks.push(("identical_payload", check_identical_payload(harness).await?));
     checks.push(("delete", check_delete(harness).await?));
     checks.push(("disconnect", check_disconnect(harness).await?));
@@ -205,7 +211,7 @@ pub async fn expect_conformance_skipping<H: ConformanceHarness>(
     skipped: &[&str],
 ) -> ConformanceReport {
     let report = expect_conformance(harness).await;
-    assert_eq!(report.checks.len(), 10, "{report:?}");
+    assert_eq!(report.checks.len(), 11, "{report:?}");
     let not_passed: Vec<&str> = report
         .checks
         .iter()

@@ -1,15 +1,65 @@
-//! A source's life: fail-fast and snapshot starts, the local snapshot's failures, a name held
+//! A source's life: the default start on a rejected payload, fail-fast and snapshot starts, the local snapshot's failures, a name held
 //! by one running source, the handle dropped, a panicking backend, the health check in the
 //! status, and what the conformance kit skips.
 
 use super::*;
 
+/// The default start: a rejected stored payload starts the source (no snapshot here: with
+/// no rules), says so, and applies the fix; an unreachable store fails the start.
+#[tokio::test]
+async fn a_rejected_first_payload_starts_the_source_by_default() {
+    let store = MemoryStore::new();
+    store.put("k", "not json");
+    let sentinel = Sentinel::new();
+    let recorder = testkit::EventRecorder::attach(&sentinel, "memory key k");
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .without_snapshot()
+        .start(&sentinel)
+        .await
+        .expect("a rejected payload does not fail the default start");
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), None);
+    let status = source.status();
+    assert!(
+        status.connected
+            && status.store_rejected
+            && status.rejected_count == 1
+            && !status.from_snapshot
+            && status.snapshot_file.is_none()
+            && status
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("line")),
+        "{status:?}"
+    );
+    assert_eq!(recorder.rejections(), 1);
+    store.put("k", flow_payload(2));
+    let status = wait_status(&source, "the fix applied", |s| s.applied_count == 1).await;
+    assert!(
+        !status.store_rejected && status.last_error.is_none(),
+        "{status:?}"
+    );
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(2));
+    source.close().await;
+
+    store.set_down(true);
+    let err = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .err();
+    assert!(
+        matches!(err, Some(DataSourceError::Source { .. })),
+        "{err:?}"
+    );
+}
+
+/// `FailFast`, chosen explicitly, returns the rejection (and an unreachable store).
 #[tokio::test]
 async fn fail_fast_and_bad_first_payload() {
     let store = MemoryStore::new();
     store.put("k", "not json");
     let sentinel = Sentinel::new();
     let err = DataSource::builder(store.source("k"), FlowJson::new())
+        .start_mode(StartMode::FailFast)
         .start(&sentinel)
         .await
         .err();
@@ -20,6 +70,7 @@ async fn fail_fast_and_bad_first_payload() {
 
     store.set_down(true);
     let err = DataSource::builder(store.source("k"), FlowJson::new())
+        .start_mode(StartMode::FailFast)
         .start(&sentinel)
         .await
         .err();
@@ -31,6 +82,7 @@ async fn fail_fast_and_bad_first_payload() {
     // Snapshot mode with no snapshot starts empty and catches up.
     let source = DataSource::builder(store.source("k"), FlowJson::new())
         .start_mode(StartMode::Snapshot)
+        .without_snapshot()
         .backoff(Duration::from_millis(5), Duration::from_millis(20))
         .start(&sentinel)
         .await
@@ -41,6 +93,48 @@ async fn fail_fast_and_bad_first_payload() {
     wait_status(&source, "apply", |s| s.applied_count == 1 && s.connected).await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(7));
     source.close().await;
+}
+
+/// With no snapshot named, one is kept in the default place, per source and store: a new
+/// instance whose stored payload is rejected starts from it.
+#[tokio::test]
+async fn a_new_instance_starts_from_the_snapshot_kept_by_default() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    // A name of its own: the default file is shared with nothing else.
+    let name = format!("default-snapshot-{:016x}", rand::random::<u64>());
+    let first = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .name(&name)
+        .start(&first)
+        .await
+        .expect("starts");
+    let path = source
+        .status()
+        .snapshot_file
+        .expect("a snapshot by default");
+    assert!(path.starts_with(default_snapshot_dir()), "{path:?}");
+    source.close().await;
+    assert!(path.exists(), "{path:?}");
+
+    store.put("k", "[{");
+    let second = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .name(&name)
+        .start(&second)
+        .await
+        .expect("starts from the snapshot");
+    assert_eq!(applied_seq::<FlowRule>(&second), Some(1));
+    let status = source.status();
+    assert!(
+        status.from_snapshot && status.store_rejected && status.connected,
+        "{status:?}"
+    );
+    store.put("k", flow_payload(2));
+    wait_status(&source, "the fix applied", |s| !s.store_rejected).await;
+    assert_eq!(applied_seq::<FlowRule>(&second), Some(2));
+    source.close().await;
+    let _ = std::fs::remove_file(&path);
 }
 
 #[tokio::test]
@@ -162,7 +256,7 @@ async fn a_harness_that_cannot_stop_its_server_reports_what_was_skipped() {
         .unwrap_or_else(|failure| panic!("{failure}"));
     assert!(!report.all_passed());
     let summary = report.to_string();
-    assert!(summary.starts_with("7 passed, 3 skipped: "), "{summary}");
+    assert!(summary.starts_with("8 passed, 3 skipped: "), "{summary}");
     for check in ["initial_load", "disconnect", "snapshot"] {
         assert!(summary.contains(check), "{summary}");
     }

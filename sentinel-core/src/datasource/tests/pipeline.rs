@@ -10,7 +10,7 @@ async fn memory_source_conforms() {
     let harness = MemoryHarness::new();
     let report = testkit::run_conformance(&harness).await;
     let report = report.unwrap_or_else(|failure| panic!("{failure}"));
-    assert_eq!(report.checks.len(), 10);
+    assert_eq!(report.checks.len(), 11);
     assert!(report.all_passed(), "{report}");
 }
 
