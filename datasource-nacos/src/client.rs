@@ -122,6 +122,10 @@ pub(crate) struct Client {
     token: Option<Token>,
     /// Logins after the server refused a token (expired or revoked).
     relogins: u64,
+    /// The server that answered last (an index into the list).
+    answered_by: Option<usize>,
+    /// Times a server other than the one that answered before answered: failovers.
+    failovers: u64,
 }
 
 impl Client {
@@ -136,6 +140,8 @@ impl Client {
             server: 0,
             token: None,
             relogins: 0,
+            answered_by: None,
+            failovers: 0,
         })
     }
 
@@ -145,6 +151,13 @@ impl Client {
 
     pub(crate) fn relogins(&self) -> u64 {
         self.relogins
+    }
+
+    /// How often a server other than the one that answered before answered a request: a
+    /// server restarted in a cluster may answer before it has loaded its configs, so the
+    /// driver confirms a change read right after a failover.
+    pub(crate) fn failovers(&self) -> u64 {
+        self.failovers
     }
 
     fn base(&self) -> &str {
@@ -254,7 +267,14 @@ impl Client {
         };
         let status = response.status();
         match response.bytes().await {
-            Ok(body) => Ok((status, body.to_vec())),
+            Ok(body) => {
+                let server = self.server % self.config.servers.len().max(1);
+                if self.answered_by.is_some_and(|before| before != server) {
+                    self.failovers += 1;
+                }
+                self.answered_by = Some(server);
+                Ok((status, body.to_vec()))
+            }
             Err(e) => Err(failed(self, e)),
         }
     }

@@ -31,7 +31,9 @@ use crate::config::{ConfigKey, NacosConfig, SENTINEL_GROUP};
 ///   the source logs in, refreshes its token before it expires, and logs in again when a
 ///   server refuses it (a 403: expired or revoked), which
 ///   [`SourceStatus::reauthentications`](sentinel_core::datasource::SourceStatus::reauthentications)
-///   counts.
+///   counts. A request answered by another server than the one before (a failover) counts
+///   as a reconnect ([`ReadableDataSource::reconnects`]): the driver confirms a change read
+///   right after it, because a restarted server answers before it has reloaded its configs.
 pub struct NacosSource {
     client: Client,
     /// The configs, sorted, with the MD5 of what the last read found (`""` when absent).
@@ -198,6 +200,10 @@ impl ReadableDataSource for NacosSource {
 
     fn reauthentications(&self) -> u64 {
         self.client.relogins()
+    }
+
+    fn reconnects(&self) -> u64 {
+        self.client.failovers()
     }
 
     async fn close(&mut self) {

@@ -307,6 +307,31 @@ async fn a_revoked_token_makes_the_source_log_in_again_and_status_shows_it() {
     ds.close().await;
 }
 
+/// A read answered by another server than the one before (a failover) counts as a
+/// reconnect, so the driver confirms a change it reads right after it: a restarted Nacos
+/// answers before it has reloaded its configs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_to_another_server_counts_as_a_reconnect() {
+    let _fault = fault_lock().await;
+    services(&["start", "nacos-fault"]).await;
+    let key = unique_key("failover-count");
+    let one = text(1);
+    for at in [fault_addr(), addr()] {
+        let w = writer(config(&at)).await;
+        retried("publish", || w.put_bytes(&key, &one)).await;
+    }
+    let both = format!("{},{}", fault_addr(), addr());
+    let mut source = NacosSource::configs(config(&both), [key]).expect("src");
+    read(&mut source).await.expect("read from the first server");
+    read(&mut source).await.expect("read from it again");
+    assert_eq!(source.reconnects(), 0);
+    services(&["stop", "nacos-fault", "--keep-data"]).await;
+    let second = read(&mut source).await;
+    services(&["start", "nacos-fault", "--keep-data"]).await;
+    second.expect("read from the second server");
+    assert_eq!(source.reconnects(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_first_server_down_the_source_reads_the_second_and_fails_back() {
     let _fault = fault_lock().await;

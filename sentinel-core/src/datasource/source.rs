@@ -254,6 +254,16 @@ pub trait ReadableDataSource: Send + 'static {
         0
     }
 
+    /// How often the backend connected anew by itself, with no error reaching the driver: a
+    /// failover to another server of a cluster, say. The driver treats a rise like a
+    /// reconnect of its own: a change read right after it is confirmed before it applies
+    /// ([`DataSourceBuilder::confirm_after_reconnect`](super::DataSourceBuilder::confirm_after_reconnect)),
+    /// since the server it moved to may not have loaded its data yet. Backends that never
+    /// switch servers by themselves keep the default, 0.
+    fn reconnects(&self) -> u64 {
+        0
+    }
+
     /// Releases connections and background work. The driver calls it once, on close.
     async fn close(&mut self) {}
 }
@@ -280,6 +290,10 @@ impl ReadableDataSource for Box<dyn ReadableDataSource> {
 
     fn reauthentications(&self) -> u64 {
         (**self).reauthentications()
+    }
+
+    fn reconnects(&self) -> u64 {
+        (**self).reconnects()
     }
 
     async fn close(&mut self) {

@@ -218,6 +218,7 @@ impl DataSourceBuilder {
             confirm_after_reconnect: self.confirm_after_reconnect,
             reconnected_at: None,
             started: false,
+            backend_reconnects: 0,
         };
         let need_read = driver.initial_load(self.start_mode).await?;
         let (stop_tx, stop_rx) = watch::channel(false);

@@ -47,6 +47,9 @@ pub(super) struct Driver {
     pub(super) reconnected_at: Option<tokio::time::Instant>,
     /// True once the first read of `start` is over: a connection after it is a reconnect.
     pub(super) started: bool,
+    /// The backend's count of its own reconnects ([`ReadableDataSource::reconnects`]) last
+    /// seen.
+    pub(super) backend_reconnects: u64,
 }
 
 /// What one read of the backend came to.
@@ -163,7 +166,7 @@ impl Driver {
                 () = stopped(&mut stop) => break,
                 event = self.backend.watch() => event,
             };
-            self.note_reauthentications();
+            self.note_backend();
             match event {
                 Ok(WatchEvent::Changed(payload)) => {
                     backoff.reset();
@@ -261,7 +264,7 @@ impl Driver {
             () = stop_signal(stop) => return Err(Read::Stopped),
             read = self.backend.read() => read,
         };
-        self.note_reauthentications();
+        self.note_backend();
         read.map_err(Read::Failed)
     }
 
@@ -285,8 +288,15 @@ impl Driver {
         owned.families.into_iter().collect()
     }
 
-    /// Copies the backend's count of fresh logins into the status.
-    fn note_reauthentications(&self) {
+    /// Copies the backend's count of fresh logins into the status, and notes a reconnect the
+    /// backend made by itself (a failover) as one of the driver's own.
+    fn note_backend(&mut self) {
+        let reconnects = self.backend.reconnects();
+        if reconnects > self.backend_reconnects && self.started {
+            tracing::info!(source = %self.name, "the backend connected anew (a failover)");
+            self.reconnected_at = Some(tokio::time::Instant::now());
+        }
+        self.backend_reconnects = reconnects;
         let count = self.backend.reauthentications();
         self.status.send_if_modified(|s| {
             let changed = s.reauthentications != count;

@@ -88,22 +88,29 @@ async fn a_deletion_still_there_after_the_delay_is_applied() {
     source.close().await;
 }
 
+/// Deletes `k` (which holds sequence 1) and restores it within the confirmation time: the
+/// rules never change, the status shows the deletion held, then withdrawn.
+async fn expect_deletion_withdrawn(store: &MemoryStore, sentinel: &Sentinel, source: DataSource) {
+    store.delete("k");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(applied_seq::<FlowRule>(sentinel), Some(1));
+    assert!(source.status().confirming, "{:?}", source.status());
+    store.put("k", flow_payload(1));
+    wait_status(&source, "the deletion withdrawn", |s| {
+        s.unconfirmed_changes == 1
+    })
+    .await;
+    assert_eq!(applied_seq::<FlowRule>(sentinel), Some(1));
+    source.close().await;
+}
+
 /// A deletion that the watch reports soon after a reconnect is confirmed too.
 #[tokio::test(start_paused = true)]
 async fn a_deletion_watched_soon_after_a_reconnect_is_confirmed() {
     let (store, sentinel, source) = setup(1).await;
     outage(&store, &source, || {}).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    store.delete("k");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
-    store.put("k", flow_payload(1));
-    wait_status(&source, "the deletion withdrawn", |s| {
-        s.unconfirmed_changes == 1
-    })
-    .await;
-    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
-    source.close().await;
+    expect_deletion_withdrawn(&store, &sentinel, source).await;
 }
 
 /// One key of a prefix missing after a reconnect is a deletion too: the rules it gave stay.
@@ -178,4 +185,47 @@ async fn a_value_written_during_an_outage_applies_after_the_confirmation_time() 
     assert_confirmation_time(time_until(&sentinel, Some(2)).await);
     assert_eq!(source.status().unconfirmed_changes, 0);
     source.close().await;
+}
+
+/// A memory source whose backend says it failed over to another server when told to.
+struct FailingOver {
+    inner: MemorySource,
+    failovers: Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[async_trait::async_trait]
+impl ReadableDataSource for FailingOver {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn read(&mut self) -> Result<RawPayload, SourceError> {
+        self.inner.read().await
+    }
+    async fn watch(&mut self) -> Result<WatchEvent, SourceError> {
+        self.inner.watch().await
+    }
+    fn reconnects(&self) -> u64 {
+        self.failovers.load(Ordering::SeqCst)
+    }
+}
+
+/// A backend that fails over by itself (no error reaches the driver) and then sees the key
+/// missing: the deletion is confirmed as after a reconnect of the driver's own.
+#[tokio::test(start_paused = true)]
+async fn a_deletion_right_after_a_failover_of_the_backend_is_confirmed() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let failovers = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let backend = FailingOver {
+        inner: store.source("k"),
+        failovers: failovers.clone(),
+    };
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(backend, FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    // The backend moved to a server that has not loaded the key yet.
+    failovers.store(1, Ordering::SeqCst);
+    expect_deletion_withdrawn(&store, &sentinel, source).await;
 }
