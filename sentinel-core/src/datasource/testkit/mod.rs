@@ -82,7 +82,7 @@ pub trait ConformanceHarness: Send + Sync {
     }
 
     /// Adjusts every data source the kit builds (the kit already sets a 20 ms - 500 ms
-    /// backoff).
+    /// backoff, and no local snapshot but where a check names one).
     fn configure(&self, builder: DataSourceBuilder) -> DataSourceBuilder {
         builder
     }
