@@ -57,7 +57,7 @@ pub async fn console_service(
             .await?;
     }
     let source = DataSource::builder(
-        EtcdSource::key(etcd, config.key.clone()),
+        EtcdSource::key(etcd.clone(), config.key.clone()),
         CombinedJson::new(),
     )
     .name(SOURCE_NAME)
@@ -70,7 +70,9 @@ pub async fn console_service(
             SOURCE_NAME,
             Arc::new(writer.at(config.key.clone())),
             Encoding::Combined,
-        );
+        )
+        // The editor starts from the key's text as stored, not the engine's normalised rules.
+        .stored_text(SOURCE_NAME, EtcdSource::key(etcd, config.key.clone()));
     if let Some(token) = config.edit_token.clone() {
         let expected = format!("Bearer {token}");
         console = console.editing(move |headers: &HeaderMap| {
@@ -81,7 +83,7 @@ pub async fn console_service(
     }
     let console = console.build()?;
 
-    let app = guarded_routes(&sentinel).nest("/console", console.router());
+    let app = guarded_routes(&sentinel).merge(console.mount("/console"));
     Ok(ConsoleService {
         sentinel,
         app,

@@ -172,6 +172,8 @@ struct Harness {
     key: String,
     etcd: etcd_client::Client,
     http: reqwest::Client,
+    /// Begins the service's graceful shutdown (as Ctrl-C does in `--bin console`).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -201,8 +203,14 @@ impl Harness {
             .expect("a port");
         let base = format!("http://{}", listener.local_addr().expect("an address"));
         let app = service.app.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = service.console.shutdown_signal(async {
+            let _ = stopped.await;
+        });
         let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await;
         });
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -215,6 +223,7 @@ impl Harness {
             key,
             etcd,
             http,
+            stop: Some(stop),
             server,
         }
     }
@@ -255,9 +264,24 @@ impl Harness {
     }
 
     async fn open(&self, browser: &Browser) {
+        self.open_at(browser, "/console").await;
+    }
+
+    /// Opens `api/stream` as a second viewer would.
+    async fn stream(&self) -> reqwest::Response {
+        self.http
+            .get(format!("{}/console/api/stream", self.base))
+            .timeout(WAIT)
+            .send()
+            .await
+            .expect("the stream opens")
+    }
+
+    /// Opens the page at `path` and waits for its first snapshot.
+    async fn open_at(&self, browser: &Browser, path: &str) {
         browser
             .client()
-            .goto(&format!("{}/console", self.base))
+            .goto(&format!("{}{path}", self.base))
             .await
             .expect("the page opens");
         browser
@@ -271,6 +295,10 @@ impl Harness {
 
     async fn close(self, browser: Browser) {
         browser.close().await;
+        self.stop().await;
+    }
+
+    async fn stop(self) {
         self.server.abort();
         self.service.source.close().await;
     }
@@ -309,10 +337,8 @@ async fn stream_bytes(http: &reqwest::Client, url: &str, span: Duration) -> (usi
     let deadline = tokio::time::Instant::now() + span;
     while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
         bytes += chunk.len();
-        events += chunk
-            .windows(15)
-            .filter(|w| w == b"event: snapshot")
-            .count();
+        // One full snapshot, then updates with what changed.
+        events += chunk.windows(7).filter(|w| w == b"event: ").count();
     }
     (bytes, events)
 }
@@ -371,12 +397,12 @@ async fn a_resource_appears_with_the_engines_qps_within_2s_of_traffic() {
     assert!(engine.block > 0, "40/s against 5/s blocks: {engine:?}");
     let blocked_by = browser
         .eval(&format!(
-            "return document.querySelector('#res-body tr[data-resource=\"{ORDER}\"] .blk').textContent"
+            "return document.querySelector('#res-body tr[data-resource=\"{ORDER}\"] .blk-now').textContent"
         ))
         .await;
     assert!(
         blocked_by.as_str().is_some_and(|t| t.starts_with("flow ")),
-        "block reasons by family: {blocked_by}"
+        "this second's block reasons by family: {blocked_by}"
     );
 
     // What one viewer's stream transfers per second (a second reader, as the page reads it).
@@ -534,8 +560,16 @@ async fn an_edit_in_the_page_changes_the_etcd_key_and_the_engine_applies_it_with
     let mut harness = Harness::start("edit", &default_rules()).await;
     let browser = Browser::start().await;
     harness.open(&browser).await;
-    let (_, version, revision) = harness.stored().await;
+    let (text, version, revision) = harness.stored().await;
     assert_eq!(load_editor(&browser).await, revision);
+    let loaded = browser
+        .eval("return document.getElementById('edit-doc').value")
+        .await;
+    assert_eq!(
+        loaded.as_str(),
+        Some(text.as_str()),
+        "the editor holds the key's text as stored, not the engine's rules"
+    );
 
     let mut edited = default_rules();
     edited["flow"][0]["count"] = json!(7);
@@ -569,7 +603,7 @@ async fn an_edit_in_the_page_changes_the_etcd_key_and_the_engine_applies_it_with
         "the page shows the store's new revision"
     );
     let stored: Value = serde_json::from_str(&value).expect("a combined document");
-    assert_eq!(stored["flow"][0]["count"], json!(7.0));
+    assert_eq!(stored["flow"][0]["count"].as_f64(), Some(7.0));
     browser
         .wait_for(
             "the new rule in the provenance panel",
@@ -777,5 +811,209 @@ async fn ten_thousand_resources_stay_responsive_with_server_side_top_n() {
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = load.join();
+    harness.close(browser).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_page_does_not_hold_up_shutdown_and_dims_once_its_stream_is_gone() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut harness = Harness::start("shutdown", &default_rules()).await;
+    let browser = Browser::start().await;
+    harness.open(&browser).await;
+    // A second viewer, reading the stream as the page does.
+    let mut reader = harness.stream().await;
+    assert!(
+        matches!(reader.chunk().await, Ok(Some(_))),
+        "the first snapshot"
+    );
+
+    let began = Instant::now();
+    let _ = harness.stop.take().expect("not stopped yet").send(());
+    let exited = tokio::time::timeout(Duration::from_secs(1), &mut harness.server).await;
+    let took = began.elapsed();
+    eprintln!("measured: the service exited {took:?} after shutdown began, two viewers open");
+    assert!(
+        exited.is_ok(),
+        "the service still runs 1 s after shutdown began, with viewers open"
+    );
+    let ended = tokio::time::timeout(WAIT, async {
+        while let Ok(Some(_)) = reader.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the second viewer's stream ended");
+    let (shown, _) = browser
+        .wait_for(
+            "the page dimmed",
+            Duration::from_millis(20),
+            "return document.body.classList.contains('stale') \
+               && getComputedStyle(document.querySelector('main')).opacity < 1 \
+               && document.getElementById('conn').textContent",
+        )
+        .await;
+    assert!(
+        shown.as_str().is_some_and(|t| t.contains("data as of")),
+        "the page says how old its data is: {shown}"
+    );
+    browser.screenshot("disconnected").await;
+    harness.close(browser).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_viewer_costs_under_5_kb_a_second_with_12_resources_and_a_flapping_breaker() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut rules = default_rules();
+    rules["degrade"].as_array_mut().expect("a list").push(
+        json!({ "resource": "bw/00", "grade": 2, "count": 1, "timeWindow": 1,
+                      "minRequestAmount": 1, "statIntervalMs": 1000 }),
+    );
+    let harness = Harness::start("bandwidth", &rules).await;
+    let transitions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = transitions.clone();
+    harness
+        .sentinel()
+        .add_listener(move |event: &SentinelEvent| {
+            if matches!(event, SentinelEvent::BreakerStateChanged { .. }) {
+                counting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+    // 12 resources called 20 times a second each; every other call of bw/00 fails, so its
+    // breaker opens, probes after 1 s, and opens or closes again.
+    let sentinel = harness.sentinel().clone();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    let load = std::thread::spawn(move || {
+        let names: Vec<String> = (0..12).map(|i| format!("bw/{i:02}")).collect();
+        let mut n = 0u64;
+        while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            for name in &names {
+                if let Ok(mut entry) = sentinel.entry(name).enter() {
+                    if name == "bw/00" {
+                        n += 1;
+                    }
+                    if name == "bw/00" && n.is_multiple_of(2) {
+                        entry.set_error();
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let flapping = until_within(WAIT, || {
+        transitions.load(std::sync::atomic::Ordering::Relaxed) >= 2
+    })
+    .await;
+    assert!(
+        flapping,
+        "the breaker never flapped: {:?}",
+        harness.sentinel().circuit_breakers()
+    );
+    let full = harness
+        .http
+        .get(format!("{}/console/api/snapshot", harness.base))
+        .send()
+        .await
+        .expect("a snapshot")
+        .bytes()
+        .await
+        .expect("its body")
+        .len();
+
+    // Steady state: what arrives after the first snapshot, over 5 s.
+    let mut response = harness.stream().await;
+    let opened = tokio::time::Instant::now();
+    let from = opened + Duration::from_millis(1500);
+    let span = Duration::from_secs(5);
+    let flaps_before = transitions.load(std::sync::atomic::Ordering::Relaxed);
+    let (mut first, mut bytes, mut events) = (0, 0, 0);
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(from + span, response.chunk()).await {
+        if tokio::time::Instant::now() < from {
+            first += chunk.len();
+        } else {
+            bytes += chunk.len();
+            events += chunk.windows(7).filter(|w| w == b"event: ").count();
+        }
+    }
+    let flaps = transitions.load(std::sync::atomic::Ordering::Relaxed) - flaps_before;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = load.join();
+    let per_second = bytes as u64 / span.as_secs();
+    eprintln!(
+        "measured: one viewer, 12 resources, {flaps} breaker transitions in ~6.5 s: {per_second} bytes/s \
+         ({events} updates in {span:?}) after a first {first} bytes; a full snapshot is {full} bytes"
+    );
+    assert!(
+        flaps >= 3,
+        "the breaker flapped while measured: {flaps} transitions"
+    );
+    assert!(events >= 4, "about one update a second: {events}");
+    assert!(
+        per_second <= 5_000,
+        "one viewer costs {per_second} bytes/s, over the 5 KB/s target"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_1280_px_every_card_holds_its_content() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let harness = Harness::start("layout", &default_rules()).await;
+    let browser = Browser::start().await;
+    browser
+        .client()
+        .set_window_size(1280, 1000)
+        .await
+        .expect("the window is 1280 px wide");
+    // The page with a trailing slash, as /console serves it.
+    harness.open_at(&browser, "/console/").await;
+    // Load and CPU are read while a page is open.
+    browser
+        .wait_for(
+            "load and CPU",
+            Duration::from_millis(50),
+            "return !document.getElementById('system-body').textContent.includes('not read yet')",
+        )
+        .await;
+    // The worst cases through the page's own renderers: a file source's 64-hex revision and a
+    // long rejection (resolved by a later apply), a long shadow rule, 50 breakers.
+    let measured = browser
+        .eval(
+            "const hex = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'; \
+             const s = Object.assign({}, view.sources[0], { name: 'file-rules', revision: hex, hash: hex, last_error: null, \
+               last_applied_ms: Date.now(), last_rejection: { at_ms: Date.now() - 5000, error: 'rejected', \
+               issues: [{ family: 'flow', index: 3, field: 'count', message: 'must be a finite number at least 0 '.repeat(6) }] } }); \
+             renderSources([s]); \
+             renderShadow([{ family: 'flow', resource: 'r', kind: 'qps', this_second: 1, last_second: 2, total: 3, \
+               breaker_state: null, transitions: [0, 0, 0], rule: JSON.stringify({ resource: 'GET:/' + 'x'.repeat(200), count: 5, limitApp: 'default', strategy: 0 }) }], []); \
+             renderBreakers(Array.from({ length: 50 }, (_, i) => ({ resource: 'res-' + i, state: 'CLOSED', strategy: 'error ratio', \
+               count: 0.5, slow_ratio_threshold: 1, time_window: 10, min_request_amount: 5 })), view.timeline); \
+             const over = [...document.querySelectorAll('main > section')] \
+               .filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.getAttribute('aria-labelledby')); \
+             const card = (id) => document.getElementById(id).closest('section').getBoundingClientRect().height; \
+             const cell = document.querySelector('#sources-body .last-error'); \
+             return { width: document.documentElement.clientWidth, over, breakers: card('h-br'), \
+               resolved: cell.dataset.resolved, red: cell.classList.contains('bad') };",
+        )
+        .await;
+    browser.screenshot("layout-1280").await;
+    eprintln!("measured: layout at 1280 px: {measured}");
+    assert_eq!(
+        measured["width"].as_u64().map(|w| w <= 1280),
+        Some(true),
+        "{measured}"
+    );
+    assert_eq!(
+        measured["over"],
+        json!([]),
+        "cards whose content overflows: {measured}"
+    );
+    assert!(
+        measured["breakers"].as_f64().is_some_and(|h| h < 900.0),
+        "the breakers card is bounded with 50 breakers: {measured}"
+    );
+    assert_eq!(
+        (&measured["resolved"], &measured["red"]),
+        (&json!("true"), &json!(false)),
+        "a rejection followed by an apply is marked resolved: {measured}"
+    );
     harness.close(browser).await;
 }

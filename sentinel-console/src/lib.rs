@@ -5,13 +5,22 @@
 //! readings; and, when the application turns it on behind its own auth check, rule edits
 //! written to the source's store with compare-and-set.
 //!
-//! Mount it on the application's axum router:
+//! Mount it on the application's axum router, and let it end its event streams when the
+//! application shuts down:
 //!
 //! ```no_run
-//! # async fn run(sentinel: sentinel_core::Sentinel) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn run(
+//! #     sentinel: sentinel_core::Sentinel,
+//! #     ctrl_c: impl std::future::Future<Output = ()> + Send + 'static,
+//! # ) -> Result<(), Box<dyn std::error::Error>> {
 //! let console = sentinel_console::Console::builder(&sentinel).build()?;
-//! let app = axum::Router::new().nest("/console", console.router());
-//! # let _: axum::Router = app; Ok(()) }
+//! let app = axum::Router::new().merge(console.mount("/console"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! // ctrl_c: `async { let _ = tokio::signal::ctrl_c().await; }`
+//! axum::serve(listener, app)
+//!     .with_graceful_shutdown(console.shutdown_signal(ctrl_c))
+//!     .await?;
+//! # Ok(()) }
 //! ```
 //!
 //! or serve it on its own port with [`Console::serve`] (bind it to 127.0.0.1, as
@@ -19,12 +28,25 @@
 //!
 //! # The page
 //! One HTML document with its CSS and JavaScript inline (no framework, no build step), served
-//! from the binary at the mount point, under 200 KB ([`PAGE_BYTES`]). It opens one
-//! server-sent event stream (`api/stream`) that sends a [`Snapshot`] once a second, right
-//! after each second is collected, and at once when a breaker changes state or rules are
-//! applied or rejected. Sorting, search and the row count are query parameters of that
+//! from the binary at the mount point, under 200 KB ([`PAGE_BYTES`]), gzipped when the
+//! browser accepts it (as is every JSON answer). It opens one server-sent event stream
+//! (`api/stream`) that sends a full [`Snapshot`] first, then `update` events with only what
+//! changed: once a second, right after each second is collected, and at once (at most every
+//! 250 ms) when a breaker changes state or rules are applied or rejected. The timeline is
+//! sent once, then only its new transitions; a row already shown gets only its new
+//! sparkline point. Sorting, search and the row count are query parameters of that
 //! stream: the server sorts and cuts the table (top-N), so a service with 10 000 resources
-//! sends only the rows shown.
+//! sends only the rows shown. The stream ends when the application begins to shut down
+//! ([`Console::shutdown_signal`], [`Console::close_streams`]), so an open page never holds
+//! a graceful shutdown up.
+//!
+//! # Security
+//! Every answer carries a Content-Security-Policy that admits only the page's own inline
+//! script and style (by hash) and `frame-ancestors 'none'`. A request whose `Host` is not
+//! a loopback name, an IP address or one of [`ConsoleBuilder::allowed_hosts`] is refused
+//! with 421 (DNS rebinding). [`ConsoleBuilder::read_auth`] puts reads behind the
+//! application's own check, as [`ConsoleBuilder::editing`] does for edits: use it whenever
+//! the console is on a port others than the operators reach.
 //!
 //! # The JSON API
 //! Every path is relative to the mount point; every answer is JSON.
@@ -41,11 +63,13 @@
 //! | `GET api/system` | [`System`] |
 //! | `GET api/cluster` | [`Cluster`] |
 //! | `GET api/sources/{name}/edit` | [`EditView`]: the store revision and the source's rules |
-//! | `PUT api/sources/{name}/rules`, body [`EditRequest`] | [`EditOutcome`]: 200 written, 422 invalid (nothing stored), 409 conflict (with the newer revision), 502 store failed |
+//! | `PUT api/sources/{name}/rules`, body [`EditRequest`] (`text` or `document`) | [`EditOutcome`]: 200 written, 422 invalid (nothing stored), 409 conflict (with the newer revision), 502 store failed |
 //!
 //! `sort` is one of `resource`, `pass`, `block`, `success`, `error`, `rt`, `concurrency`,
 //! `blocked` ([`SortKey`]). The two editing requests answer 404 while editing is off and
-//! 403 when the application's [`AuthHook`] says no.
+//! 403 when the application's [`AuthHook`] says no; the editor's view answers 409 for a
+//! store that keeps no revisions (a file: a save could not compare-and-set, so the page
+//! does not offer it and says why, [`Source::not_editable`]).
 //!
 //! # Cost
 //! The console reads what the engine already keeps (its windows, breaker states, rule
@@ -54,25 +78,24 @@
 //! the rows shown.
 
 mod edit;
+mod guard;
 mod model;
 mod record;
 mod shadow;
 mod state;
+mod stream;
 
-use std::collections::BTreeMap;
-use std::convert::Infallible;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use futures_util::stream::Stream;
-use sentinel_core::datasource::{Encoding, SourceStatus, WritableDataSource};
+use sentinel_core::datasource::{Encoding, ReadableDataSource, SourceStatus, WritableDataSource};
 use sentinel_core::series::MetricSeries;
 use sentinel_core::{Sentinel, SentinelEvent, WeakSentinel};
 use tokio::sync::watch;
@@ -86,6 +109,7 @@ pub use record::{ClusterState, Issue, RuleEvent, Transition};
 pub use shadow::ShadowRow;
 
 use edit::{Editing, Writer};
+use guard::{AllowedHosts, Guard};
 use record::Recorder;
 use state::State;
 
@@ -139,6 +163,8 @@ pub struct ConsoleBuilder {
     sources: Vec<watch::Receiver<SourceStatus>>,
     writers: BTreeMap<String, Writer>,
     auth: Option<AuthHook>,
+    read_auth: Option<AuthHook>,
+    hosts: AllowedHosts,
     timeline_capacity: usize,
     max_rows: usize,
 }
@@ -149,11 +175,50 @@ impl std::fmt::Debug for ConsoleBuilder {
             .field("sources", &self.sources.len())
             .field("writers", &self.writers.keys().collect::<Vec<_>>())
             .field("editing", &self.auth.is_some())
+            .field("read_auth", &self.read_auth.is_some())
+            .field("hosts", &self.hosts)
             .finish_non_exhaustive()
     }
 }
 
 impl ConsoleBuilder {
+    /// Lets a request read the console (the page, the API, the event stream) only when
+    /// `auth` says yes for its headers: the application's own check (a session cookie, a
+    /// header its auth middleware or proxy sets). Off by default: anyone who reaches the
+    /// mount point reads it. Turn it on whenever the console is mounted on a port that
+    /// others than the operators can reach. An editing request must pass this check and
+    /// the [`editing`](Self::editing) one.
+    pub fn read_auth(mut self, auth: impl Fn(&HeaderMap) -> bool + Send + Sync + 'static) -> Self {
+        self.read_auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Also answers requests whose `Host` header names one of `hosts` (a name, without
+    /// port: `console.example.com`). By default the console answers only loopback names
+    /// (`localhost`, `*.localhost`) and IP addresses, and refuses any other name with 421:
+    /// a web page on a name its owner points at this machine (DNS rebinding) cannot read
+    /// or edit it.
+    pub fn allowed_hosts<I, H>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = H>,
+        H: Into<String>,
+    {
+        let extra = hosts
+            .into_iter()
+            .map(|h| h.into().trim_end_matches('.').to_ascii_lowercase());
+        match &mut self.hosts {
+            AllowedHosts::Names(names) => names.extend(extra),
+            AllowedHosts::Any => {}
+        }
+        self
+    }
+
+    /// Answers any `Host`: for a console behind a proxy that checks the host itself.
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = AllowedHosts::Any;
+        self
+    }
+
     /// Reads per-second rows from this series, shared with the dashboard transport (one per
     /// process). Without it the console makes its own and collects it once a second.
     pub fn series(mut self, series: Arc<MetricSeries>) -> Self {
@@ -180,8 +245,27 @@ impl ConsoleBuilder {
         writer: Arc<dyn WritableDataSource>,
         encoding: Encoding,
     ) -> Self {
-        self.writers
-            .insert(name.into(), Writer { writer, encoding });
+        self.writers.insert(
+            name.into(),
+            Writer {
+                writer,
+                encoding,
+                reader: None,
+                revisions: Arc::default(),
+            },
+        );
+        self
+    }
+
+    /// Lets the editor start from the document as stored for data source `name` (given to
+    /// [`writable`](Self::writable) first), read through `reader`: another instance of the
+    /// source's backend on the same key. Without it the editor starts from the engine's
+    /// rules, every default spelled out, and a save replaces the hand-written document
+    /// with them. A save of stored text keeps it as written (for [`Encoding::Combined`]).
+    pub fn stored_text(mut self, name: &str, reader: impl ReadableDataSource + 'static) -> Self {
+        if let Some(writer) = self.writers.get_mut(name) {
+            writer.reader = Some(tokio::sync::Mutex::new(Box::new(reader)));
+        }
         self
     }
 
@@ -242,6 +326,11 @@ impl ConsoleBuilder {
                 editing,
                 recorder,
                 max_rows: self.max_rows,
+                guard: Guard {
+                    hosts: self.hosts,
+                    read: self.read_auth,
+                },
+                closing: watch::Sender::new(false),
             }),
         })
     }
@@ -293,6 +382,8 @@ impl Console {
             sources: Vec::new(),
             writers: BTreeMap::new(),
             auth: None,
+            read_auth: None,
+            hosts: AllowedHosts::Names(BTreeSet::new()),
             timeline_capacity: 256,
             max_rows: 500,
         }
@@ -314,24 +405,97 @@ impl Console {
     where
         S: Clone + Send + Sync + 'static,
     {
-        Router::new()
-            .route("/", get(page))
-            .route("/api/snapshot", get(snapshot))
-            .route("/api/stream", get(stream))
-            .route("/api/resources", get(resources))
-            .route("/api/breakers", get(|s: AxumState<Arc<State>>| async move { Json(s.breakers()) }))
-            .route(
-                "/api/timeline",
-                get(|s: AxumState<Arc<State>>| async move { Json(s.recorder.transitions(usize::MAX)) }),
-            )
-            .route("/api/rules", get(|s: AxumState<Arc<State>>| async move { Json(s.rules()) }))
-            .route("/api/sources", get(|s: AxumState<Arc<State>>| async move { Json(s.sources()) }))
-            .route("/api/system", get(|s: AxumState<Arc<State>>| async move { Json(s.system()) }))
-            .route("/api/cluster", get(|s: AxumState<Arc<State>>| async move { Json(s.cluster()) }))
-            .route("/api/shadow", get(|s: AxumState<Arc<State>>| async move { Json(s.shadow()) }))
-            .route("/api/sources/{name}/edit", get(edit_view))
-            .route("/api/sources/{name}/rules", axum::routing::put(edit_rules))
+        let routes =
+            Router::new()
+                .route("/", get(page))
+                .route("/index.html", get(page))
+                .route("/api/snapshot", get(snapshot))
+                .route("/api/stream", get(stream))
+                .route("/api/resources", get(resources))
+                .route(
+                    "/api/breakers",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.breakers()) }),
+                )
+                .route(
+                    "/api/timeline",
+                    get(|s: AxumState<Arc<State>>| async move {
+                        Json(s.recorder.transitions(usize::MAX))
+                    }),
+                )
+                .route(
+                    "/api/rules",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.rules()) }),
+                )
+                .route(
+                    "/api/sources",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.sources()) }),
+                )
+                .route(
+                    "/api/system",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.system()) }),
+                )
+                .route(
+                    "/api/cluster",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.cluster()) }),
+                )
+                .route(
+                    "/api/shadow",
+                    get(|s: AxumState<Arc<State>>| async move { Json(s.shadow()) }),
+                )
+                .route("/api/sources/{name}/edit", get(edit_view))
+                .route("/api/sources/{name}/rules", axum::routing::put(edit_rules));
+        self.guarded(routes)
+    }
+
+    /// The console mounted at `path` (`/console`): the page at `/console` and at
+    /// `/console/` (a nested router alone answers only the first), the API under
+    /// `/console/api/`. Merge it into the application's router:
+    /// `app.merge(console.mount("/console"))`.
+    pub fn mount<S>(&self, path: &str) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        let path = format!("/{}", path.trim_matches('/'));
+        let slash = self.guarded(Router::new().route(&format!("{path}/"), get(page)));
+        Router::new().nest(&path, self.router()).merge(slash)
+    }
+
+    /// `routes` with compression, the host and read checks and the security headers.
+    fn guarded<S>(&self, routes: Router<Arc<State>>) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
+        routes
+            .layer(tower_http::compression::CompressionLayer::new())
+            .layer(axum::middleware::from_fn_with_state(
+                self.state.clone(),
+                guard::check,
+            ))
             .with_state(self.state.clone())
+    }
+
+    /// Ends every open event stream now, and every stream opened from now on at once.
+    /// Call it when the application begins to shut down: an open page keeps its stream
+    /// open for ever otherwise, and axum's graceful shutdown waits for it.
+    pub fn close_streams(&self) {
+        self.state.closing.send_replace(true);
+    }
+
+    /// `signal`, for `with_graceful_shutdown`, that also ends the console's event streams
+    /// when it resolves: `axum::serve(listener, app).with_graceful_shutdown(console.shutdown_signal(ctrl_c))`.
+    /// Without it an open page holds the service up until the browser closes it.
+    pub fn shutdown_signal<F>(
+        &self,
+        signal: F,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static
+    where
+        F: std::future::Future + Send + 'static,
+    {
+        let console = self.clone();
+        async move {
+            signal.await;
+            console.close_streams();
+        }
     }
 
     /// Serves the console alone on `addr` until `shutdown` resolves. Bind it to loopback
@@ -345,6 +509,7 @@ impl Console {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(serve_error)?;
+        let shutdown = self.shutdown_signal(shutdown);
         axum::serve(listener, self.router::<()>())
             .with_graceful_shutdown(shutdown)
             .await
@@ -378,33 +543,11 @@ async fn resources(
     Json(state.resources(&query))
 }
 
-/// A `snapshot` event after each second is collected, and at once on an engine event (at
-/// most one every 100 ms).
 async fn stream(
     AxumState(state): AxumState<Arc<State>>,
     Query(query): Query<ResourceQuery>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let changed = state.recorder.subscribe();
-    let first = true;
-    let events = futures_util::stream::unfold(
-        (state, query, changed, first),
-        |(state, query, mut changed, first)| async move {
-            if !first {
-                tokio::select! {
-                    _ = tokio::time::sleep(until_next_second(&state.sentinel)) => {}
-                    _ = changed.changed() => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                }
-                changed.borrow_and_update();
-            }
-            let snapshot = state.snapshot(&query);
-            let data = serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".to_owned());
-            let event = Event::default().event("snapshot").data(data);
-            Some((Ok(event), (state, query, changed, false)))
-        },
-    );
-    Sse::new(events).keep_alive(KeepAlive::default())
+) -> Response {
+    stream::stream(state, query).into_response()
 }
 
 fn refused(status: StatusCode, message: &str) -> Response {
@@ -443,6 +586,21 @@ async fn edit_view(
         Ok(revision) => revision,
         Err(e) => return refused(StatusCode::BAD_GATEWAY, &e.to_string()),
     };
+    let stored = state
+        .sources
+        .iter()
+        .any(|s| s.borrow().name == name && s.borrow().last_revision.is_some());
+    if revision.is_none() && stored {
+        writer
+            .revisions
+            .store(edit::NONE, std::sync::atomic::Ordering::Release);
+        return refused(StatusCode::CONFLICT, edit::NO_REVISIONS);
+    }
+    let text = match writer.stored_text().await {
+        None => None,
+        Some(Ok(text)) => Some(text),
+        Some(Err(e)) => return refused(StatusCode::BAD_GATEWAY, &e),
+    };
     let document = state
         .rules()
         .sources
@@ -454,6 +612,7 @@ async fn edit_view(
         writer: writer.writer.describe(),
         revision,
         document,
+        text,
     })
     .into_response()
 }

@@ -9,6 +9,7 @@ use sentinel_core::Sentinel;
 use tokio::sync::watch;
 
 use crate::edit::Editing;
+use crate::guard::Guard;
 use crate::record::Recorder;
 
 /// The console's shared state, one per [`Console`](crate::Console).
@@ -19,4 +20,8 @@ pub(crate) struct State {
     pub(crate) editing: Option<Editing>,
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) max_rows: usize,
+    /// The host check, the read check and the security headers.
+    pub(crate) guard: Guard,
+    /// True once the application began to shut down: event streams end.
+    pub(crate) closing: watch::Sender<bool>,
 }

@@ -49,6 +49,15 @@ impl WritableDataSource for MemoryWriter {
     }
 }
 
+/// A data source named `name` on `store`'s key `rules`, read as a combined document.
+async fn start_source(sentinel: &Sentinel, store: &MemoryStore, name: &str) -> DataSource {
+    DataSource::builder(store.source("rules"), CombinedJson::new())
+        .name(name)
+        .start(sentinel)
+        .await
+        .expect("the source starts")
+}
+
 fn engine() -> (Sentinel, FakeClock, Arc<MetricSeries>) {
     let clock = FakeClock::at_ms(1_000_000);
     let sentinel = Sentinel::builder().clock(clock.clone()).build();
@@ -236,11 +245,7 @@ async fn edits_are_off_by_default_behind_the_auth_hook_and_compare_and_set() {
     let (sentinel, _clock, series) = engine();
     let store = MemoryStore::new();
     store.put("rules", r#"{"flow":[{"resource":"a","count":5}]}"#);
-    let source = DataSource::builder(store.source("rules"), CombinedJson::new())
-        .name("mem")
-        .start(&sentinel)
-        .await
-        .expect("the source starts");
+    let source = start_source(&sentinel, &store, "mem").await;
     let writer = Arc::new(MemoryWriter {
         store: store.clone(),
         key: "rules".into(),
@@ -465,4 +470,255 @@ async fn the_shadow_panel_shows_would_blocks_per_rule() {
         html.contains("id=\"shadow-body\""),
         "the page has the shadow panel"
     );
+}
+
+/// A GET with these headers; the status, headers and body.
+async fn get_with(
+    router: &axum::Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut request = Request::builder().uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Body::empty()).expect("a request");
+    let response = router.clone().oneshot(request).await.expect("an answer");
+    let (parts, body) = response.into_parts();
+    // An event stream never ends: its first frame is enough.
+    let bytes = match tokio::time::timeout(std::time::Duration::from_secs(5), body.collect()).await
+    {
+        Ok(collected) => collected.expect("a body").to_bytes().to_vec(),
+        Err(_) => Vec::new(),
+    };
+    (parts.status, parts.headers, bytes)
+}
+
+#[tokio::test]
+async fn reads_pass_the_host_check_and_the_read_hook_and_answers_carry_the_policy() {
+    let (sentinel, _clock, series) = engine();
+    let open: axum::Router = Console::builder(&sentinel)
+        .series(series.clone())
+        .allowed_hosts(["console.example.com"])
+        .build()
+        .expect("a console")
+        .router();
+    for host in [
+        "localhost:3000",
+        "127.0.0.1:8721",
+        "[::1]:8721",
+        "console.example.com",
+    ] {
+        let (status, headers, _) = get_with(&open, "/api/system", &[("host", host)]).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+        let policy = headers["content-security-policy"].to_str().expect("ascii");
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(policy.contains("script-src 'sha256-"), "{policy}");
+        assert_eq!(headers["x-frame-options"], "DENY");
+    }
+    // DNS rebinding: a name someone else's DNS points at this machine.
+    for uri in ["/", "/api/snapshot", "/api/stream"] {
+        let (status, headers, _) =
+            get_with(&open, uri, &[("host", "rebind.attacker.example:3000")]).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{uri}");
+        assert!(headers.contains_key("content-security-policy"));
+    }
+
+    let guarded: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .read_auth(|headers| headers.get("x-operator").is_some_and(|v| v == "yes"))
+        .build()
+        .expect("a console")
+        .router();
+    for uri in ["/", "/api/snapshot", "/api/stream", "/api/sources"] {
+        let (status, _, _) = get_with(&guarded, uri, &[("host", "localhost")]).await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{uri} without the read check"
+        );
+    }
+    let (status, _, body) = get_with(&guarded, "/api/snapshot", &[("x-operator", "yes")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(serde_json::from_slice::<Value>(&body).is_ok());
+}
+
+#[tokio::test]
+async fn the_page_is_served_gzipped_and_under_the_mount_point_with_a_slash() {
+    let (sentinel, _clock, series) = engine();
+    let console = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console");
+    let app: axum::Router = console.mount("/console/");
+    for uri in ["/console", "/console/"] {
+        let (status, headers, body) = get_with(&app, uri, &[("accept-encoding", "gzip")]).await;
+        assert_eq!(status, StatusCode::OK, "{uri}");
+        assert_eq!(headers["content-encoding"], "gzip", "{uri}");
+        assert!(
+            body.len() < PAGE_BYTES / 2,
+            "{uri}: {} bytes gzipped of {PAGE_BYTES}",
+            body.len()
+        );
+    }
+    let (_, headers, body) = get_with(&app, "/console/", &[]).await;
+    assert!(!headers.contains_key("content-encoding"));
+    assert_eq!(body.len(), PAGE_BYTES);
+}
+
+/// Reads `stream` until its text contains `needle`, for at most 5 s.
+async fn read_until(stream: &mut tokio::net::TcpStream, needle: &str) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut buffer = [0u8; 16 * 1024];
+    while !text.contains(needle) {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Ok(Ok(n)) if n > 0 => text.push_str(&String::from_utf8_lossy(&buffer[..n])),
+            _ => break,
+        }
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_event_stream_ends_when_shutdown_begins_and_serve_returns_within_1s() {
+    use tokio::io::AsyncWriteExt;
+    let sentinel = Sentinel::new();
+    let console = Console::builder(&sentinel).build().expect("a console");
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(console.serve(addr, async {
+        let _ = stopped.await;
+    }));
+    let mut viewer = None;
+    for _ in 0..100 {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => {
+                viewer = Some(stream);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    let mut viewer = viewer.expect("the console listens");
+    viewer
+        .write_all(b"GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("request sent");
+    let first = read_until(&mut viewer, "event: snapshot").await;
+    assert!(
+        first.contains("event: snapshot"),
+        "the stream opened: {first}"
+    );
+
+    let began = std::time::Instant::now();
+    let _ = stop.send(());
+    let served = tokio::time::timeout(std::time::Duration::from_secs(1), server).await;
+    let took = began.elapsed();
+    eprintln!("measured: serve returned {took:?} after shutdown began, one viewer open");
+    assert!(
+        matches!(served, Ok(Ok(Ok(())))),
+        "serve did not return within 1 s of shutdown with a viewer open: {served:?}"
+    );
+    // The viewer sees its stream end: the chunked body's last chunk, then the connection closes.
+    let rest = read_until(&mut viewer, "0\r\n\r\n").await;
+    assert!(rest.ends_with("0\r\n\r\n"), "the stream ended: {rest:?}");
+}
+
+/// A store that keeps no revisions (as a file): stores anything, answers no revision.
+struct NoRevisions(MemoryStore);
+
+#[async_trait]
+impl WritableDataSource for NoRevisions {
+    fn describe(&self) -> String {
+        "a store without revisions".to_owned()
+    }
+
+    async fn store(&self, bytes: Vec<u8>, expected: Expected) -> Result<Option<u64>, WriteError> {
+        if let Expected::Revision(_) = expected {
+            return Err(WriteError::NoRevisions {
+                target: self.describe(),
+            });
+        }
+        self.0.put("rules", bytes);
+        Ok(None)
+    }
+}
+
+#[tokio::test]
+async fn a_store_without_revisions_is_not_offered_and_the_editor_keeps_the_stored_text() {
+    let (sentinel, _clock, series) = engine();
+    let hand_written = "{ \"flow\": [ { \"resource\": \"a\", \"count\": 5 } ] }\n";
+    let store = MemoryStore::new();
+    store.put("rules", hand_written);
+    let source = start_source(&sentinel, &store, "mem").await;
+    let file_like = MemoryStore::new();
+    file_like.put("rules", r#"{"degrade":[]}"#);
+    let file_source = start_source(&sentinel, &file_like, "file-like").await;
+    let writer = Arc::new(MemoryWriter {
+        store: store.clone(),
+        key: "rules".into(),
+    });
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .source(source.status_watch())
+        .source(file_source.status_watch())
+        .writable("mem", writer, Encoding::Combined)
+        .stored_text("mem", store.source("rules"))
+        .writable(
+            "file-like",
+            Arc::new(NoRevisions(file_like.clone())),
+            Encoding::Combined,
+        )
+        .editing(|_| true)
+        .build()
+        .expect("a console")
+        .router();
+
+    // The probe of the store answers within a few polls.
+    let mut offered = Value::Null;
+    for _ in 0..100 {
+        let (_, sources) = call(&router, "GET", "/api/sources", None, None).await;
+        if sources[1]["editable"] == json!(false) {
+            offered = sources;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(offered[1]["name"], json!("file-like"), "{offered}");
+    assert!(
+        offered[1]["not_editable"]
+            .as_str()
+            .is_some_and(|r| r.contains("keeps no revisions")),
+        "{offered}"
+    );
+    assert_eq!(offered[0]["editable"], json!(true));
+    let (status, _) = call(&router, "GET", "/api/sources/file-like/edit", None, None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (status, view) = call(&router, "GET", "/api/sources/mem/edit", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        view["text"],
+        json!(hand_written),
+        "the stored text, not 9 keys a rule"
+    );
+    let edited = hand_written.replace('5', "7");
+    let request = json!({ "expected_revision": view["revision"], "text": edited });
+    let (status, outcome) = call(
+        &router,
+        "PUT",
+        "/api/sources/mem/rules",
+        None,
+        Some(request),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    let (_, view) = call(&router, "GET", "/api/sources/mem/edit", None, None).await;
+    assert_eq!(view["text"], json!(edited), "stored as written");
+    source.close().await;
+    file_source.close().await;
 }

@@ -13,7 +13,6 @@
 use std::net::SocketAddr;
 
 use examples::console_service::{console_service, ConsoleServiceConfig};
-use examples::service_routes::serve;
 
 /// The axum service with the sentinel console mounted.
 #[derive(Debug, clap::Parser)]
@@ -46,8 +45,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     println!("rules from etcd {} key {}", args.etcd, args.key);
-    let banner = format!("console on http://{}/console", args.listen);
-    serve(args.listen, service.app, &banner).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    println!("console on http://{}/console", args.listen);
+    // Ctrl-C ends the console's event streams too: an open page does not hold the exit up.
+    let shutdown = service.console.shutdown_signal(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    axum::serve(listener, service.app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
     service.source.close().await;
     Ok(())
 }

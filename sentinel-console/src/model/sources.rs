@@ -47,8 +47,13 @@ pub struct Source {
     pub from_snapshot: bool,
     /// The last rejection's issues (index, field), if the console saw one.
     pub last_rejection: Option<RuleEvent>,
-    /// What the console writes to when editing, if this source is editable.
+    /// What the console writes to when editing, if the application gave a writer.
     pub writer: Option<String>,
+    /// Whether the page offers the source for editing: a writer whose store keeps
+    /// revisions (or holds nothing yet).
+    pub editable: bool,
+    /// Why a source with a writer is not offered for editing.
+    pub not_editable: Option<String>,
     /// How many shadow rules it supplies.
     pub shadow_rules: usize,
 }
@@ -58,7 +63,9 @@ impl Source {
         status: &SourceStatus,
         last_rejection: Option<RuleEvent>,
         writer: Option<String>,
+        keeps_revisions: Option<bool>,
     ) -> Self {
+        let editable = writer.is_some() && keeps_revisions != Some(false);
         Self {
             name: status.name.clone(),
             connected: status.connected,
@@ -81,7 +88,10 @@ impl Source {
             skipped: status.skipped.iter().map(Issue::from).collect(),
             from_snapshot: status.from_snapshot,
             last_rejection,
+            not_editable: (writer.is_some() && !editable)
+                .then(|| crate::edit::NO_REVISIONS.to_owned()),
             writer,
+            editable,
             shadow_rules: status.shadow_rules,
         }
     }
@@ -119,9 +129,14 @@ impl State {
                 let writer = self
                     .editing
                     .as_ref()
-                    .and_then(|e| e.writers.get(&status.name))
-                    .map(|w| w.writer.describe());
-                Source::of(&status, rejection, writer)
+                    .and_then(|e| e.writers.get(&status.name));
+                let keeps = writer.and_then(|w| w.keeps_revisions(status.last_revision.is_some()));
+                Source::of(
+                    &status,
+                    rejection,
+                    writer.map(|w| w.writer.describe()),
+                    keeps,
+                )
             })
             .collect()
     }
