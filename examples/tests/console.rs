@@ -979,7 +979,8 @@ async fn at_1280_px_every_card_holds_its_content() {
         .eval(
             "const hex = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'; \
              const s = Object.assign({}, view.sources[0], { name: 'file-rules', revision: hex, hash: hex, last_error: null, \
-               last_applied_ms: Date.now(), last_rejection: { at_ms: Date.now() - 5000, error: 'rejected', \
+               last_applied_ms: Date.now(), editable: false, not_editable: 'not editable here: its store keeps no revisions', \
+               last_rejection: { at_ms: Date.now() - 5000, error: 'rejected', \
                issues: [{ family: 'flow', index: 3, field: 'count', message: 'must be a finite number at least 0 '.repeat(6) }] } }); \
              renderSources([s]); \
              renderShadow([{ family: 'flow', resource: 'r', kind: 'qps', this_second: 1, last_second: 2, total: 3, \
@@ -991,7 +992,9 @@ async fn at_1280_px_every_card_holds_its_content() {
              const card = (id) => document.getElementById(id).closest('section').getBoundingClientRect().height; \
              const cell = document.querySelector('#sources-body .last-error'); \
              return { width: document.documentElement.clientWidth, over, breakers: card('h-br'), \
-               resolved: cell.dataset.resolved, red: cell.classList.contains('bad') };",
+               resolved: cell.dataset.resolved, red: cell.classList.contains('bad'), \
+               offered: [...document.getElementById('edit-source').options].map((o) => o.value), \
+               why: document.querySelector('#edit-not-offered li[data-source=\"file-rules\"]')?.textContent };",
         )
         .await;
     browser.screenshot("layout-1280").await;
@@ -1014,6 +1017,17 @@ async fn at_1280_px_every_card_holds_its_content() {
         (&measured["resolved"], &measured["red"]),
         (&json!("true"), &json!(false)),
         "a rejection followed by an apply is marked resolved: {measured}"
+    );
+    assert_eq!(
+        measured["offered"],
+        json!([]),
+        "a store without revisions is not offered: {measured}"
+    );
+    assert!(
+        measured["why"]
+            .as_str()
+            .is_some_and(|t| t.contains("keeps no revisions")),
+        "the page says why: {measured}"
     );
     harness.close(browser).await;
 }
