@@ -722,3 +722,52 @@ async fn a_store_without_revisions_is_not_offered_and_the_editor_keeps_the_store
     source.close().await;
     file_source.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_events_are_coalesced_into_at_most_one_update_every_250_ms() {
+    let (sentinel, _clock, series) = engine();
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console")
+        .router();
+    let request = Request::builder()
+        .uri("/api/stream")
+        .body(Body::empty())
+        .expect("a request");
+    let mut body = router
+        .oneshot(request)
+        .await
+        .expect("an answer")
+        .into_body();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "the first snapshot");
+
+    // A rule apply every 50 ms for 1 s: 20 engine events.
+    let emitting = sentinel.clone();
+    let events = tokio::spawn(async move {
+        for i in 0..20 {
+            let rule = sentinel_core::flow::FlowRule::qps("a", f64::from(1 + i % 2));
+            let _ = emitting.flow_rules().load_rules(vec![rule]);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    });
+    let started = tokio::time::Instant::now();
+    let until = started + std::time::Duration::from_millis(1000);
+    let mut updates = 0;
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(until, body.frame()).await {
+        if frame
+            .data_ref()
+            .is_some_and(|d| d.windows(13).any(|w| w == b"event: update"))
+        {
+            updates += 1;
+        }
+    }
+    let _ = events.await;
+    eprintln!("measured: 20 rule applies in 1 s, {updates} updates sent");
+    // 1 s / 250 ms, the second's own update, and one for scheduling on a busy machine.
+    assert!(
+        (1..=6).contains(&updates),
+        "{updates} updates for 20 events in 1 s"
+    );
+}
