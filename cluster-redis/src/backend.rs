@@ -19,6 +19,7 @@ use crate::error::ClusterError;
 use crate::scripts::{keys, LeaseReply, Scripts};
 use crate::status::{ClusterStats, ClusterStatus};
 
+mod fallback;
 mod lease;
 
 use lease::{expiry_task, network_task};
@@ -53,6 +54,34 @@ struct LeaseState {
     last_sample: Instant,
     last_activity: Option<Instant>,
     last_call: Option<Instant>,
+    /// Tokens Redis granted into the lease for `window` (net of what was given back).
+    redis_added: i64,
+    /// Tokens the local fallback put into the lease for `window`.
+    local_added: i64,
+    /// What Redis said `window` had left for the whole cluster, at the last reply in it.
+    window_left: Option<i64>,
+    /// The last window Redis reported and when it ends by this replica's clock (kept after
+    /// the lease is dropped: the fallback extrapolates Redis's windows from it).
+    known_window: Option<(i64, Instant)>,
+    /// Set while the flow is checked locally (Redis unreachable, `fallbackToLocalWhenFail`).
+    fallback: Option<Fallback>,
+}
+
+/// The local fallback of one flow: the lease holds this replica's share of each window, less
+/// what it already admitted in the window.
+#[derive(Debug, Clone, Copy)]
+struct Fallback {
+    /// `window` follows Redis's windows (extrapolated from the last reply); `false` when this
+    /// replica never heard from Redis: local windows of the same length.
+    aligned: bool,
+    /// When Redis answered again: the flow goes back to leases at the first window that
+    /// begins `resume_after` later, and until then charges what it admits locally.
+    resumed_at: Option<Instant>,
+    /// What the fallback admitted in `window` and Redis already knows.
+    charged: i64,
+    /// The live replicas when Redis was last reachable: right after an outage Redis's
+    /// membership has expired, and counts only the replicas that heartbeated since.
+    live: u32,
 }
 
 /// One registered flow.
@@ -75,6 +104,10 @@ struct Request {
     back: i64,
     back_window: i64,
     all_or_nothing: bool,
+    /// Calls the local fallback admitted, charged to the window `charge_window` before
+    /// anything is granted (`-1`: to the current window).
+    charge: i64,
+    charge_window: i64,
 }
 
 impl Request {
@@ -83,6 +116,8 @@ impl Request {
         back: 0,
         back_window: 0,
         all_or_nothing: false,
+        charge: 0,
+        charge_window: 0,
     };
 }
 
@@ -116,8 +151,36 @@ pub(crate) struct Inner {
     status: watch::Sender<ClusterStatus>,
     counters: Counters,
     stopped: AtomicBool,
+    /// The background tasks run (they keep the local fallback's windows): false once
+    /// stopped or once the runtime that ran them is gone.
+    tasks_alive: AtomicBool,
     /// The engine's listeners, once an engine is built with this backend.
     events: OnceLock<ClusterEvents>,
+}
+
+impl Inner {
+    /// A backend's state, its tasks not started.
+    fn new(config: RedisClusterConfig) -> Self {
+        let (status, _) = watch::channel(ClusterStatus::Connecting);
+        Self {
+            config,
+            scripts: Scripts::new(),
+            flows: Mutex::new(Vec::new()),
+            leaving: Mutex::new(Vec::new()),
+            conn: Mutex::new(None),
+            breaker: Mutex::new(Breaker {
+                failures: 0,
+                failing_since: None,
+                open: false,
+                next_probe: Instant::now(),
+            }),
+            status,
+            counters: Counters::default(),
+            stopped: AtomicBool::new(false),
+            tasks_alive: AtomicBool::new(true),
+            events: OnceLock::new(),
+        }
+    }
 }
 
 /// The Redis cluster backend. Install it with
@@ -151,24 +214,7 @@ impl RedisClusterBackend {
     pub fn start(config: RedisClusterConfig) -> Result<Self, ClusterError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| ClusterError::NoRuntime)?;
         check_config(&config)?;
-        let (status, _) = watch::channel(ClusterStatus::Connecting);
-        let inner = Arc::new(Inner {
-            config,
-            scripts: Scripts::new(),
-            flows: Mutex::new(Vec::new()),
-            leaving: Mutex::new(Vec::new()),
-            conn: Mutex::new(None),
-            breaker: Mutex::new(Breaker {
-                failures: 0,
-                failing_since: None,
-                open: false,
-                next_probe: Instant::now(),
-            }),
-            status,
-            counters: Counters::default(),
-            stopped: AtomicBool::new(false),
-            events: OnceLock::new(),
-        });
+        let inner = Arc::new(Inner::new(config));
         handle.spawn(network_task(Arc::downgrade(&inner)));
         handle.spawn(expiry_task(Arc::downgrade(&inner)));
         Ok(Self { inner })
@@ -226,19 +272,17 @@ impl RedisClusterBackend {
         }
         let request = Request {
             want: i64::from(n),
-            back: 0,
-            back_window: 0,
             all_or_nothing: true,
+            ..Request::HEARTBEAT
         };
         // The call runs on its own task: when it overruns the budget the caller gets
         // `Degraded` at once, and a grant that arrives later still goes into the lease (the
         // next `enter()` spends it) instead of being lost.
         let task_inner = self.inner.clone();
         let mut call = tokio::spawn(async move {
-            let sent = Instant::now();
             let reply = task_inner.call(&flow, request, None).await;
             if let Ok(reply) = reply {
-                task_inner.apply(&flow, reply, sent, request);
+                task_inner.apply(&flow, reply, request);
             }
             reply
         });
@@ -275,6 +319,7 @@ impl RedisClusterBackend {
     pub async fn shutdown(&self) {
         let inner = &self.inner;
         inner.stopped.store(true, Ordering::Relaxed);
+        inner.tasks_alive.store(false, Ordering::Relaxed);
         let flows: Vec<Arc<Flow>> = lock(&inner.flows).clone();
         for flow in flows {
             flow.slot.set_degraded(true);
@@ -283,6 +328,9 @@ impl RedisClusterBackend {
         inner.set_status(ClusterStatus::Stopped);
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 fn over_budget() -> RedisError {
     RedisError::from((redis::ErrorKind::Io, "call over its time budget"))
@@ -327,6 +375,24 @@ fn check_config(config: &RedisClusterConfig) -> Result<(), ClusterError> {
 }
 
 impl ClusterBackend for RedisClusterBackend {
+    /// The lease, and while Redis is unreachable the backend's own local fallback for rules
+    /// with `fallbackToLocalWhenFail` (its share of each window, in the lease): an empty
+    /// lease then blocks. Rules without it pass ([`Degraded`](ClusterDecision::Degraded)),
+    /// as in Sentinel; so do all once the background tasks are gone (after
+    /// [`shutdown`](RedisClusterBackend::shutdown)), the engine's own fallback deciding.
+    #[inline]
+    fn try_acquire(&self, slot: &ClusterSlot, n: u32) -> ClusterDecision {
+        match slot.try_lease(n) {
+            ClusterDecision::Degraded
+                if slot.spec().fallback_to_local_when_fail
+                    && self.inner.tasks_alive.load(Ordering::Relaxed) =>
+            {
+                ClusterDecision::Block
+            }
+            decision => decision,
+        }
+    }
+
     fn attach(&self, events: ClusterEvents) {
         let _ = self.inner.events.set(events);
     }
@@ -346,7 +412,7 @@ impl ClusterBackend for RedisClusterBackend {
                 let (window_key, members_key) = keys(&inner.config.prefix, spec.flow_id);
                 let slot = ClusterSlot::new(spec.clone());
                 slot.set_degraded(degraded);
-                Arc::new(Flow {
+                let flow = Arc::new(Flow {
                     slot: Arc::new(slot),
                     window_key,
                     members_key,
@@ -362,8 +428,17 @@ impl ClusterBackend for RedisClusterBackend {
                         last_sample: Instant::now(),
                         last_activity: None,
                         last_call: None,
+                        redis_added: 0,
+                        local_added: 0,
+                        window_left: None,
+                        known_window: None,
+                        fallback: None,
                     }),
-                })
+                });
+                if degraded {
+                    inner.enter_fallback(&flow, Instant::now());
+                }
+                flow
             });
             if !next.iter().any(|f| Arc::ptr_eq(f, &flow)) {
                 next.push(flow.clone());

@@ -56,6 +56,11 @@ pub struct RedisClusterConfig {
     pub open_after: Duration,
     /// While the breaker is open, how often Redis is probed (default 200 ms).
     pub probe_interval: Duration,
+    /// After Redis answers again, a flow in the local fallback goes back to leases at the
+    /// first window that begins at least this long later (default 300 ms: longer than
+    /// `probe_interval`, so every replica has seen Redis back and charged what it admitted
+    /// locally). Meanwhile it keeps its local share and charges what it admits.
+    pub resume_after: Duration,
     /// Flows decided one script call per admission ([`exact mode`](crate#exact-mode)).
     pub exact_flows: Vec<i64>,
 }
@@ -77,6 +82,7 @@ impl RedisClusterConfig {
             failures_to_open: 3,
             open_after: Duration::from_millis(500),
             probe_interval: Duration::from_millis(200),
+            resume_after: Duration::from_millis(300),
             exact_flows: Vec::new(),
         }
     }

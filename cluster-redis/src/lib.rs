@@ -70,9 +70,22 @@
 //! (500 ms) a breaker opens (slow calls on a starved machine do not: meanwhile an empty lease
 //! blocks, which under-admits but never over-admits): the backend stops calling
 //! Redis except for a probe every `probe_interval` (200 ms), and marks every slot degraded.
-//! Tokens already leased are still spent; then rules with `fallbackToLocalWhenFail` enforce
-//! `count / live replicas (last known)` locally (`count` for `thresholdType` 0), so the
-//! cluster as a whole stays near the limit; rules without it pass, as in Sentinel.
+//! Tokens already leased are still spent; then rules with `fallbackToLocalWhenFail` are
+//! checked by the backend itself, in the lease, on Redis's windows (extrapolated from the
+//! last reply): each window this replica may admit its share, `limit / live replicas` (last
+//! known before the outage; `count` for `thresholdType` 0), and in the window the outage
+//! begins in, what it already admitted from its lease counts against that share (and it
+//! takes no more than its part of what Redis said the window had left). When Redis answers
+//! again, what the fallback admitted in the current window is charged to Redis before
+//! anything is granted, and leases resume at the first window that begins `resume_after`
+//! (300 ms) later, so that every replica has seen Redis back and charged its own local
+//! calls by then. So the cluster stays at its limit through an outage that starts and ends
+//! at any point of a window (SIGSTOP, SIGKILL and an empty restart, a network drop: see
+//! `tests/outage.rs`). Rules without the fallback pass, as in Sentinel (the engine sees
+//! [`Degraded`](sentinel_core::cluster::ClusterDecision::Degraded)).
+//! Detection takes `open_after` after the first failed call, and a replica whose window is
+//! exhausted calls Redis only when the next window begins: up to one window plus
+//! `open_after` (1.5 s by default); meanwhile an empty lease blocks (under-admission).
 //! [`RedisClusterBackend::status`] and [`RedisClusterBackend::subscribe`] say when checks are
 //! degraded and when they resume, and a `tracing` warning and info mark both.
 //!

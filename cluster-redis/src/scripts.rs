@@ -11,7 +11,10 @@ use redis::Script;
 /// ARGV: 1 replica id, 2 tokens wanted (0: heartbeat only), 3 tokens per window (per
 /// instance when ARGV 4 is 0, for the cluster when 1), 4 global, 5 window ms, 6 heartbeat
 /// TTL ms, 7 tokens given back, 8 the window they were granted in, 9 all-or-nothing (1 in
-/// exact mode: grant `want` whole or nothing, no share).
+/// exact mode: grant `want` whole or nothing, no share), 10 calls a replica admitted locally
+/// (its fallback while Redis was unreachable), charged before anything is granted, 11 the
+/// window they were admitted in (`-1`: unknown, the current one; the next window counts as
+/// the current one too, since a replica's windows end early by its round trip).
 ///
 /// Returns `{granted, window, ms left in the window, live replicas, tokens left}`. Near
 /// exhaustion a lease is at most half of what is left per live replica (at least 1), so the
@@ -39,6 +42,11 @@ local back = tonumber(ARGV[7])
 if back > 0 and tonumber(ARGV[8]) == win then
   granted = granted - back
   if granted < 0 then granted = 0 end
+end
+local charge = tonumber(ARGV[10]) or 0
+if charge > 0 then
+  local cw = tonumber(ARGV[11])
+  if cw < 0 or cw == win or cw == win + 1 then granted = granted + charge end
 end
 local left = limit - granted
 local want = tonumber(ARGV[2])
@@ -104,6 +112,9 @@ pub(crate) fn keys(prefix: &str, flow_id: i64) -> (String, String) {
 /// The reply of [`LEASE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LeaseReply {
+    /// When the call was sent (after the connection was at hand): Redis measured the time
+    /// left in the window after it.
+    pub(crate) sent: tokio::time::Instant,
     pub(crate) granted: i64,
     pub(crate) window: i64,
     pub(crate) ms_left: i64,
@@ -112,9 +123,10 @@ pub(crate) struct LeaseReply {
 }
 
 impl LeaseReply {
-    pub(crate) fn from_values(v: &[i64]) -> Option<Self> {
+    pub(crate) fn from_values(v: &[i64], sent: tokio::time::Instant) -> Option<Self> {
         match *v {
             [granted, window, ms_left, live, left] => Some(Self {
+                sent,
                 granted,
                 window,
                 ms_left,

@@ -47,6 +47,8 @@ impl Inner {
             r.back.to_string(),
             r.back_window.to_string(),
             u8::from(r.all_or_nothing).to_string(),
+            r.charge.to_string(),
+            r.charge_window.to_string(),
         ];
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
@@ -72,7 +74,7 @@ impl Inner {
         };
         metrics::histogram!("sentinel_cluster_redis_call_seconds")
             .record(started.elapsed().as_secs_f64());
-        let reply = LeaseReply::from_values(&values).ok_or_else(|| {
+        let reply = LeaseReply::from_values(&values, started).ok_or_else(|| {
             RedisError::from((
                 redis::ErrorKind::UnexpectedReturnType,
                 "the lease script answered an unexpected shape",
@@ -89,8 +91,13 @@ impl Inner {
         let was_open = std::mem::replace(&mut b.open, false);
         drop(b);
         if was_open {
+            let now = Instant::now();
             for f in lock(&self.flows).iter() {
-                f.slot.set_degraded(false);
+                // A flow in the local fallback charges what it admits and goes back to
+                // leases at a window boundary ([`Inner::roll_fallback`]).
+                if !self.resume_fallback(f, now) {
+                    f.slot.set_degraded(false);
+                }
             }
             self.counters.resumed.fetch_add(1, Ordering::Relaxed);
             metrics::gauge!("sentinel_cluster_degraded").set(0.0);
@@ -121,8 +128,10 @@ impl Inner {
         if opens {
             // Probes reconnect: the connection in hand may be silently dead.
             *lock(&self.conn) = None;
+            let now = Instant::now();
             for f in lock(&self.flows).iter() {
                 f.slot.set_degraded(true);
+                self.enter_fallback(f, now);
             }
             self.counters.degraded.fetch_add(1, Ordering::Relaxed);
             metrics::gauge!("sentinel_cluster_degraded").set(1.0);
@@ -145,13 +154,22 @@ impl Inner {
     }
 
     /// Records a reply: live replicas, the window, the granted tokens.
-    pub(super) fn apply(&self, flow: &Flow, reply: LeaseReply, sent: Instant, request: Request) {
+    pub(super) fn apply(&self, flow: &Flow, reply: LeaseReply, request: Request) {
+        let sent = reply.sent;
         let mut st = lock(&flow.state);
         let now = Instant::now();
         st.last_call = Some(now);
         flow.slot
             .set_live_replicas(u32::try_from(reply.live).unwrap_or(u32::MAX));
         flow.slot.set_window_left(reply.left);
+        // Redis measured the time left after we sent: the window cannot end before this.
+        let left_ms = u64::try_from(reply.ms_left).unwrap_or(0).saturating_sub(1);
+        let deadline = sent + Duration::from_millis(left_ms);
+        st.known_window = Some((reply.window, deadline));
+        if st.fallback.is_some() {
+            self.fallback_reply(&mut st, reply, deadline, request);
+            return;
+        }
         if reply.window != st.window {
             // Tokens of an earlier window are no longer good.
             let old = flow.slot.drain();
@@ -159,10 +177,10 @@ impl Inner {
             st.last_left = 0;
             st.window = reply.window;
             st.exhausted = false;
+            st.redis_added = 0;
+            st.local_added = 0;
         }
-        // Redis measured the time left after we sent: the window cannot end before this.
-        let left_ms = u64::try_from(reply.ms_left).unwrap_or(0).saturating_sub(1);
-        let deadline = sent + Duration::from_millis(left_ms);
+        st.window_left = Some(reply.left);
         st.deadline = Some(deadline);
         if request.back > 0 {
             self.counters
@@ -178,6 +196,7 @@ impl Inner {
             } else {
                 flow.slot.add_tokens(reply.granted);
                 st.last_left += reply.granted;
+                st.redis_added += reply.granted;
             }
         }
         if request.want > 0 && !request.all_or_nothing && (reply.granted == 0 || reply.left <= 0) {
@@ -196,6 +215,9 @@ impl Inner {
     /// Drops the lease of a window that ended. Returns when the next one ends.
     pub(super) fn expire(&self, flow: &Flow, now: Instant) -> Option<Instant> {
         let mut st = lock(&flow.state);
+        if st.fallback.is_some() {
+            return self.roll_fallback(flow, &mut st, now);
+        }
         match st.deadline {
             Some(d) if now >= d => {
                 let old = flow.slot.drain();
@@ -203,6 +225,9 @@ impl Inner {
                 st.last_left = 0;
                 st.deadline = None;
                 st.exhausted = false;
+                st.redis_added = 0;
+                st.local_added = 0;
+                st.window_left = None;
                 None
             }
             other => other,
@@ -214,6 +239,9 @@ impl Inner {
         self.expire(flow, now);
         let cfg = &self.config;
         let mut st = lock(&flow.state);
+        if st.fallback.is_some() {
+            return Self::fallback_plan(flow, &mut st, now, cfg.heartbeat_ttl / 3);
+        }
         let slot = &flow.slot;
         let tokens = slot.tokens();
         let consumed = (st.last_left - tokens).max(0);
@@ -241,11 +269,11 @@ impl Inner {
         if !active && tokens > 0 {
             let back = slot.drain();
             st.last_left = 0;
+            st.redis_added -= back;
             return Some(Request {
-                want: 0,
                 back,
                 back_window: st.window,
-                all_or_nothing: false,
+                ..Request::HEARTBEAT
             });
         }
         if active && !flow.exact && !st.exhausted {
@@ -265,9 +293,7 @@ impl Inner {
             if tokens <= want / 2 {
                 return Some(Request {
                     want,
-                    back: 0,
-                    back_window: 0,
-                    all_or_nothing: false,
+                    ..Request::HEARTBEAT
                 });
             }
         }
@@ -314,12 +340,10 @@ impl Inner {
             }
             // The probe: a heartbeat of the first flow, or a connect.
             let probe = match flows.first() {
-                Some(flow) => {
-                    let sent = Instant::now();
-                    self.call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
-                        .await
-                        .map(|r| self.apply(flow, r, sent, Request::HEARTBEAT))
-                }
+                Some(flow) => self
+                    .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
+                    .await
+                    .map(|r| self.apply(flow, r, Request::HEARTBEAT)),
                 None => self.conn().await.map(drop),
             };
             match probe {
@@ -360,14 +384,13 @@ impl Inner {
         // that a failure that persists opens the breaker within `open_after`.
         if failing && !called {
             let flow = &flows[0];
-            let sent = Instant::now();
             match self
                 .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
                 .await
             {
                 Ok(reply) => {
                     self.succeeded();
-                    self.apply(flow, reply, sent, Request::HEARTBEAT);
+                    self.apply(flow, reply, Request::HEARTBEAT);
                 }
                 Err(e) => self.failed(&e),
             }
@@ -386,10 +409,9 @@ impl Inner {
         let inner = self.clone();
         let task_flow = flow.clone();
         let mut call = tokio::spawn(async move {
-            let sent = Instant::now();
             let result = inner.call(&task_flow, request, Some(LATE_REPLY_WAIT)).await;
             match &result {
-                Ok(reply) => inner.apply(&task_flow, *reply, sent, request),
+                Ok(reply) => inner.apply(&task_flow, *reply, request),
                 Err(_) if request.back > 0 => {
                     // Not given back: it stays counted in Redis for its window.
                     inner.strand(request.back);
@@ -414,7 +436,35 @@ impl Inner {
     }
 }
 
+/// Held by each background task: when the task ends without `shutdown` (the runtime that
+/// ran it shut down), the backend says so (status, a warning), marks every slot degraded and
+/// leaves the checks to the engine's fallback, instead of blocking on leases nobody fetches.
+struct TaskGuard(Weak<Inner>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        inner.tasks_alive.store(false, Ordering::Relaxed);
+        if inner.stopped.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        for flow in lock(&inner.flows).iter() {
+            flow.slot.set_degraded(true);
+        }
+        tracing::warn!(
+            replica = %inner.config.replica_id,
+            "the tokio runtime of the Redis cluster backend shut down: cluster rules fall back"
+        );
+        inner.set_status(ClusterStatus::Degraded {
+            error: "the tokio runtime that ran the backend shut down".to_owned(),
+        });
+    }
+}
+
 pub(super) async fn network_task(weak: Weak<Inner>) {
+    let _guard = TaskGuard(weak.clone());
     loop {
         let Some(inner) = weak.upgrade() else { return };
         if inner.stopped.load(Ordering::Relaxed) {
@@ -428,6 +478,7 @@ pub(super) async fn network_task(weak: Weak<Inner>) {
 }
 
 pub(super) async fn expiry_task(weak: Weak<Inner>) {
+    let _guard = TaskGuard(weak.clone());
     loop {
         let Some(inner) = weak.upgrade() else { return };
         if inner.stopped.load(Ordering::Relaxed) {

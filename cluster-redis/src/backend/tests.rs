@@ -1,0 +1,209 @@
+//! The local fallback on tokio's paused clock: what the lease admitted in a window counts
+//! against the fallback's share of it, and what the fallback admitted is charged to Redis
+//! before the flow takes leases again.
+
+use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+
+use super::*;
+use crate::config::RedisTarget;
+
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// A backend with no task running (the test drives it), on a global rule of 400/s with the
+/// fallback, and its one flow.
+fn backend() -> (RedisClusterBackend, Arc<Flow>, Arc<ClusterSlot>) {
+    let mut config = RedisClusterConfig::new(RedisTarget::Server("127.0.0.1:1".into()));
+    config.failures_to_open = 1;
+    config.open_after = Duration::ZERO;
+    let backend = RedisClusterBackend {
+        inner: Arc::new(Inner::new(config)),
+    };
+    let rule = FlowRule::qps("r", 400.0).cluster(ClusterFlowConfig::new(9).global(true));
+    let spec = ClusterRuleSpec::of(&rule).expect("a cluster rule");
+    let slot = backend.register(&[spec]).remove(0);
+    let flow = lock(&backend.inner.flows)[0].clone();
+    (backend, flow, slot)
+}
+
+/// Redis granted `granted` in window 7, with `ms_left` of it left and `left` tokens left
+/// for the cluster of 4 replicas.
+fn grant(backend: &RedisClusterBackend, flow: &Flow, granted: i64, ms_left: i64, left: i64) {
+    let reply = LeaseReply {
+        sent: Instant::now(),
+        granted,
+        window: 7,
+        ms_left,
+        live: 4,
+        left,
+    };
+    let request = Request {
+        want: granted,
+        ..Request::HEARTBEAT
+    };
+    backend.inner.apply(flow, reply, request);
+}
+
+fn admit(backend: &RedisClusterBackend, slot: &ClusterSlot, at_most: u32) -> u32 {
+    let mut passed = 0;
+    while passed < at_most && backend.try_acquire(slot, 1) == ClusterDecision::Pass {
+        passed += 1;
+    }
+    passed
+}
+
+fn open_breaker(backend: &RedisClusterBackend) {
+    backend.inner.failed(&over_budget());
+    assert!(lock(&backend.inner.breaker).open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_fallback_counts_what_the_lease_admitted_in_the_window() {
+    let (backend, flow, slot) = backend();
+    // 100 leased, 80 of them admitted; Redis had 40 left for everyone (10 a replica).
+    grant(&backend, &flow, 100, 600, 40);
+    assert_eq!(admit(&backend, &slot, 80), 80);
+    open_breaker(&backend);
+    // The share of the window is 100: the 20 leased tokens left, nothing more.
+    assert_eq!(admit(&backend, &slot, 1000), 20);
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+    // Next window (extrapolated from Redis's): the whole share, and no more.
+    tokio::time::advance(Duration::from_millis(600)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 100);
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_fallback_takes_no_more_than_its_part_of_what_redis_had_left() {
+    let (backend, flow, slot) = backend();
+    // 30 leased and admitted; Redis had 120 left for the 4 replicas: 30 more each.
+    grant(&backend, &flow, 30, 500, 120);
+    assert_eq!(admit(&backend, &slot, 30), 30);
+    open_breaker(&backend);
+    assert_eq!(admit(&backend, &slot, 1000), 30);
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_resume_the_local_calls_of_the_window_are_charged_before_any_grant() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 10, 200, 390);
+    assert_eq!(admit(&backend, &slot, 10), 10);
+    tokio::time::advance(Duration::from_millis(200)).await;
+    backend.inner.expire(&flow, Instant::now());
+    open_breaker(&backend);
+    // Window 8, in the fallback: 60 admitted locally.
+    assert_eq!(admit(&backend, &slot, 60), 60);
+    tokio::time::advance(Duration::from_millis(500)).await;
+    backend.inner.succeeded();
+    assert!(slot.is_degraded(), "leases resume at a window boundary");
+    let now = Instant::now();
+    let request = backend.inner.plan(&flow, now).expect("a charge");
+    assert_eq!(
+        (request.charge, request.charge_window, request.want),
+        (60, 8, 0)
+    );
+    let reply = LeaseReply {
+        sent: now,
+        granted: 0,
+        window: 8,
+        ms_left: 499,
+        live: 4,
+        left: 340,
+    };
+    backend.inner.apply(&flow, reply, request);
+    assert!(backend.inner.plan(&flow, now).is_none(), "charged once");
+    // 5 more admitted locally: charged too.
+    assert_eq!(admit(&backend, &slot, 5), 5);
+    let request = backend.inner.plan(&flow, now).expect("a charge");
+    assert_eq!((request.charge, request.want), (5, 0));
+    backend.inner.apply(&flow, reply, request);
+    // Window 9 begins 500 ms after Redis came back: back to leases, a grant asked.
+    tokio::time::advance(Duration::from_millis(500)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert!(!slot.is_degraded());
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
+    assert!(request.want > 0 && request.charge == 0, "{request:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn resuming_late_in_a_window_keeps_the_fallback_one_more_window() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 10, 900, 390);
+    open_breaker(&backend);
+    tokio::time::advance(Duration::from_millis(800)).await;
+    backend.inner.succeeded();
+    // Window 8 begins 100 ms after the resume: still local, with its share.
+    tokio::time::advance(Duration::from_millis(100)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert!(slot.is_degraded());
+    assert_eq!(admit(&backend, &slot, 1000), 100);
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a charge");
+    assert_eq!(
+        (request.charge, request.charge_window, request.want),
+        (100, 8, 0)
+    );
+    tokio::time::advance(WINDOW).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert!(!slot.is_degraded());
+}
+
+#[tokio::test(start_paused = true)]
+async fn rules_without_the_fallback_pass_while_degraded() {
+    let (backend, _flow, _slot) = backend();
+    let rule = FlowRule::qps("r", 400.0).cluster(
+        ClusterFlowConfig::new(10)
+            .global(true)
+            .fallback_to_local_when_fail(false),
+    );
+    let spec = ClusterRuleSpec::of(&rule).expect("a cluster rule");
+    let slot = backend.register(&[spec]).remove(0);
+    open_breaker(&backend);
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Degraded);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_never_ends_the_fallbacks_window_earlier() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 10, 900, 390);
+    open_breaker(&backend);
+    assert_eq!(admit(&backend, &slot, 1000), 100);
+    tokio::time::advance(Duration::from_millis(700)).await;
+    backend.inner.succeeded();
+    // A reply whose send time was taken long before Redis ran it (a reconnect in between)
+    // says little time was left: the window end known from before stands.
+    let reply = LeaseReply {
+        sent: Instant::now() - Duration::from_millis(600),
+        granted: 0,
+        window: 7,
+        ms_left: 200,
+        live: 4,
+        left: 0,
+    };
+    backend.inner.apply(&flow, reply, Request::HEARTBEAT);
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_an_outage_the_share_stays_that_of_the_replicas_known_before_it() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 10, 900, 390);
+    open_breaker(&backend);
+    tokio::time::advance(Duration::from_millis(800)).await;
+    backend.inner.succeeded();
+    // Redis's membership expired during the outage: only 2 replicas heartbeated so far.
+    let reply = LeaseReply {
+        sent: Instant::now(),
+        granted: 0,
+        window: 7,
+        ms_left: 99,
+        live: 2,
+        left: 0,
+    };
+    backend.inner.apply(&flow, reply, Request::HEARTBEAT);
+    tokio::time::advance(Duration::from_millis(100)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 100, "a quarter, not a half");
+}
