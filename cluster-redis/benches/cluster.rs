@@ -16,7 +16,7 @@ use sentinel_test_support::{env_or, unique_key, Latencies};
 
 fn backend(runtime: &tokio::runtime::Runtime, exact: Option<i64>) -> RedisClusterBackend {
     let _guard = runtime.enter();
-    let mut config = RedisClusterConfig::new(RedisTarget::Server(env_or(
+    let mut config = RedisClusterConfig::builder(RedisTarget::Server(env_or(
         "SENTINEL_REDIS_ADDR",
         "127.0.0.1:16379",
     )))
@@ -24,6 +24,7 @@ fn backend(runtime: &tokio::runtime::Runtime, exact: Option<i64>) -> RedisCluste
     if let Some(flow) = exact {
         config = config.exact_flow(flow);
     }
+    let config = config.build().expect("valid settings");
     let backend = RedisClusterBackend::start(config).expect("inside a runtime");
     let ready = Instant::now() + Duration::from_secs(10);
     while backend.status() != ClusterStatus::Live {

@@ -190,6 +190,8 @@ impl Inner {
 #[derive(Clone)]
 pub struct RedisClusterBackend {
     inner: Arc<Inner>,
+    /// The runtime the background tasks run on (exact mode's synchronous calls run there).
+    runtime: tokio::runtime::Handle,
 }
 
 impl fmt::Debug for RedisClusterBackend {
@@ -203,21 +205,32 @@ impl fmt::Debug for RedisClusterBackend {
 }
 
 impl RedisClusterBackend {
-    /// Starts the backend's background tasks on the current tokio runtime. It connects in
-    /// the background: [`status`](Self::status) is `Connecting` until the first call
-    /// succeeds.
+    /// Starts the backend's background tasks on the current tokio runtime (call it from
+    /// async code, or inside [`Runtime::enter`](tokio::runtime::Runtime::enter)); from
+    /// synchronous code with a runtime elsewhere, use [`start_on`](Self::start_on). It
+    /// connects in the background: [`status`](Self::status) is `Connecting` until the first
+    /// call succeeds. The runtime must outlive the backend: if it shuts down first, the
+    /// status turns [`Degraded`](ClusterStatus::Degraded) and the rules fall back as when
+    /// Redis is unreachable, instead of blocking on leases nobody fetches.
     ///
     /// # Errors
     ///
-    /// [`ClusterError::NoRuntime`] outside a tokio runtime, [`ClusterError::Config`] for a
-    /// setting out of range.
+    /// [`ClusterError::NoRuntime`] outside a tokio runtime: nothing would fetch the leases.
     pub fn start(config: RedisClusterConfig) -> Result<Self, ClusterError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| ClusterError::NoRuntime)?;
-        check_config(&config)?;
+        Ok(Self::start_on(config, &handle))
+    }
+
+    /// Starts the backend's background tasks on the runtime of `handle` (a multi-threaded
+    /// runtime, or one that a thread keeps driving: the leases are fetched there).
+    pub fn start_on(config: RedisClusterConfig, handle: &tokio::runtime::Handle) -> Self {
         let inner = Arc::new(Inner::new(config));
         handle.spawn(network_task(Arc::downgrade(&inner)));
         handle.spawn(expiry_task(Arc::downgrade(&inner)));
-        Ok(Self { inner })
+        Self {
+            inner,
+            runtime: handle.clone(),
+        }
     }
 
     /// Whether cluster checks are live, or degraded to local checks (and why).
@@ -259,14 +272,40 @@ impl RedisClusterBackend {
     /// them to be given back when the flow goes idle. [`Degraded`](ClusterDecision::Degraded)
     /// while Redis is unreachable (the engine's fallback then applies in `enter()`).
     pub async fn acquire_exact(&self, slot: &ClusterSlot, n: u32) -> ClusterDecision {
-        let inner = &self.inner;
-        let Some(flow) = lock(&inner.flows)
+        match self.flow_of(slot) {
+            Some(flow) => self.exact(flow, n).await,
+            None => ClusterDecision::Block,
+        }
+    }
+
+    /// Exact mode from synchronous code: [`acquire_exact`](Self::acquire_exact) run on the
+    /// backend's runtime, the calling thread blocked for at most twice `call_timeout`
+    /// (10 ms by default; [`Degraded`](ClusterDecision::Degraded) past it, and a grant that
+    /// arrives later goes into the lease). Then call `enter()`. Do not call it on a thread
+    /// of a single-threaded runtime that runs the backend: the call could not run until the
+    /// budget is spent (use `acquire_exact` in async code).
+    pub fn acquire_exact_blocking(&self, slot: &ClusterSlot, n: u32) -> ClusterDecision {
+        let Some(flow) = self.flow_of(slot) else {
+            return ClusterDecision::Block;
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let _ = tx.send(this.exact(flow, n).await);
+        });
+        rx.recv_timeout(self.inner.config.call_timeout.saturating_mul(2))
+            .unwrap_or(ClusterDecision::Degraded)
+    }
+
+    fn flow_of(&self, slot: &ClusterSlot) -> Option<Arc<Flow>> {
+        lock(&self.inner.flows)
             .iter()
             .find(|f| std::ptr::eq(Arc::as_ptr(&f.slot), slot))
             .cloned()
-        else {
-            return ClusterDecision::Block;
-        };
+    }
+
+    async fn exact(&self, flow: Arc<Flow>, n: u32) -> ClusterDecision {
+        let inner = &self.inner;
         if lock(&inner.breaker).open {
             return ClusterDecision::Degraded;
         }
@@ -334,44 +373,6 @@ mod tests;
 
 fn over_budget() -> RedisError {
     RedisError::from((redis::ErrorKind::Io, "call over its time budget"))
-}
-
-fn check_config(config: &RedisClusterConfig) -> Result<(), ClusterError> {
-    let positive = [
-        ("call_timeout", config.call_timeout),
-        ("connect_timeout", config.connect_timeout),
-        ("heartbeat_ttl", config.heartbeat_ttl),
-        ("lease_horizon", config.lease_horizon),
-        ("tick", config.tick),
-        ("probe_interval", config.probe_interval),
-    ];
-    for (field, value) in positive {
-        if value.is_zero() {
-            return Err(ClusterError::Config {
-                field,
-                message: "must be > 0".into(),
-            });
-        }
-    }
-    if !(config.max_lease_fraction > 0.0 && config.max_lease_fraction <= 1.0) {
-        return Err(ClusterError::Config {
-            field: "max_lease_fraction",
-            message: format!("must be in (0, 1], got {}", config.max_lease_fraction),
-        });
-    }
-    if config.failures_to_open == 0 {
-        return Err(ClusterError::Config {
-            field: "failures_to_open",
-            message: "must be > 0".into(),
-        });
-    }
-    if config.replica_id.is_empty() {
-        return Err(ClusterError::Config {
-            field: "replica_id",
-            message: "must not be empty".into(),
-        });
-    }
-    Ok(())
 }
 
 impl ClusterBackend for RedisClusterBackend {

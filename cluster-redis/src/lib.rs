@@ -13,11 +13,13 @@
 //! use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
 //! use sentinel_core::Sentinel;
 //!
-//! let backend = RedisClusterBackend::start(RedisClusterConfig::new(RedisTarget::Server(
-//!     "127.0.0.1:6379".into(),
-//! )))?;
+//! let config = RedisClusterConfig::builder(RedisTarget::Server("127.0.0.1:6379".into())).build()?;
+//! // Inside a tokio runtime: the leases are fetched by background tasks on it.
+//! let backend = RedisClusterBackend::start(config)?;
 //! let sentinel = Sentinel::builder().cluster_backend(Arc::new(backend)).build();
-//! // 1 000 calls per second across all replicas (thresholdType 1: global).
+//! // 1 000 calls per second across all replicas (thresholdType 1: global). Without
+//! // `.global(true)`, `count` is per instance (thresholdType 0, Sentinel's default): the
+//! // cluster's limit is then 1 000 x the live replicas.
 //! let rule = FlowRule::qps("GET:/order", 1000.0).cluster(ClusterFlowConfig::new(7).global(true));
 //! sentinel.flow_rules().load_rules(vec![rule])?;
 //! let _entry = sentinel.entry("GET:/order").enter();
@@ -50,11 +52,14 @@
 //!
 //! # Exact mode
 //!
-//! For low limits, [`RedisClusterConfig::exact_flow`] decides a flow one script call per
-//! admission (pipelined over the one multiplexed connection): await
-//! [`RedisClusterBackend::acquire_exact`] and then call `enter()`, which spends the token it
-//! put in the slot. This mode cannot fit inside the synchronous `enter()` (it is a network
-//! round trip); `enter()` alone on an exact flow admits only what `acquire_exact` granted.
+//! For low limits, [`RedisClusterConfigBuilder::exact_flow`] decides a flow one script call
+//! per admission (pipelined over the one multiplexed connection): await
+//! [`RedisClusterBackend::acquire_exact`] (async code), or call
+//! [`RedisClusterBackend::acquire_exact_blocking`] (synchronous code: it blocks the thread
+//! for at most twice `call_timeout`, 10 ms by default, and answers `Degraded` past it), and
+//! then call `enter()`, which spends the token it put in the slot. This mode cannot fit
+//! inside `enter()` (it is a network round trip); `enter()` alone on an exact flow admits
+//! only what an exact call granted.
 //!
 //! # Membership
 //!
@@ -111,16 +116,30 @@
 //!
 //! # Settings
 //!
-//! [`RedisClusterConfig`] (from [`RedisClusterConfig::new`]; its fields are public, with
-//! builder methods for the common ones), checked when the backend starts:
+//! [`RedisClusterConfig::builder`], each setter of [`RedisClusterConfigBuilder`] with its
+//! default, checked by [`build`](RedisClusterConfigBuilder::build) (a typed
+//! [`ClusterError::Config`] names the setting):
 //!
 //! | setting | default | what |
 //! | --- | --- | --- |
-//! | [`prefix`](RedisClusterConfig::prefix) | `sentinel:cluster` | the keys' prefix |
-//! | [`replica_id`](RedisClusterConfig::replica_id) | `<pid>-<random>` | this replica's name in the membership |
-//! | [`call_timeout`](RedisClusterConfig::call_timeout) | 5 ms | the budget of one lease call |
-//! | [`heartbeat_ttl`](RedisClusterConfig::heartbeat_ttl) | 2 s | how long a silent replica still counts |
-//! | [`exact_flow`](RedisClusterConfig::exact_flow) | none | a `flowId` decided call by call (exact mode) |
+//! | `prefix` | `sentinel:cluster` | the keys' prefix |
+//! | `replica_id` | `<pid>-<random>` | this replica's name in the membership |
+//! | `call_timeout` | 5 ms | the budget of one Redis call |
+//! | `connect_timeout` | 500 ms | the budget of a connect (in the background) |
+//! | `heartbeat_ttl` | 2 s | how long a silent replica still counts |
+//! | `lease_horizon` | 100 ms | how much of its own traffic a lease holds |
+//! | `max_lease_fraction` | 0.05 | a lease's cap, as a fraction of the window's limit per replica |
+//! | `idle_return` | 250 ms | an unused remainder is given back after this long idle |
+//! | `tick` | 5 ms | how often the background task looks at the leases |
+//! | `failures_to_open`, `open_after` | 3, 500 ms | the breaker opens after this many failed calls spanning this long |
+//! | `probe_interval` | 200 ms | how often an open breaker probes Redis |
+//! | `resume_after` | 300 ms | leases resume at the first window that begins this long after Redis answers again |
+//! | `exact_flow` | none | a `flowId` decided call by call (exact mode) |
+//!
+//! The backend runs on a tokio runtime: [`RedisClusterBackend::start`] outside one is a
+//! [`ClusterError::NoRuntime`] (use [`RedisClusterBackend::start_on`] with a runtime's
+//! handle from synchronous code), and if that runtime shuts down while the backend is in
+//! use, the status turns degraded and the rules fall back (nothing blocks silently).
 //!
 //! # More
 //!
@@ -135,6 +154,6 @@ mod scripts;
 mod status;
 
 pub use backend::RedisClusterBackend;
-pub use config::{RedisClusterConfig, RedisTarget};
+pub use config::{RedisClusterConfig, RedisClusterConfigBuilder, RedisTarget};
 pub use error::ClusterError;
 pub use status::{ClusterStats, ClusterStatus};

@@ -42,8 +42,10 @@ async fn leases_report_calls_grants_replicas_and_call_times() {
         .install()
         .expect("the only recorder of this test binary");
 
-    let config =
-        RedisClusterConfig::new(RedisTarget::Server(redis_addr())).prefix(prefix("metrics"));
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis_addr()))
+        .prefix(prefix("metrics"))
+        .build()
+        .expect("valid settings");
     let backend = RedisClusterBackend::start(config).expect("a runtime");
     let sentinel = Sentinel::builder()
         .cluster_backend(Arc::new(backend.clone()))

@@ -9,13 +9,17 @@ use std::sync::Arc;
 use sentinel_cluster_redis::{
     ClusterError, ClusterStatus, RedisClusterBackend, RedisClusterConfig, RedisTarget,
 };
+use sentinel_core::cluster::ClusterDecision;
 use sentinel_core::datasource::testkit::wait_until;
 use sentinel_core::flow::{ClusterFlowConfig, ControlBehavior, FlowRule};
 use sentinel_core::{RuleError, Sentinel};
 use support::{prefix, redis_addr, START_HINT};
 
 fn backend(test: &str) -> RedisClusterBackend {
-    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr())).prefix(prefix(test));
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis_addr()))
+        .prefix(prefix(test))
+        .build()
+        .expect("valid settings");
     RedisClusterBackend::start(config).expect("a runtime")
 }
 
@@ -129,7 +133,9 @@ async fn bad_cluster_settings_are_refused_with_index_and_field() {
 
 #[test]
 fn the_backend_needs_a_runtime_and_sane_settings() {
-    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr()));
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis_addr()))
+        .build()
+        .expect("valid settings");
     assert!(matches!(
         RedisClusterBackend::start(config),
         Err(ClusterError::NoRuntime)
@@ -139,10 +145,11 @@ fn the_backend_needs_a_runtime_and_sane_settings() {
         .build()
         .expect("runtime");
     let _guard = runtime.enter();
-    let config = RedisClusterConfig::new(RedisTarget::Server(redis_addr()))
-        .call_timeout(std::time::Duration::ZERO);
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis_addr()))
+        .call_timeout(std::time::Duration::ZERO)
+        .build();
     assert!(matches!(
-        RedisClusterBackend::start(config),
+        config,
         Err(ClusterError::Config {
             field: "call_timeout",
             ..
@@ -159,9 +166,11 @@ async fn listeners_hear_when_cluster_checks_degrade_and_resume() {
     use std::sync::Mutex;
 
     let partition = Partition::start(&redis_addr()).await;
-    let config = RedisClusterConfig::new(RedisTarget::Server(partition.addr().to_owned()))
+    let config = RedisClusterConfig::builder(RedisTarget::Server(partition.addr().to_owned()))
         .prefix(prefix("events"))
-        .replica_id("events-test");
+        .replica_id("events-test")
+        .build()
+        .expect("valid settings");
     let backend = RedisClusterBackend::start(config).expect("a runtime");
     let sentinel = Sentinel::builder()
         .cluster_backend(Arc::new(backend.clone()))
@@ -209,4 +218,94 @@ async fn listeners_hear_when_cluster_checks_degrade_and_resume() {
     let heard = heard.lock().map(|h| h.clone()).unwrap_or_default();
     assert_eq!(heard[0], "degraded redis replica events-test", "{heard:?}");
     backend.shutdown().await;
+}
+
+/// The runtime that ran the backend shut down while the engine still uses it: the status
+/// says so and the rules fall back (the engine's local check), where nothing would ever
+/// fetch a lease again.
+#[test]
+fn a_backend_whose_runtime_shut_down_says_so_and_falls_back() {
+    let runtime = one_worker_runtime();
+    let config = RedisClusterConfig::builder(RedisTarget::Server("127.0.0.1:1".into()))
+        .prefix(prefix("runtime-gone"))
+        .build()
+        .expect("valid settings");
+    let backend = RedisClusterBackend::start_on(config, runtime.handle());
+    let sentinel = Sentinel::builder()
+        .cluster_backend(Arc::new(backend.clone()))
+        .build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![rule(21, 100.0)])
+        .expect("loads");
+    drop(runtime);
+    assert!(
+        matches!(backend.status(), ClusterStatus::Degraded { .. }),
+        "{:?}",
+        backend.status()
+    );
+    let passed = (0..10)
+        .filter(|_| sentinel.entry("r").enter().is_ok())
+        .count();
+    assert_eq!(passed, 10, "the local fallback (100/s) admits them");
+}
+
+/// Exact mode from synchronous code: `acquire_exact_blocking` on a runtime that runs
+/// elsewhere, within its time budget, then `enter()`.
+#[test]
+fn exact_mode_has_a_synchronous_entry_point() {
+    let runtime = one_worker_runtime();
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis_addr()))
+        .prefix(prefix("exact-blocking"))
+        .exact_flow(22)
+        // A generous budget: the shared 2-core machine may be busy.
+        .call_timeout(std::time::Duration::from_millis(200))
+        .build()
+        .expect("valid settings");
+    let backend = RedisClusterBackend::start_on(config, runtime.handle());
+    let sentinel = Sentinel::builder()
+        .cluster_backend(Arc::new(backend.clone()))
+        .build();
+    runtime.block_on(live(&backend));
+    // A limit of 3 in a 60 s window: a window boundary cannot fall inside the test.
+    let rule = FlowRule::qps("r", 0.05).cluster(
+        ClusterFlowConfig::new(22)
+            .global(true)
+            .window_interval_ms(60_000),
+    );
+    sentinel.flow_rules().load_rules(vec![rule]).expect("loads");
+    let slot = backend.slot(22).expect("a slot");
+    let mut decisions = Vec::new();
+    for _ in 0..4 {
+        let started = std::time::Instant::now();
+        let decision = backend.acquire_exact_blocking(&slot, 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        if decision == ClusterDecision::Pass {
+            assert!(
+                sentinel.entry("r").enter().is_ok(),
+                "the granted token passes"
+            );
+        }
+        decisions.push(decision);
+    }
+    assert_eq!(
+        decisions,
+        [
+            ClusterDecision::Pass,
+            ClusterDecision::Pass,
+            ClusterDecision::Pass,
+            ClusterDecision::Block
+        ],
+        "{START_HINT}"
+    );
+    runtime.block_on(backend.shutdown());
+}
+
+/// A runtime of one worker thread, beside the test's own thread.
+fn one_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
 }

@@ -12,11 +12,14 @@ const WINDOW: Duration = Duration::from_secs(1);
 /// A backend with no task running (the test drives it), on a global rule of 400/s with the
 /// fallback, and its one flow.
 fn backend() -> (RedisClusterBackend, Arc<Flow>, Arc<ClusterSlot>) {
-    let mut config = RedisClusterConfig::new(RedisTarget::Server("127.0.0.1:1".into()));
-    config.failures_to_open = 1;
-    config.open_after = Duration::ZERO;
+    let config = RedisClusterConfig::builder(RedisTarget::Server("127.0.0.1:1".into()))
+        .failures_to_open(1)
+        .open_after(Duration::ZERO)
+        .build()
+        .expect("valid settings");
     let backend = RedisClusterBackend {
         inner: Arc::new(Inner::new(config)),
+        runtime: tokio::runtime::Handle::current(),
     };
     let rule = FlowRule::qps("r", 400.0).cluster(ClusterFlowConfig::new(9).global(true));
     let spec = ClusterRuleSpec::of(&rule).expect("a cluster rule");

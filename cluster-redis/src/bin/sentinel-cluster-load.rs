@@ -106,7 +106,7 @@ async fn run(args: Args) {
     };
     let flow = args.num("flow", 1.0) as i64;
     let exact = args.num("exact", 0.0) > 0.0;
-    let mut config = RedisClusterConfig::new(target)
+    let mut config = RedisClusterConfig::builder(target)
         .prefix(args.text("prefix", "sentinel:cluster"))
         .heartbeat_ttl(Duration::from_millis(args.num("ttl-ms", 2000.0) as u64));
     if let Some(id) = args.0.get("id") {
@@ -121,6 +121,7 @@ async fn run(args: Args) {
             .unwrap_or_else(|_| fail("--call-timeout-ms takes milliseconds"));
         config = config.call_timeout(Duration::from_millis(ms));
     }
+    let config = config.build().unwrap_or_else(|e| fail(&e.to_string()));
     let backend = RedisClusterBackend::start(config).unwrap_or_else(|e| fail(&e.to_string()));
     let sentinel = Sentinel::builder()
         .cluster_backend(Arc::new(backend.clone()))
