@@ -376,3 +376,59 @@ fn stock_free(item: u32) -> Result<u32, AppError> {
 }
 
 const RESOURCE: &str = "free";
+
+static EVALUATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The engine, counting how often the attribute asks for it.
+fn counted_engine() -> &'static Sentinel {
+    EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    engine()
+}
+
+#[sentinel(resource = "counted", sentinel = counted_engine())]
+fn counted() -> Result<(), BlockError> {
+    Ok(())
+}
+
+#[test]
+fn the_engine_and_the_resource_are_resolved_once() {
+    for _ in 0..5 {
+        counted().expect("no rule");
+    }
+    assert_eq!(EVALUATIONS.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        engine().resource_stats("counted").map(|s| s.pass_qps),
+        Some(5.0)
+    );
+}
+
+#[tokio::test]
+async fn a_guarded_future_is_send_and_runs_on_a_spawned_task() {
+    let task = tokio::spawn(pay_async_spawned(21));
+    assert_eq!(task.await.expect("the task ran").expect("passes"), 42);
+}
+
+#[sentinel(resource = "pay.spawned", sentinel = engine(), args(amount))]
+async fn pay_async_spawned(amount: u64) -> Result<u64, AppError> {
+    tokio::task::yield_now().await;
+    Ok(amount * 2)
+}
+
+/// A generic function: one `static` handle, one resource for every `T`.
+#[sentinel(resource = "show", sentinel = engine())]
+fn show<T>(value: T) -> Result<String, BlockError>
+where
+    T: std::fmt::Display,
+{
+    Ok(value.to_string())
+}
+
+#[test]
+fn a_generic_function_shares_one_resource_across_its_types() {
+    assert_eq!(show(1).expect("no rule"), "1");
+    assert_eq!(show("two").expect("no rule"), "two");
+    assert_eq!(
+        engine().resource_stats("show").map(|s| s.pass_qps),
+        Some(2.0)
+    );
+}
