@@ -128,8 +128,10 @@ step "cargo hack clippy --each-feature (libraries and binaries, each feature alo
 # Every feature of every crate must build, and pass clippy, on its own, not just in the
 # --all-features set above: this also lints the code that only builds with a feature off
 # (`cfg(not(feature = ...))`). --no-dev-deps edits Cargo.toml and Cargo.lock while it runs and
-# restores them after.
-cargo hack clippy --each-feature --no-dev-deps --workspace -- -D warnings
+# restores them after. `examples` (publish = false) is left out: its features only choose which
+# recipe binaries build, every one of them is linted above, and its 12 runs were a third of
+# this step.
+cargo hack clippy --each-feature --no-dev-deps --workspace --exclude examples -- -D warnings
 
 step "tests: build (the workspace, every feature, once)"
 # One feature set for every test binary, so each crate is compiled once; the per-feature builds
