@@ -24,6 +24,13 @@ CARGO_NEXTEST_VERSION=0.9.100
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
+# A data source keeps a snapshot of its last good rules by default (in ~/.sentinel/snapshots):
+# the tests' sources keep theirs in a folder of this run, emptied first, so no run starts from
+# what an earlier one left and nothing is written to the home folder.
+export SENTINEL_SNAPSHOT_DIR="$ROOT/target/test-snapshots"
+rm -rf "$SENTINEL_SNAPSHOT_DIR"
+mkdir -p "$SENTINEL_SNAPSHOT_DIR"
+
 # --- the step table -------------------------------------------------------------------------
 # step <name>: ends the step before (as passed) and starts this one. The EXIT trap ends the
 # last one, as failed when the script is failing, and prints every step's wall time.
