@@ -397,7 +397,9 @@ spawn_detached() {
   printf '\n==== %s starting %s\n' "$(date -u +%FT%TZ)" "$name" >>"$lf"
   # This shell is not a process-group leader, so setsid execs the server in place and $! is
   # the server's own PID.
-  setsid "$@" </dev/null >>"$lf" 2>&1 &
+  # 8>&-: the server must not inherit the lock that main() holds (see there), or it would hold
+  # it for as long as it runs.
+  setsid "$@" </dev/null >>"$lf" 2>&1 8>&- &
   printf '%s' "$!" >"$pf"
   # Not a job of this shell: no "Killed" notice when a stop in this same run kills it.
   disown "$!"
@@ -1166,6 +1168,12 @@ main() {
       esac
     done
     mkdir -p "$SERVICES_DIR"
+    # One start or stop at a time, whoever calls: tests that run side by side (cargo-nextest
+    # runs each in a process of its own) may start the same instance at once, and two starts
+    # that both find it stopped would both spawn it, the second failing on the taken port and
+    # overwriting the first's pidfile. The lock is held until this script exits.
+    exec 8>"$SERVICES_DIR/.script.lock"
+    flock 8
     case "$service" in
     etcd)
       "${cmd}_etcd_main" "$keep_data"
