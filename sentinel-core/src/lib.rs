@@ -168,6 +168,21 @@ pub mod telemetry;
 mod test_support;
 mod wire;
 
+/// The guard attribute (feature `macros`), `@SentinelResource` for Rust: see the
+/// `sentinel-macros` crate for its options.
+///
+/// ```
+/// use sentinel_core::{sentinel, BlockError};
+///
+/// #[sentinel(resource = "db.query")]
+/// fn query(id: u64) -> Result<u64, BlockError> {
+///     Ok(id * 2)
+/// }
+///
+/// assert_eq!(query(21).unwrap(), 42); // no rule for "db.query": it passes
+/// ```
+#[cfg(feature = "macros")]
+pub use sentinel_macros::sentinel;
 pub use block::{BlockError, BlockReasons};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use engine::{

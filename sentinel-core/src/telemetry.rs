@@ -19,6 +19,8 @@
 //! | `sentinel_datasource_connected` | gauge | `source` | 1 while the data source's store answers |
 //! | `sentinel_datasource_revision` | gauge | `source` | the store revision last processed, where it is a number (etcd, NATS, Redis digests and Nacos MD5s are not) |
 //! | `sentinel_datasource_disconnects_total` | counter | `source` | times the data source lost its store |
+//! | `sentinel_datasource_store_rejected` | gauge | `source` | 1 while the payload the store holds is rejected (the source runs on its snapshot's rules, or none) |
+//! | `sentinel_datasource_rejected_total` | counter | `source` | payloads from the store the data source rejected |
 //!
 //! Per-resource series are registered when a resource is first entered (install the
 //! recorder before that), so cardinality follows the resource cap

@@ -67,9 +67,11 @@ pub(crate) async fn watch(
     }
     // Stored rules the services reject are an update to report (and follow until they are
     // fixed), not a reason to stop: start from no rules whatever the store holds, and stop
-    // only when the store could not be read at all.
+    // only when the store could not be read at all. The CLI keeps no snapshot: it reports
+    // the store, not what an earlier run saw.
     let ds = match builder
         .start_mode(StartMode::Snapshot)
+        .without_snapshot()
         .start(&sentinel)
         .await
     {
