@@ -49,11 +49,12 @@ struct LeaseState {
     last_left: i64,
     /// The replica's demand on this flow: tokens taken and refused (per second, smoothed).
     rate: f64,
-    /// The tokens it took (per second, smoothed): its share of the limit.
-    used_rate: f64,
     last_sample: Instant,
     last_activity: Option<Instant>,
     last_call: Option<Instant>,
+    /// Redis granted nothing while the window had tokens left (reserved for the replicas
+    /// that need less than a fair share): ask again at this time, not every tick.
+    retry_at: Option<Instant>,
     /// Tokens Redis granted into the lease for `window` (net of what was given back).
     redis_added: i64,
     /// Tokens the local fallback put into the lease for `window`.
@@ -88,8 +89,8 @@ struct Fallback {
 #[derive(Debug)]
 struct Flow {
     slot: Arc<ClusterSlot>,
-    window_key: String,
-    members_key: String,
+    /// The window hash, the members sorted set and the demands hash.
+    keys: [String; 3],
     exact: bool,
     /// A lease call of this flow is on its way (at most one: a stalled server that wakes
     /// up answers at most one request per flow and replica).
@@ -108,6 +109,8 @@ struct Request {
     /// anything is granted (`-1`: to the current window).
     charge: i64,
     charge_window: i64,
+    /// The calls per second this replica offers on the flow (its demand).
+    demand: f64,
 }
 
 impl Request {
@@ -118,6 +121,7 @@ impl Request {
         all_or_nothing: false,
         charge: 0,
         charge_window: 0,
+        demand: 0.0,
     };
 }
 
@@ -410,13 +414,12 @@ impl ClusterBackend for RedisClusterBackend {
                 .find(|f| f.slot.spec() == spec)
                 .cloned();
             let flow = kept.unwrap_or_else(|| {
-                let (window_key, members_key) = keys(&inner.config.prefix, spec.flow_id);
+                let keys = keys(&inner.config.prefix, spec.flow_id);
                 let slot = ClusterSlot::new(spec.clone());
                 slot.set_degraded(degraded);
                 let flow = Arc::new(Flow {
                     slot: Arc::new(slot),
-                    window_key,
-                    members_key,
+                    keys,
                     exact: inner.config.exact_flows.contains(&spec.flow_id),
                     in_flight: AtomicBool::new(false),
                     state: Mutex::new(LeaseState {
@@ -425,10 +428,10 @@ impl ClusterBackend for RedisClusterBackend {
                         exhausted: false,
                         last_left: 0,
                         rate: 0.0,
-                        used_rate: 0.0,
                         last_sample: Instant::now(),
                         last_activity: None,
                         last_call: None,
+                        retry_at: None,
                         redis_added: 0,
                         local_added: 0,
                         window_left: None,

@@ -68,8 +68,8 @@ impl RedisClusterConfig {
                 call_timeout: Duration::from_millis(5),
                 connect_timeout: Duration::from_millis(500),
                 heartbeat_ttl: Duration::from_secs(2),
-                lease_horizon: Duration::from_millis(100),
-                max_lease_fraction: 0.05,
+                lease_horizon: Duration::from_millis(200),
+                max_lease_fraction: 0.1,
                 idle_return: Duration::from_millis(250),
                 tick: Duration::from_millis(5),
                 failures_to_open: 3,
@@ -146,15 +146,16 @@ impl RedisClusterConfigBuilder {
         self
     }
 
-    /// A lease holds about this much of the replica's own traffic (default 100 ms; > 0).
+    /// A lease holds about this much of the replica's own traffic, and no more than it can
+    /// spend before the window ends (default 200 ms; > 0): a steady replica calls Redis
+    /// about twice per horizon (it tops up at half).
     pub fn lease_horizon(mut self, horizon: Duration) -> Self {
         self.config.lease_horizon = horizon;
         self
     }
 
-    /// A lease is at most this fraction of a window's limit, divided by the live replicas
-    /// and weighted by the replica's share of the admissions (default 0.05; in (0, 1]): all
-    /// leases together, and so what a window can strand, stay within twice this fraction.
+    /// A lease is at most this fraction of a window's limit (default 0.1; in (0, 1]); Redis
+    /// also caps it at the replica's max-min fair part of what the window has left.
     pub fn max_lease_fraction(mut self, fraction: f64) -> Self {
         self.config.max_lease_fraction = fraction;
         self

@@ -33,22 +33,28 @@
 //! Redis's own clock (`TIME` in the script: window `floor(now / windowIntervalMs)`). The
 //! replica then admits from the lease with one compare-and-swap on an atomic counter: no
 //! network call, no await, no lock, no allocation on the hot path. A background task tops
-//! the lease up when it falls to half of L, so callers do not wait for it; L follows the
-//! replica's own rate (about `lease_horizon`, 100 ms, of its traffic), is capped at
-//! `max_lease_fraction` (5 %) of the window's limit per live replica, times the replica's
-//! share of the admissions over its fair share (so a replica taking half the traffic may
-//! hold a larger lease; all leases together stay within 2 x `max_lease_fraction` of the
-//! limit), and near exhaustion a grant is at most half of what is left per live replica. An unused remainder is given back
-//! after `idle_return` (250 ms) without calls, and a lease is dropped when its window ends.
+//! the lease up when it falls to half of L, so callers do not wait for it. L follows the
+//! replica's own demand (about `lease_horizon`, 200 ms, of the calls it offers, and no more
+//! than it can spend before the window ends), at most `max_lease_fraction` (10 %) of the
+//! window's limit, so a steady replica calls Redis about 5 to 12 times a second whatever its
+//! rate and whether or not the limit binds. Redis caps each grant at the replica's max-min
+//! fair part of the window: every live replica reports its demand (calls offered per
+//! second, smoothed), and needs what it was granted in the window plus its demand for the
+//! rest of it; a replica needing less than an equal split gets its need (so a replica that
+//! offers less than a fair share gets all it offers), the others split the rest. A replica
+//! refused for fairness asks again half a horizon later (the light ones may leave some). An
+//! unused remainder is given back after `idle_return` (250 ms) without calls, and a lease is
+//! dropped when its window ends.
 //!
 //! **Accuracy.** Redis never grants more than the window's limit, and a replica never spends
 //! a token outside the window it was granted for (its lease is dropped at a deadline computed
-//! from the time Redis reported left, measured from before the call was sent), so a window
+//! from the time Redis reported left, measured from when the call was sent), so a window
 //! never admits more than its limit. The only error left is under-admission: tokens granted
-//! and not spent before the window ended (stranded), at most the leases outstanding, that is
-//! at most 2 x `max_lease_fraction` (10 %) of the limit per window, and in practice far less since
-//! leases shrink as the window runs out; plus the calls blocked while a replica waits for its
-//! first lease of a window (one `tick`, 5 ms). [`ClusterStats::stranded`] counts them.
+//! and not spent before the window ended (stranded; a lease holds no more than its holder
+//! spends before the window ends at its current rate), tokens reserved for a replica whose
+//! demand fell (released as the window runs out), and the calls blocked while a replica
+//! waits for its first lease of a window (one `tick`, 5 ms). [`ClusterStats::stranded`]
+//! counts the stranded ones.
 //!
 //! # Exact mode
 //!

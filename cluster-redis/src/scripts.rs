@@ -6,19 +6,24 @@ use redis::Script;
 
 /// Grants a lease, gives back a remainder, and heartbeats the replica, in one call.
 ///
-/// KEYS: 1 the window hash (`win`, `granted`), 2 the members sorted set (score: expiry in
-/// Redis ms).
+/// KEYS: 1 the window hash (`win`, `granted`, `g:<replica>` granted to each), 2 the members sorted set (score: expiry in
+/// Redis ms), 3 the members' demands (a hash: replica id -> calls per second it offers).
 /// ARGV: 1 replica id, 2 tokens wanted (0: heartbeat only), 3 tokens per window (per
 /// instance when ARGV 4 is 0, for the cluster when 1), 4 global, 5 window ms, 6 heartbeat
 /// TTL ms, 7 tokens given back, 8 the window they were granted in, 9 all-or-nothing (1 in
 /// exact mode: grant `want` whole or nothing, no share), 10 calls a replica admitted locally
 /// (its fallback while Redis was unreachable), charged before anything is granted, 11 the
 /// window they were admitted in (`-1`: unknown, the current one; the next window counts as
-/// the current one too, since a replica's windows end early by its round trip).
+/// the current one too, since a replica's windows end early by its round trip), 12 the
+/// calls per second this replica offers (taken and refused, smoothed), 13 half the lease
+/// horizon in ms (what a replica's lease covers ahead at least).
 ///
-/// Returns `{granted, window, ms left in the window, live replicas, tokens left}`. Near
-/// exhaustion a lease is at most half of what is left per live replica (at least 1), so the
-/// last tokens spread over the replicas that still ask.
+/// Returns `{granted, window, ms left in the window, live replicas, tokens left}`. What a
+/// replica holds in a window is at most its max-min fair part of the window's limit: each
+/// live replica needs what it was granted in the window plus its demand for the rest of it;
+/// a replica needing less than the water level gets its need, so a replica offering less
+/// than a fair share gets all it offers, and the heavy ones split the rest. As the window
+/// runs, unused demand is released (its need shrinks with the time left).
 const LEASE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -35,33 +40,84 @@ if live < 1 then live = 1 end
 local limit = tonumber(ARGV[3])
 if ARGV[4] == '0' then limit = limit * live end
 limit = math.floor(limit)
-local cur = redis.call('HMGET', KEYS[1], 'win', 'granted')
+local mine = 'g:' .. ARGV[1]
+local cur = redis.call('HMGET', KEYS[1], 'win', 'granted', mine)
 local granted = 0
-if tonumber(cur[1]) == win then granted = tonumber(cur[2]) or 0 end
+local own = 0
+if tonumber(cur[1]) == win then
+  granted = tonumber(cur[2]) or 0
+  own = tonumber(cur[3]) or 0
+else
+  -- A new window: the per-replica counts of the last one go.
+  redis.call('DEL', KEYS[1])
+end
 local back = tonumber(ARGV[7])
 if back > 0 and tonumber(ARGV[8]) == win then
-  granted = granted - back
-  if granted < 0 then granted = 0 end
+  granted = math.max(granted - back, 0)
+  own = math.max(own - back, 0)
 end
 local charge = tonumber(ARGV[10]) or 0
 if charge > 0 then
   local cw = tonumber(ARGV[11])
-  if cw < 0 or cw == win or cw == win + 1 then granted = granted + charge end
+  if cw < 0 or cw == win or cw == win + 1 then
+    granted = granted + charge
+    own = own + charge
+  end
 end
 local left = limit - granted
 local want = tonumber(ARGV[2])
+local me = tonumber(ARGV[12]) or 0
+if ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[1], me)
+  redis.call('PEXPIRE', KEYS[3], ttl * 2)
+end
 local grant = 0
 if want > 0 and left > 0 then
   if ARGV[9] == '1' then
     if left >= want then grant = want end
   else
-    local share = math.floor(left / (2 * live))
-    if share < 1 then share = 1 end
-    grant = math.min(want, share, left)
+    -- Max-min fair over the window: a live replica needs what it was granted in it plus
+    -- its demand for the rest of it. Those that need less than an equal split get their
+    -- need; the others split the rest equally (the level). The caller may hold up to the
+    -- level in the window.
+    -- A lease holds between half and all of `ARGV[13]` of its holder's demand: what was
+    -- granted already covers the demand of that much of the rest.
+    local rest = math.max(((win + 1) * window_ms - now - tonumber(ARGV[13])) / 1000, 0)
+    local members = redis.call('ZRANGEBYSCORE', KEYS[2], now, '+inf')
+    local needs = {}
+    local fields = {}
+    for i = 1, #members do fields[i] = 'g:' .. members[i] end
+    if #members > 0 then
+      local demands = redis.call('HMGET', KEYS[3], unpack(members))
+      local grants = redis.call('HMGET', KEYS[1], unpack(fields))
+      for i = 1, #members do
+        if members[i] ~= ARGV[1] then
+          needs[#needs + 1] = (tonumber(grants[i]) or 0) + (tonumber(demands[i]) or 0) * rest
+        end
+      end
+    end
+    needs[#needs + 1] = own + me * rest
+    table.sort(needs)
+    local remaining = limit
+    local k = #needs
+    local level = limit
+    for i = 1, #needs do
+      if needs[i] * k <= remaining then
+        remaining = remaining - needs[i]
+        k = k - 1
+      else
+        level = remaining / k
+        break
+      end
+    end
+    if k == 0 then level = own + me * rest + remaining end
+    grant = math.min(want, math.floor(level) - own, left)
+    if grant < 0 then grant = 0 end
   end
 end
 granted = granted + grant
-redis.call('HSET', KEYS[1], 'win', win, 'granted', granted)
+own = own + grant
+redis.call('HSET', KEYS[1], 'win', win, 'granted', granted, mine, own)
 redis.call('PEXPIRE', KEYS[1], window_ms * 2 + 1000)
 return {grant, win, (win + 1) * window_ms - now, live, limit - granted}
 ";
@@ -71,6 +127,7 @@ return {grant, win, (win + 1) * window_ms - now, live, limit - granted}
 /// 4 window ms.
 const LEAVE: &str = r"
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local win = math.floor(now / tonumber(ARGV[4]))
@@ -100,13 +157,14 @@ impl Scripts {
     }
 }
 
-/// The keys of one flow: `{prefix}:{<flowId>}:w` (window) and `{prefix}:{<flowId>}:m`
-/// (members).
-pub(crate) fn keys(prefix: &str, flow_id: i64) -> (String, String) {
-    (
+/// The keys of one flow: `{prefix}:{<flowId>}:w` (window), `{prefix}:{<flowId>}:m`
+/// (members) and `{prefix}:{<flowId>}:d` (their demands).
+pub(crate) fn keys(prefix: &str, flow_id: i64) -> [String; 3] {
+    [
         format!("{prefix}:{{{flow_id}}}:w"),
         format!("{prefix}:{{{flow_id}}}:m"),
-    )
+        format!("{prefix}:{{{flow_id}}}:d"),
+    ]
 }
 
 /// The reply of [`LEASE`].

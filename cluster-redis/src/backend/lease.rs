@@ -49,10 +49,16 @@ impl Inner {
             u8::from(r.all_or_nothing).to_string(),
             r.charge.to_string(),
             r.charge_window.to_string(),
+            format!("{:.3}", r.demand),
+            (self.config.lease_horizon.as_millis() / 2).to_string(),
         ];
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
-        let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
+        let keys = [
+            flow.keys[0].as_str(),
+            flow.keys[1].as_str(),
+            flow.keys[2].as_str(),
+        ];
         let started = Instant::now();
         let run = conn.run(&self.scripts.lease, &keys, &args);
         let bounded = async {
@@ -177,6 +183,7 @@ impl Inner {
             st.last_left = 0;
             st.window = reply.window;
             st.exhausted = false;
+            st.retry_at = None;
             st.redis_added = 0;
             st.local_added = 0;
         }
@@ -199,8 +206,13 @@ impl Inner {
                 st.redis_added += reply.granted;
             }
         }
-        if request.want > 0 && !request.all_or_nothing && (reply.granted == 0 || reply.left <= 0) {
+        if request.want > 0 && !request.all_or_nothing && reply.left <= 0 {
             st.exhausted = true;
+        } else if request.want > 0 && !request.all_or_nothing && reply.granted < request.want {
+            // This replica reached its fair part of the window; the rest is reserved for
+            // replicas that need less than a fair share, and they may leave some: ask again
+            // later in the window, not every tick.
+            st.retry_at = Some(now + self.config.lease_horizon / 2);
         }
     }
 
@@ -225,6 +237,7 @@ impl Inner {
                 st.last_left = 0;
                 st.deadline = None;
                 st.exhausted = false;
+                st.retry_at = None;
                 st.redis_added = 0;
                 st.local_added = 0;
                 st.window_left = None;
@@ -256,7 +269,6 @@ impl Inner {
         let horizon = cfg.lease_horizon.as_secs_f64();
         let alpha = (dt / horizon).min(1.0);
         st.rate += alpha * (instant - st.rate);
-        st.used_rate += alpha * (consumed as f64 / dt - st.used_rate);
         if demand > 0.0 {
             st.last_activity = Some(now);
         }
@@ -276,28 +288,32 @@ impl Inner {
                 ..Request::HEARTBEAT
             });
         }
-        if active && !flow.exact && !st.exhausted {
-            let live = f64::from(slot.live_replicas());
-            let spec = slot.spec();
-            let limit = spec.window_limit(slot.live_replicas()) as f64;
-            // A replica taking k times its fair share may hold a lease k times larger: the
-            // leases of all replicas together stay within 2 x max_lease_fraction of the
-            // limit (the fair part and the used part), whatever the skew.
-            let fair_per_s = limit / (f64::from(spec.window_ms) / 1000.0) / live;
-            let weight = (st.used_rate / fair_per_s.max(1e-9)).clamp(1.0, live);
-            let cap = (limit * cfg.max_lease_fraction * weight / live)
-                .floor()
-                .max(1.0);
-            // Up fast (the instant rate), down smoothly.
-            let want = (st.rate.max(instant) * horizon).ceil().clamp(1.0, cap) as i64;
+        let demand = st.rate.max(instant);
+        let retry_due = st.retry_at.is_none_or(|t| now >= t);
+        if active && !flow.exact && !st.exhausted && retry_due {
+            let limit = slot.spec().window_limit(slot.live_replicas()) as f64;
+            let cap = (limit * cfg.max_lease_fraction).floor().max(1.0);
+            // About `lease_horizon` of its demand (up fast: the instant rate; down smoothly),
+            // and no more than it can spend before its window ends. Redis caps it at the
+            // replica's fair part of what is left.
+            let until_end = st
+                .deadline
+                .map_or(horizon, |d| d.saturating_duration_since(now).as_secs_f64())
+                .min(horizon);
+            let want = (demand * until_end).ceil().clamp(1.0, cap) as i64;
             if tokens <= want / 2 {
                 return Some(Request {
                     want,
+                    // Smoothed: Redis reserves it for the rest of the window.
+                    demand: st.rate,
                     ..Request::HEARTBEAT
                 });
             }
         }
-        heartbeat_due.then_some(Request::HEARTBEAT)
+        heartbeat_due.then_some(Request {
+            demand: st.rate,
+            ..Request::HEARTBEAT
+        })
     }
 
     /// Leaves a flow's membership and gives back its remainder.
@@ -314,7 +330,11 @@ impl Inner {
             window_ms.to_string(),
         ];
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
-        let keys = [flow.window_key.as_str(), flow.members_key.as_str()];
+        let keys = [
+            flow.keys[0].as_str(),
+            flow.keys[1].as_str(),
+            flow.keys[2].as_str(),
+        ];
         let run = conn.run(&self.scripts.leave, &keys, &args);
         if let Ok(Ok(_)) = tokio::time::timeout(self.config.call_timeout, run).await {
             self.counters

@@ -11,6 +11,7 @@
 //! ```
 //!
 //! Output lines: `ready`, `status <unix ms> <live|degraded|...>`, `second <unix s> <admitted>`,
+//! `offered <unix s> <calls offered>`,
 //! `straddled <unix s> <admitted>` (exact mode: the Redis call crossed into that second),
 //! `fallback <unix s> <admitted>` (exact mode: Redis did not answer within the call budget),
 //! `max_entry_us <µs>`, `stats <redis_calls> <granted> <stranded> <given_back>`, `done`.
@@ -173,12 +174,15 @@ async fn run(args: Args) {
     // Exact mode: admissions after a call Redis did not answer within the budget (the rule's
     // fallback decided them, or a late grant's token did).
     let mut fallback: BTreeMap<u64, u64> = BTreeMap::new();
+    // Calls offered per second (admitted or not).
+    let mut offered_per_second: BTreeMap<u64, u64> = BTreeMap::new();
     let mut max_entry = Duration::ZERO;
     while offered < total {
         let due = ((started.elapsed().as_secs_f64() * rate) as u64).min(total);
         while offered < due {
             offered += 1;
             let asked = unix_ms() / 1000;
+            *offered_per_second.entry(asked).or_default() += 1;
             let decision = if exact {
                 backend.acquire_exact(&slot, 1).await
             } else {
@@ -206,6 +210,9 @@ async fn run(args: Args) {
     }
     for (second, admitted) in &per_second {
         println!("second {second} {admitted}");
+    }
+    for (second, n) in &offered_per_second {
+        println!("offered {second} {n}");
     }
     for (second, admitted) in &straddled {
         println!("straddled {second} {admitted}");

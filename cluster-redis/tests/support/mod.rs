@@ -112,6 +112,8 @@ impl Replica {
 pub(crate) struct Report {
     /// Admitted calls per Unix second.
     pub(crate) seconds: BTreeMap<u64, u64>,
+    /// Calls offered (admitted or not) per Unix second.
+    pub(crate) offered: BTreeMap<u64, u64>,
     /// Exact mode: admitted calls whose Redis call crossed into this Unix second (granted in
     /// the window of this second or the one before).
     pub(crate) straddled: BTreeMap<u64, u64>,
@@ -168,6 +170,9 @@ pub(crate) fn parse(stdout: &str) -> Report {
         match words.first() {
             Some(&"second") => {
                 report.seconds.insert(num(1), num(2));
+            }
+            Some(&"offered") => {
+                report.offered.insert(num(1), num(2));
             }
             Some(&"straddled") => {
                 report.straddled.insert(num(1), num(2));
