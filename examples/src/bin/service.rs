@@ -45,6 +45,14 @@ fn main() -> std::process::ExitCode {
     examples::main(async |args: Args| {
         // The recorder goes in before the first entry: each resource registers its counters once.
         let prometheus = PrometheusBuilder::new().install_recorder()?;
+        // Histograms (sentinel_rt_seconds) are summarised only when upkeep runs.
+        let upkeep = prometheus.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                upkeep.run_upkeep();
+            }
+        });
 
         let sentinel = Sentinel::new();
         sentinel.add_listener(|event: &SentinelEvent| match event {
