@@ -168,6 +168,17 @@ pub mod telemetry;
 mod test_support;
 mod wire;
 
+pub use block::{BlockError, BlockReasons};
+pub use clock::{Clock, FakeClock, SystemClock};
+pub use engine::{
+    ActiveRules, FamilyRule, Limits, RuleManager, Sentinel, SentinelBuilder, WeakSentinel,
+    API_SOURCE,
+};
+pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandle};
+pub use events::{EventListener, SentinelEvent};
+pub use rule_ref::RuleRef;
+pub use rule_set::RuleSet;
+pub use rules::{KeyPolicy, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 /// The guard attribute (feature `macros`), `@SentinelResource` for Rust: see the
 /// `sentinel-macros` crate for its options.
 ///
@@ -183,16 +194,5 @@ mod wire;
 /// ```
 #[cfg(feature = "macros")]
 pub use sentinel_macros::sentinel;
-pub use block::{BlockError, BlockReasons};
-pub use clock::{Clock, FakeClock, SystemClock};
-pub use engine::{
-    ActiveRules, FamilyRule, Limits, RuleManager, Sentinel, SentinelBuilder, WeakSentinel,
-    API_SOURCE,
-};
-pub use entry::{Admission, Entry, EntryBuilder, EntryType, Queued, ResourceHandle};
-pub use events::{EventListener, SentinelEvent};
-pub use rule_ref::RuleRef;
-pub use rule_set::RuleSet;
-pub use rules::{KeyPolicy, LoadReport, RuleError, RuleFamily, RuleIssue, Validation};
 pub use shadow::ShadowRuleStats;
 pub use stat::{NodeStats, SecondStats};
