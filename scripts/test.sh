@@ -114,24 +114,26 @@ for s in "${SERVICES[@]}"; do
 done
 eval "$(scripts/services.sh env)"
 
-step "install: headless Chromium and chromedriver (Debian's; the console's browser tests)"
+# (headless Chromium and chromedriver, Debian's: the console's browser tests)
+step "install: Chromium"
 apt_ensure chromium chromium-driver
 
-step "install: Java and Go interop harness (Sentinel 1.8 from Maven Central, into ~/.m2)"
+# (Sentinel 1.8 from Maven Central into ~/.m2, sentinel-golang from the Go module proxy)
+step "install: Java and Go interop harness"
 # needs openjdk-17-jdk-headless and maven; the differential tests in the `tests` crate run it
 scripts/interop.sh build
 
-step "install: cargo-hack $CARGO_HACK_VERSION and cargo-nextest $CARGO_NEXTEST_VERSION"
+step "install: cargo-hack and cargo-nextest"
 cargo_tool cargo-hack cargo-hack "$CARGO_HACK_VERSION"
 cargo_tool cargo-nextest cargo-nextest "$CARGO_NEXTEST_VERSION"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy --all-features (every target)"
+step "cargo clippy --all-features --all-targets"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-step "cargo hack clippy --each-feature (libraries and binaries, each feature alone)"
+step "cargo hack clippy --each-feature"
 # Every feature of every crate must build, and pass clippy, on its own, not just in the
 # --all-features set above: this also lints the code that only builds with a feature off
 # (`cfg(not(feature = ...))`). --no-dev-deps edits Cargo.toml and Cargo.lock while it runs and
@@ -140,12 +142,12 @@ step "cargo hack clippy --each-feature (libraries and binaries, each feature alo
 # this step.
 cargo hack clippy --each-feature --no-dev-deps --workspace --exclude examples -- -D warnings
 
-step "tests: build (the workspace, every feature, once)"
+step "tests: build (every feature, once)"
 # One feature set for every test binary, so each crate is compiled once; the per-feature builds
 # stay honest through cargo-hack above.
 cargo nextest run --workspace --all-features --no-run --cargo-quiet
 
-step "tests: run (cargo nextest, profile ci)"
+step "tests: run (cargo nextest)"
 # .config/nextest.toml: how many tests run at once, which ones never share a server, the
 # per-test time limits.
 cargo nextest run --workspace --all-features --profile ci --no-fail-fast --cargo-quiet
