@@ -210,3 +210,47 @@ async fn after_an_outage_the_share_stays_that_of_the_replicas_known_before_it() 
     backend.inner.expire(&flow, Instant::now());
     assert_eq!(admit(&backend, &slot, 1000), 100, "a quarter, not a half");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_follows_demand_and_a_replica_refused_for_fairness_waits() {
+    let (backend, flow, slot) = backend();
+    // 100 calls offered in 50 ms (2 000/s), all refused: the flow asks for about
+    // `lease_horizon` (200 ms) of them, at most 10 % of the limit (40).
+    for _ in 0..100 {
+        assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+    }
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
+    assert_eq!((request.want, request.charge), (40, 0));
+    assert!(request.demand > 0.0);
+    // Redis granted 5 of the 40 (the rest is other replicas' fair part): no new ask until
+    // half a horizon later, however hard the replica is pressed meanwhile.
+    let reply = LeaseReply {
+        sent: Instant::now(),
+        granted: 5,
+        window: 7,
+        ms_left: 900,
+        live: 4,
+        left: 200,
+    };
+    backend.inner.apply(&flow, reply, request);
+    assert_eq!(admit(&backend, &slot, 1000), 5);
+    for step in 0..19 {
+        tokio::time::advance(Duration::from_millis(5)).await;
+        let _ = backend.try_acquire(&slot, 1);
+        let plan = backend.inner.plan(&flow, Instant::now());
+        assert!(plan.is_none_or(|r| r.want == 0), "step {step}: {plan:?}");
+    }
+    tokio::time::advance(Duration::from_millis(5)).await;
+    let _ = backend.try_acquire(&slot, 1);
+    let request = backend
+        .inner
+        .plan(&flow, Instant::now())
+        .expect("asks again");
+    assert!(request.want > 0);
+    // 10 ms before the window ends, the lease asked is what 10 ms of demand spends.
+    tokio::time::advance(Duration::from_millis(790)).await;
+    let _ = backend.try_acquire(&slot, 1);
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
+    assert!(request.want <= 25, "{request:?}");
+}
