@@ -16,10 +16,32 @@ pub struct SourceStatus {
     pub connected: bool,
     /// True once the source is closed (or dropped); nothing is applied after that.
     pub closed: bool,
-    /// The backend revision of the last payload processed (etcd revision, Nacos MD5...).
+    /// The backend revision (etcd revision, Nacos MD5...) of the last payload processed,
+    /// whatever became of it: applied, unchanged, kept or rejected. Kept for compatibility;
+    /// for the provenance of the rules in force read [`applied_revision`](Self::applied_revision),
+    /// for a broken store [`rejected_revision`](Self::rejected_revision).
     pub last_revision: Option<String>,
-    /// Hex SHA-256 of the last payload processed, over every entry's key and value.
+    /// Hex SHA-256 of the last payload processed (applied, kept or rejected), over every
+    /// entry's key and value. Kept for compatibility; see [`applied_hash`](Self::applied_hash)
+    /// and [`rejected_hash`](Self::rejected_hash).
     pub last_hash: Option<String>,
+    /// The backend revision of the payload whose rules are in force: set when a payload is
+    /// applied (an empty one included), left alone by an unchanged, kept or rejected one.
+    /// It pairs with [`last_applied_at`](Self::last_applied_at).
+    pub applied_revision: Option<String>,
+    /// Hex SHA-256 of the payload whose rules are in force (see
+    /// [`applied_revision`](Self::applied_revision)).
+    pub applied_hash: Option<String>,
+    /// The backend revision of the last payload rejected (syntax, type or validation
+    /// errors, or over the size cap). Kept after a later apply, so that a rejection can be
+    /// shown as resolved: [`store_rejected`](Self::store_rejected) says whether it still
+    /// stands.
+    pub rejected_revision: Option<String>,
+    /// Hex SHA-256 of the last payload rejected; `None` for a payload over the size cap
+    /// (it is not read in full, so not hashed).
+    pub rejected_hash: Option<String>,
+    /// When the last payload was rejected.
+    pub last_rejected_at: Option<SystemTime>,
     /// When rules from this source were last applied.
     pub last_applied_at: Option<SystemTime>,
     /// The engine's rule-table version after this source's last apply.
@@ -86,6 +108,11 @@ impl SourceStatus {
             closed: false,
             last_revision: None,
             last_hash: None,
+            applied_revision: None,
+            applied_hash: None,
+            rejected_revision: None,
+            rejected_hash: None,
+            last_rejected_at: None,
             last_applied_at: None,
             rules_version: None,
             last_error: None,

@@ -342,6 +342,9 @@ impl Driver {
             s.rejected_count += 1;
             s.store_rejected = true;
             s.last_error = Some(error.to_string());
+            s.last_rejected_at = Some(SystemTime::now());
+            s.rejected_hash = None;
+            s.rejected_revision.clone_from(&revision);
             if revision.is_some() {
                 s.last_revision = revision;
             }
@@ -394,6 +397,12 @@ impl Driver {
                 s.unchanged_count += 1;
                 if payload.revision.is_some() {
                     s.last_revision = payload.revision.clone();
+                    // The same rejected content stored again: the store's rejected payload
+                    // now has this revision. The applied ones stay: the rules in force came
+                    // from the payload applied before.
+                    if s.store_rejected {
+                        s.rejected_revision = payload.revision.clone();
+                    }
                 }
             });
             return Ok(());
@@ -433,6 +442,8 @@ impl Driver {
             Ok(report) if report.applied.is_empty() && report.shadow_applied.is_empty() => {
                 // Nothing carried and nothing owned: nothing changed.
                 self.status.send_modify(|s| {
+                    s.applied_hash = Some(hash_hex.clone());
+                    s.applied_revision = payload.revision.clone();
                     s.last_hash = Some(hash_hex);
                     s.last_revision = payload.revision.clone();
                     s.last_error = None;
@@ -449,6 +460,8 @@ impl Driver {
                     s.applied_count += 1;
                     s.last_applied_at = Some(SystemTime::now());
                     s.rules_version = Some(report.version);
+                    s.applied_hash = Some(hash_hex.clone());
+                    s.applied_revision = payload.revision.clone();
                     s.last_hash = Some(hash_hex);
                     s.last_revision = payload.revision.clone();
                     s.last_error = None;
@@ -524,6 +537,9 @@ impl Driver {
             s.rejected_count += 1;
             s.store_rejected = true;
             s.last_error = Some(error.to_string());
+            s.last_rejected_at = Some(SystemTime::now());
+            s.rejected_hash = Some(hash_hex.clone());
+            s.rejected_revision = payload.revision.clone();
             s.last_hash = Some(hash_hex);
             s.last_revision = payload.revision.clone();
         });

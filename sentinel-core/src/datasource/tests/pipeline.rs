@@ -294,3 +294,66 @@ async fn the_default_cap_is_4_mib() {
     );
     source.close().await;
 }
+
+/// The provenance of the rules in force (`applied_*`) is kept apart from the last rejected
+/// payload's (`rejected_*`): a rejection leaves the applied revision and hash alone, a fix
+/// updates them and keeps the rejected ones (so the rejection can be shown resolved), and an
+/// unchanged payload moves neither.
+#[tokio::test]
+async fn applied_and_rejected_provenance_are_kept_apart() {
+    let store = MemoryStore::new();
+    store.put("k", flow_payload(1));
+    let first = store.revision().to_string();
+    let sentinel = Sentinel::new();
+    let source = DataSource::builder(store.source("k"), FlowJson::new())
+        .start(&sentinel)
+        .await
+        .expect("starts");
+    let applied = source.status();
+    assert_eq!(applied.applied_revision.as_deref(), Some(first.as_str()));
+    let first_hash = applied.applied_hash.clone().expect("an applied hash");
+    assert_eq!(applied.last_hash.as_deref(), Some(first_hash.as_str()));
+    assert_eq!(applied.rejected_revision, None);
+    assert_eq!(applied.last_rejected_at, None);
+
+    store.put("k", "[{\"resource\":");
+    let broken = store.revision().to_string();
+    let rejected = wait_status(&source, "rejected", |s| s.rejected_count == 1).await;
+    assert!(rejected.store_rejected);
+    assert_eq!(rejected.applied_revision.as_deref(), Some(first.as_str()));
+    assert_eq!(rejected.applied_hash.as_deref(), Some(first_hash.as_str()));
+    assert_eq!(rejected.rejected_revision.as_deref(), Some(broken.as_str()));
+    let broken_hash = rejected.rejected_hash.clone().expect("a rejected hash");
+    assert_ne!(broken_hash, first_hash);
+    assert!(rejected.last_rejected_at.is_some());
+    // `last_*` still name the last payload processed, the rejected one.
+    assert_eq!(rejected.last_revision.as_deref(), Some(broken.as_str()));
+    assert_eq!(rejected.last_hash.as_deref(), Some(broken_hash.as_str()));
+    assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
+
+    store.put("k", flow_payload(2));
+    let fixed = store.revision().to_string();
+    let resolved = wait_status(&source, "fixed", |s| s.applied_count == 2).await;
+    assert!(!resolved.store_rejected);
+    assert_eq!(resolved.applied_revision.as_deref(), Some(fixed.as_str()));
+    let fixed_hash = resolved.applied_hash.clone().expect("an applied hash");
+    assert_ne!(fixed_hash, first_hash);
+    assert_eq!(resolved.rejected_revision.as_deref(), Some(broken.as_str()));
+    assert_eq!(
+        resolved.rejected_hash.as_deref(),
+        Some(broken_hash.as_str())
+    );
+    assert_eq!(resolved.last_rejected_at, rejected.last_rejected_at);
+
+    store.put("k", flow_payload(2));
+    let again = store.revision().to_string();
+    let unchanged = wait_status(&source, "unchanged", |s| s.unchanged_count == 1).await;
+    assert_eq!(unchanged.last_revision.as_deref(), Some(again.as_str()));
+    assert_eq!(unchanged.applied_revision.as_deref(), Some(fixed.as_str()));
+    assert_eq!(unchanged.applied_hash.as_deref(), Some(fixed_hash.as_str()));
+    assert_eq!(
+        unchanged.rejected_revision.as_deref(),
+        Some(broken.as_str())
+    );
+    source.close().await;
+}
