@@ -1031,3 +1031,63 @@ async fn at_1280_px_every_card_holds_its_content() {
     );
     harness.close(browser).await;
 }
+
+/// While the store holds a rejected payload, the page's sources table and provenance line
+/// name the applied payload's revision (the rules in force), and the last-error cell the
+/// rejected one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provenance_during_a_rejection_names_the_applied_revision() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let started = Instant::now();
+    let mut harness = Harness::start("provenance", &default_rules()).await;
+    // The initial read's revision is etcd's header revision, not the key's: read it back.
+    let applied = harness
+        .service
+        .source
+        .status()
+        .applied_revision
+        .expect("an applied revision");
+    let browser = Browser::start().await;
+    harness.open(&browser).await;
+
+    let mut broken = default_rules();
+    broken["flow"][0]["count"] = json!(-1);
+    let key = harness.key.clone();
+    harness
+        .etcd
+        .put(key, broken.to_string(), None)
+        .await
+        .expect("a rejected payload is stored");
+    let (_, _, rejected) = harness.stored().await;
+    assert_ne!(applied, rejected.to_string());
+    let (shown, _) = browser
+        .wait_for(
+            "the rejection on the page",
+            Duration::from_millis(50),
+            &format!(
+                "const row = document.querySelector('#sources-body tr[data-source]'); \
+                 const cell = row && row.querySelector('.last-error'); \
+                 if (!cell || !cell.textContent.includes('revision {rejected}')) return false; \
+                 const line = document.querySelector('#rules-sources details .muted'); \
+                 return {{ revision: row.querySelector('td.revision').title, error: cell.textContent, \
+                   line: line && line.textContent }};"
+            ),
+        )
+        .await;
+    browser.screenshot("provenance-rejected").await;
+    assert_eq!(shown["revision"], json!(applied), "{shown}");
+    let line = shown["line"].as_str().unwrap_or_default();
+    assert!(
+        line.contains(&format!("revision {applied},")),
+        "the provenance line names the applied revision: {shown}"
+    );
+    assert!(
+        line.contains(&format!("rejected payload (revision {rejected})")),
+        "and says the store holds a rejected one: {shown}"
+    );
+    eprintln!(
+        "measured: provenance during a rejection in {:?}",
+        started.elapsed()
+    );
+    harness.close(browser).await;
+}

@@ -59,7 +59,7 @@
 //! | `GET api/breakers` | [`Breaker`]s |
 //! | `GET api/timeline` | [`Transition`]s, newest first |
 //! | `GET api/rules` | [`Rules`]: per family and per source, as combined documents |
-//! | `GET api/sources` | [`Source`]s: status, revision, last apply, last rejection |
+//! | `GET api/sources` | [`Source`]s: status, the applied revision and hash, last apply, the last rejected revision and hash |
 //! | `GET api/system` | [`System`] |
 //! | `GET api/cluster` | [`Cluster`] |
 //! | `GET api/sources/{name}/edit` | [`EditView`]: the store revision and the source's rules |
@@ -586,10 +586,10 @@ async fn edit_view(
         Ok(revision) => revision,
         Err(e) => return refused(StatusCode::BAD_GATEWAY, &e.to_string()),
     };
-    let stored = state
-        .sources
-        .iter()
-        .any(|s| s.borrow().name == name && s.borrow().last_revision.is_some());
+    let stored = state.sources.iter().any(|s| {
+        let status = s.borrow();
+        status.name == name && model::store_has_rules(&status)
+    });
     if revision.is_none() && stored {
         writer
             .revisions

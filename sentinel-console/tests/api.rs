@@ -771,3 +771,52 @@ async fn engine_events_are_coalesced_into_at_most_one_update_every_250_ms() {
         "{updates} updates for 20 events in 1 s"
     );
 }
+
+/// While the store holds a rejected payload, the API's provenance is the applied payload's
+/// (the rules in force and their applied time), and the rejected payload's revision and hash
+/// are reported apart; after a fix the rejection stays visible with the new applied revision.
+#[tokio::test]
+async fn provenance_during_a_rejection_is_the_applied_payloads() {
+    let (sentinel, _clock, series) = engine();
+    let store = MemoryStore::new();
+    store.put("rules", r#"{"flow":[{"resource":"a","count":5}]}"#);
+    let applied = store.revision().to_string();
+    let source = start_source(&sentinel, &store, "mem").await;
+    let applied_hash = source.status().applied_hash.expect("an applied hash");
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .source(source.status_watch())
+        .build()
+        .expect("a console")
+        .router();
+
+    store.put("rules", r#"{"flow":[{"resource":"a","count":-1}]}"#);
+    let rejected = store.revision().to_string();
+    let status = wait_status(&source, "the rejection", |s| s.rejected_count == 1).await;
+    let rejected_hash = status.rejected_hash.expect("a rejected hash");
+    let (code, sources) = call(&router, "GET", "/api/sources", None, None).await;
+    assert_eq!(code, StatusCode::OK);
+    let mem = &sources[0];
+    assert_eq!(mem["name"], json!("mem"));
+    assert_eq!(mem["revision"], json!(applied), "{mem}");
+    assert_eq!(mem["hash"], json!(applied_hash), "{mem}");
+    assert_eq!(mem["store_rejected"], json!(true), "{mem}");
+    assert_eq!(mem["rejected_revision"], json!(rejected), "{mem}");
+    assert_eq!(mem["rejected_hash"], json!(rejected_hash), "{mem}");
+    assert!(mem["last_rejected_ms"].as_u64().is_some(), "{mem}");
+    assert!(
+        mem["last_applied_ms"].as_u64() <= mem["last_rejected_ms"].as_u64(),
+        "{mem}"
+    );
+
+    store.put("rules", r#"{"flow":[{"resource":"a","count":7}]}"#);
+    let fixed = store.revision().to_string();
+    wait_status(&source, "the fix", |s| s.applied_count == 2).await;
+    let (_, sources) = call(&router, "GET", "/api/sources", None, None).await;
+    let mem = &sources[0];
+    assert_eq!(mem["revision"], json!(fixed), "{mem}");
+    assert_ne!(mem["hash"], json!(applied_hash), "{mem}");
+    assert_eq!(mem["store_rejected"], json!(false), "{mem}");
+    assert_eq!(mem["rejected_revision"], json!(rejected), "{mem}");
+    source.close().await;
+}

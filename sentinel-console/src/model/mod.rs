@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub use readings::{Breaker, Cluster, ClusterFlow, System};
 pub use resources::{Blocks, ResourceQuery, ResourceRow, Resources, SortKey, SPARK_SECONDS};
+pub(crate) use sources::store_has_rules;
 pub use sources::{Rules, Source, SourceRules};
 
 use crate::record::{RuleEvent, Transition};

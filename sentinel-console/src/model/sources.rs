@@ -1,7 +1,7 @@
 //! The data sources' status and the rules in force by source (`GET api/sources`,
 //! `GET api/rules`).
 
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use sentinel_core::datasource::SourceStatus;
 use sentinel_core::RuleFamily;
@@ -19,12 +19,23 @@ pub struct Source {
     pub connected: bool,
     /// True once closed.
     pub closed: bool,
-    /// The backend revision of the last payload processed.
+    /// The backend revision of the payload whose rules are in force (the last one applied;
+    /// a later rejected payload does not change it).
     pub revision: Option<String>,
-    /// Hex SHA-256 of the last payload processed.
+    /// Hex SHA-256 of the payload whose rules are in force.
     pub hash: Option<String>,
-    /// When rules from it were last applied (Unix epoch ms).
+    /// When rules from it were last applied (Unix epoch ms): the time of the payload of
+    /// `revision` and `hash`.
     pub last_applied_ms: Option<u64>,
+    /// True while the payload the store holds is rejected: the rules in force are older.
+    pub store_rejected: bool,
+    /// The backend revision of the last rejected payload (kept after a later apply: the
+    /// rejection is then resolved).
+    pub rejected_revision: Option<String>,
+    /// Hex SHA-256 of the last rejected payload (`None` for one over the size cap).
+    pub rejected_hash: Option<String>,
+    /// When the last payload was rejected (Unix epoch ms).
+    pub last_rejected_ms: Option<u64>,
     /// The rule-table version after its last apply.
     pub rules_version: Option<u64>,
     /// Why the last read, watch or payload failed.
@@ -70,13 +81,13 @@ impl Source {
             name: status.name.clone(),
             connected: status.connected,
             closed: status.closed,
-            revision: status.last_revision.clone(),
-            hash: status.last_hash.clone(),
-            last_applied_ms: status.last_applied_at.and_then(|t| {
-                t.duration_since(UNIX_EPOCH)
-                    .ok()
-                    .and_then(|d| u64::try_from(d.as_millis()).ok())
-            }),
+            revision: status.applied_revision.clone(),
+            hash: status.applied_hash.clone(),
+            last_applied_ms: status.last_applied_at.and_then(epoch_ms),
+            store_rejected: status.store_rejected,
+            rejected_revision: status.rejected_revision.clone(),
+            rejected_hash: status.rejected_hash.clone(),
+            last_rejected_ms: status.last_rejected_at.and_then(epoch_ms),
             rules_version: status.rules_version,
             last_error: status.last_error.clone(),
             applied: status.applied_count,
@@ -95,6 +106,13 @@ impl Source {
             shadow_rules: status.shadow_rules,
         }
     }
+}
+
+/// `at` in milliseconds since the Unix epoch (`None` before it or past `u64`).
+fn epoch_ms(at: SystemTime) -> Option<u64> {
+    at.duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
 }
 
 /// The rules one source contributes.
@@ -119,6 +137,16 @@ pub struct Rules {
     pub sources: Vec<SourceRules>,
 }
 
+/// Whether the source has read a payload from its store: an applied or a rejected one (an
+/// unchanged or kept payload follows one of those).
+pub(crate) fn store_has_rules(status: &SourceStatus) -> bool {
+    status
+        .applied_revision
+        .as_ref()
+        .or(status.rejected_revision.as_ref())
+        .is_some()
+}
+
 impl State {
     pub(crate) fn sources(&self) -> Vec<Source> {
         self.sources
@@ -130,7 +158,7 @@ impl State {
                     .editing
                     .as_ref()
                     .and_then(|e| e.writers.get(&status.name));
-                let keeps = writer.and_then(|w| w.keeps_revisions(status.last_revision.is_some()));
+                let keeps = writer.and_then(|w| w.keeps_revisions(store_has_rules(&status)));
                 Source::of(
                     &status,
                     rejection,
