@@ -15,7 +15,7 @@ use super::guard::{
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
 use crate::engine::{with_rules, NodeRef, ResourceNode, ResourceRules, RuleSnapshot};
-use crate::flow::{plain_qps_passes, CheckContext};
+use crate::flow::{plain_qps_passes, CheckContext, CONTEXT_DEFAULT_NAME};
 use crate::param_flow::{CallArgs, Holds, Now, ResourceParamRules};
 use crate::shadow::ShadowCall;
 use crate::stat::{StatNode, Trial};
@@ -131,10 +131,29 @@ impl<'a> EntryBuilder<'a> {
         // a call without any pays no drop glue.
         let mut blocked: Option<BlockError> = None;
         let mut holds = ManuallyDrop::new(Holds::None);
+        // A call without a context is in the default one: it is counted there only when a
+        // chain rule of the resource names that context (other calls pay one test here).
+        let mut default_context: Option<Arc<StatNode>> = None;
         let verdict = with_rules(&node.shared, |snapshot| {
             let rules = node.rules_in(snapshot);
+            if self.context.is_none()
+                && rules
+                    .and_then(|r| r.flow.as_ref())
+                    .is_some_and(|f| f.on_default_context())
+            {
+                default_context = node.context_node(CONTEXT_DEFAULT_NAME);
+                let call = Call {
+                    context_node: default_context.as_deref(),
+                    ..call
+                };
+                return self.checks(&call, snapshot, rules, &mut holds, &mut blocked);
+            }
             self.checks(&call, snapshot, rules, &mut holds, &mut blocked)
         });
+        let call = Call {
+            context_node: call.context_node.or(default_context.as_deref()),
+            ..call
+        };
         if let Some(error) = blocked {
             record_block(&call, batch, verdict.reserved, &error);
             drop(ManuallyDrop::into_inner(holds));
@@ -143,7 +162,7 @@ impl<'a> EntryBuilder<'a> {
         Ok(self.passed(
             node_ref,
             origin_node,
-            context_node,
+            context_node.or(default_context),
             now,
             verdict,
             holds,

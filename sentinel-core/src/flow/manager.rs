@@ -11,7 +11,9 @@ use super::concurrency::{
     RESERVED_ON_RESOURCE,
 };
 use super::controller::{Controller, Decision, Reject};
-use super::rule::{FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER};
+use super::rule::{
+    FlowGrade, FlowRule, FlowStrategy, CONTEXT_DEFAULT_NAME, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
+};
 use crate::clock::Clock;
 use crate::cluster::ClusterDecision;
 use crate::hash::FastMap;
@@ -132,6 +134,9 @@ pub(crate) struct ResourceFlowRules {
     /// A rule of the resource has `limitApp: "default"` (which names the origin `default`,
     /// for `other`).
     has_default: bool,
+    /// A chain rule of the resource names the default context: a call entered without a
+    /// context is counted on that context's node (see [`CONTEXT_DEFAULT_NAME`]).
+    on_default_context: bool,
 }
 
 /// A resource's compiled rules.
@@ -208,6 +213,13 @@ impl ResourceFlowRules {
         self.rules.iter().map(|c| &c.rule)
     }
 
+    /// A chain rule of the resource names [`CONTEXT_DEFAULT_NAME`], the context of calls
+    /// entered without one.
+    #[inline]
+    pub(crate) fn on_default_context(&self) -> bool {
+        self.on_default_context
+    }
+
     /// A resource's exact rules and the regex rules that match it, together.
     pub(crate) fn merged(exact: Option<&ResourceFlowRules>, matched: &ResourceFlowRules) -> Self {
         let mut list: Rules = exact.map(|e| e.rules.clone()).unwrap_or_default();
@@ -217,6 +229,7 @@ impl ResourceFlowRules {
         for part in exact.into_iter().chain([matched]) {
             origins.extend(part.specific_origins.iter().cloned());
             merged.has_default |= part.has_default;
+            merged.on_default_context |= part.on_default_context;
         }
         origins.sort();
         origins.dedup();
@@ -386,7 +399,10 @@ impl ResourceFlowRules {
             // This call does not enter the related resource: nothing to reserve there.
             FlowStrategy::Relate => c.ref_node().map(|n| (n.stat(), 0)),
             FlowStrategy::Chain => {
-                if cx.context.is_some() && cx.context == rule.ref_resource.as_deref() {
+                // A call without a context is in the default one (it has that context's
+                // node when a chain rule of the resource names it).
+                if rule.ref_resource.as_deref() == Some(cx.context.unwrap_or(CONTEXT_DEFAULT_NAME))
+                {
                     cx.context_node.map(|n| (n, RESERVED_ON_CONTEXT))
                 } else {
                     None

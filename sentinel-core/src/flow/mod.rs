@@ -37,8 +37,8 @@ pub(crate) use golang::{
 pub(crate) use manager::{plain_qps_passes, CheckContext, FlowRef, FlowTable, ResourceFlowRules};
 pub(crate) use rule::FlowRuleWire;
 pub use rule::{
-    ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT,
-    LIMIT_APP_OTHER,
+    ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy, CONTEXT_DEFAULT_NAME,
+    LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
 };
 
 #[cfg(test)]

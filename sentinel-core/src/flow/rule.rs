@@ -12,6 +12,9 @@ use crate::wire::{self, Bool, Float, Int};
 pub const LIMIT_APP_DEFAULT: &str = "default";
 /// `limitApp` value that matches origins no other rule of the resource names.
 pub const LIMIT_APP_OTHER: &str = "other";
+/// The context of a call entered without one (Sentinel's `Constants.CONTEXT_DEFAULT_NAME`):
+/// a chain rule whose `refResource` names it limits those calls.
+pub const CONTEXT_DEFAULT_NAME: &str = "sentinel_default_context";
 
 int_code_enum! {
     /// What a flow rule counts (`grade`).
@@ -30,7 +33,8 @@ int_code_enum! {
         Direct = 0,
         /// The statistics of `refResource` (limit this resource when that one is busy).
         Relate = 1,
-        /// Only calls that entered through the context named `refResource`.
+        /// Only calls that entered through the context named `refResource`
+        /// ([`CONTEXT_DEFAULT_NAME`] for calls entered without a context).
         Chain = 2,
     }
 }
@@ -220,7 +224,8 @@ impl FlowRule {
         self
     }
 
-    /// Chain strategy: count only calls entering through context `context`.
+    /// Chain strategy: count only calls entering through context `context`
+    /// ([`CONTEXT_DEFAULT_NAME`]: calls entered without a context).
     pub fn chain(mut self, context: impl Into<String>) -> Self {
         self.strategy = FlowStrategy::Chain;
         self.ref_resource = Some(context.into());

@@ -8,7 +8,8 @@ use crate::cluster::ClusterBackend;
 use crate::flow::cluster::register_rules;
 use crate::flow::controller::Controller;
 use crate::flow::rule::{
-    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, LIMIT_APP_DEFAULT, LIMIT_APP_OTHER,
+    ControlBehavior, FlowGrade, FlowRule, FlowStrategy, CONTEXT_DEFAULT_NAME, LIMIT_APP_DEFAULT,
+    LIMIT_APP_OTHER,
 };
 use crate::hash::{FastMap, FastSet};
 use crate::pattern::Patterns;
@@ -181,10 +182,12 @@ impl ResourceFlowRules {
                 LimitApp::Default | LimitApp::Other => Box::default(),
             };
             let has_default = only.app == LimitApp::Default;
+            let on_default_context = on_default_context(&only.rule);
             return Self {
                 rules: list,
                 specific_origins,
                 has_default,
+                on_default_context,
             };
         }
         list.sort_by_key(|c| order(&c.rule));
@@ -201,10 +204,18 @@ impl ResourceFlowRules {
         specific_origins.sort();
         specific_origins.dedup();
         let has_default = apps().any(|app| app == LIMIT_APP_DEFAULT);
+        let on_default_context = list.iter().any(|c| on_default_context(&c.rule));
         Self {
             rules: list,
             specific_origins: specific_origins.into_boxed_slice(),
             has_default,
+            on_default_context,
         }
     }
+}
+
+/// `rule` is a chain rule on the context of calls entered without one.
+fn on_default_context(rule: &FlowRule) -> bool {
+    rule.strategy == FlowStrategy::Chain
+        && rule.ref_resource.as_deref() == Some(CONTEXT_DEFAULT_NAME)
 }

@@ -38,6 +38,30 @@ fn chain_strategy_counts_only_its_entrance() {
 }
 
 #[test]
+fn a_chain_rule_on_the_default_context_limits_calls_without_a_context() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("query", 2.0).chain(CONTEXT_DEFAULT_NAME),
+            FlowRule::thread("write", 1.0).chain(CONTEXT_DEFAULT_NAME),
+        ])
+        .unwrap();
+    let none = burst(&s, "query", 5);
+    let named = (0..5)
+        .filter(|_| s.entry("query").context("entrance-a").enter().is_ok())
+        .count();
+    assert_eq!((none, named), (2, 5), "Sentinel's default context, by name");
+    // A concurrency rule: the call in flight holds its place in the default context until
+    // it exits.
+    let writing = s.entry("write").enter().unwrap();
+    assert!(s.entry("write").enter().is_err(), "one call in flight");
+    assert!(s.entry("write").context("entrance-a").enter().is_ok());
+    drop(writing);
+    assert!(s.entry("write").enter().is_ok(), "its place is given back");
+}
+
+#[test]
 fn limit_app_specific_and_other_match_the_right_origins() {
     let clock = FakeClock::at_ms(10_000);
     let s = engine(&clock);
