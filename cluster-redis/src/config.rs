@@ -69,7 +69,7 @@ impl RedisClusterConfig {
                 connect_timeout: Duration::from_millis(500),
                 heartbeat_ttl: Duration::from_secs(2),
                 lease_horizon: Duration::from_millis(200),
-                max_lease_fraction: 0.1,
+                max_lease_fraction: 0.05,
                 idle_return: Duration::from_millis(250),
                 tick: Duration::from_millis(5),
                 failures_to_open: 3,
@@ -154,8 +154,11 @@ impl RedisClusterConfigBuilder {
         self
     }
 
-    /// A lease is at most this fraction of a window's limit (default 0.1; in (0, 1]); Redis
-    /// also caps it at the replica's max-min fair part of what the window has left.
+    /// A lease is at most this fraction of a window's limit per live replica, times the
+    /// replica's demand over a fair share (1 to the live replicas) (default 0.05; in
+    /// (0, 1]): all leases together stay within about twice this fraction of the limit,
+    /// which bounds what a window strands and what a starved process can spend late.
+    /// Redis also caps a lease at the replica's max-min fair part of the window.
     pub fn max_lease_fraction(mut self, fraction: f64) -> Self {
         self.config.max_lease_fraction = fraction;
         self

@@ -291,8 +291,19 @@ impl Inner {
         let demand = st.rate.max(instant);
         let retry_due = st.retry_at.is_none_or(|t| now >= t);
         if active && !flow.exact && !st.exhausted && retry_due {
-            let limit = slot.spec().window_limit(slot.live_replicas()) as f64;
-            let cap = (limit * cfg.max_lease_fraction).floor().max(1.0);
+            let spec = slot.spec();
+            let live = f64::from(slot.live_replicas());
+            let limit = spec.window_limit(slot.live_replicas()) as f64;
+            // At most `max_lease_fraction` of the limit per live replica, times the replica's
+            // demand over a fair share (1 to `live`): all leases together stay within about
+            // twice that fraction of the limit. Tokens a starved process holds past its
+            // window's end may still be spent before the expiry drops them, so what is out
+            // must stay small.
+            let fair_per_s = limit / (f64::from(spec.window_ms) / 1000.0) / live;
+            let weight = (st.rate / fair_per_s.max(1e-9)).clamp(1.0, live);
+            let cap = (limit * cfg.max_lease_fraction * weight / live)
+                .floor()
+                .max(1.0);
             // About `lease_horizon` of its demand (up fast: the instant rate; down smoothly),
             // and no more than it can spend before its window ends. Redis caps it at the
             // replica's fair part of what is left.

@@ -215,15 +215,16 @@ async fn after_an_outage_the_share_stays_that_of_the_replicas_known_before_it() 
 async fn a_lease_follows_demand_and_a_replica_refused_for_fairness_waits() {
     let (backend, flow, slot) = backend();
     // 100 calls offered in 50 ms (2 000/s), all refused: the flow asks for about
-    // `lease_horizon` (200 ms) of them, at most 10 % of the limit (40).
+    // `lease_horizon` (200 ms) of them, at most 5 % of the limit per live replica (one
+    // known so far: 20).
     for _ in 0..100 {
         assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
     }
     tokio::time::advance(Duration::from_millis(50)).await;
     let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
-    assert_eq!((request.want, request.charge), (40, 0));
+    assert_eq!((request.want, request.charge), (20, 0));
     assert!(request.demand > 0.0);
-    // Redis granted 5 of the 40 (the rest is other replicas' fair part): no new ask until
+    // Redis granted 5 of the 20 (the rest is other replicas' fair part): no new ask until
     // half a horizon later, however hard the replica is pressed meanwhile.
     let reply = LeaseReply {
         sent: Instant::now(),
