@@ -35,9 +35,10 @@
 //! network call, no await, no lock, no allocation on the hot path. A background task tops
 //! the lease up when it falls to half of L, so callers do not wait for it. L follows the
 //! replica's own demand (about `lease_horizon`, 200 ms, of the calls it offers, and no more
-//! than it can spend before the window ends), at most `max_lease_fraction` (10 %) of the
-//! window's limit, so a steady replica calls Redis about 5 to 12 times a second whatever its
-//! rate and whether or not the limit binds. Redis caps each grant at the replica's max-min
+//! than it can spend before the window ends), at most `max_lease_fraction` (5 %) of the
+//! window's limit per live replica times the replica's demand over a fair share (so all
+//! leases together stay within about 10 % of the limit), so a replica calls Redis about 5
+//! to 20 times a second with 4 and 16 replicas, whether or not the limit binds. Redis caps each grant at the replica's max-min
 //! fair part of the window: every live replica reports its demand (calls offered per
 //! second, smoothed), and needs what it was granted in the window plus its demand for the
 //! rest of it; a replica needing less than an equal split gets its need (so a replica that
