@@ -8,12 +8,12 @@ use sentinel_core::datasource::{
     AuthorityJson, CombinedJson, Converter, DegradeJson, FlowJson, GoCircuitBreakerJson,
     GoFlowJson, GoHotspotJson, GoIsolationJson, GoSystemJson, ParamFlowJson, SystemJson,
 };
-use sentinel_core::flow::{ControlBehavior, FlowRule, FlowStrategy};
+use sentinel_core::flow::{ClusterFlowConfig, ControlBehavior, FlowRule, FlowStrategy};
 use sentinel_core::param_flow::{
     ParamControlBehavior, ParamFlowGrade, ParamFlowItem, ParamFlowRule, ParamValue,
 };
 use sentinel_core::system::SystemRule;
-use sentinel_core::{RuleError, RuleIssue, RuleSet, Sentinel, Validation};
+use sentinel_core::{KeyPolicy, RuleError, RuleIssue, RuleSet, Sentinel, Validation};
 
 fn payload(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/data/rules/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -64,6 +64,27 @@ fn dashboard_pushed_entity() {
     assert_eq!(rules[0].resource, "/hello");
     assert_eq!(rules[0].count, 1.0);
     assert!(!rules[0].cluster_mode);
+}
+
+/// A cluster flow rule as the dashboard writes it: its entity's keys and every key of
+/// Sentinel 1.8's `ClusterFlowConfig`, the token client's four included.
+#[test]
+fn dashboard_cluster_rule_loads_under_strict_keys_without_warnings() {
+    let bytes = std::fs::read(format!(
+        "{}/tests/data/dashboard/flow-cluster-rule.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the dashboard payload");
+    let out = FlowJson::new()
+        .keys(KeyPolicy::Deny)
+        .convert_with(&bytes, Validation::Strict)
+        .unwrap_or_else(|e| panic!("refused: {e}"));
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let rules = out.value.flow.expect("flow rules");
+    let expected = FlowRule::qps("GET:/order", 100.0)
+        .max_queueing_time_ms(500)
+        .cluster(ClusterFlowConfig::new(7).global(true));
+    assert_eq!(rules, vec![expected]);
 }
 
 #[test]

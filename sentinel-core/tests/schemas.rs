@@ -117,6 +117,24 @@ fn a_misspelt_key_is_flagged_by_the_schema() {
     assert!(validator.is_valid(&good));
 }
 
+#[test]
+fn the_dashboard_cluster_flow_rule_passes_the_flow_schema() {
+    let schemas = rule_schemas();
+    let flow = &schemas.iter().find(|(n, _)| *n == "flow").expect("flow").1;
+    let validator = jsonschema::validator_for(flow).expect("a valid schema");
+    let path = format!(
+        "{}/tests/data/dashboard/flow-cluster-rule.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let payload: Value = serde_json::from_slice(&bytes).expect("JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&payload)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
 /// The YAML documents of a file, each as a JSON value.
 #[cfg(feature = "yaml")]
 fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {

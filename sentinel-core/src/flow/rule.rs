@@ -396,7 +396,10 @@ wire::wire_struct! {
 }
 
 wire::wire_struct! {
-    /// A flow rule's `clusterConfig`.
+    /// A flow rule's `clusterConfig`: every key of Sentinel 1.8's `ClusterFlowConfig`. The
+    /// last four (the token client's timeouts and refusal strategy, which the dashboard
+    /// writes) are read and dropped: the engine does not model them (its cluster backend
+    /// has no token server).
     struct ClusterFlowConfigWire (Exact) {
         flow_id: Int = "flowId",
         threshold_type: Int = "thresholdType",
@@ -404,6 +407,10 @@ wire::wire_struct! {
         strategy: Int = "strategy",
         sample_count: Int = "sampleCount",
         window_interval_ms: Int = "windowIntervalMs",
+        _resource_timeout: Int = "resourceTimeout",
+        _resource_timeout_strategy: Int = "resourceTimeoutStrategy",
+        _acquire_refuse_strategy: Int = "acquireRefuseStrategy",
+        _client_offline_time: Int = "clientOfflineTime",
     }
 }
 
