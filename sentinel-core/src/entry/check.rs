@@ -132,15 +132,11 @@ impl<'a> EntryBuilder<'a> {
         let mut blocked: Option<BlockError> = None;
         let mut holds = ManuallyDrop::new(Holds::None);
         // A call without a context is in the default one: it is counted there only when a
-        // chain rule of the resource names that context (other calls pay one test here).
+        // chain rule of the resource (enforced or shadow) names that context.
         let mut default_context: Option<Arc<StatNode>> = None;
         let verdict = with_rules(&node.shared, |snapshot| {
             let rules = node.rules_in(snapshot);
-            if self.context.is_none()
-                && rules
-                    .and_then(|r| r.flow.as_ref())
-                    .is_some_and(|f| f.on_default_context())
-            {
+            if self.context.is_none() && on_default_context(snapshot, rules, node) {
                 default_context = node.context_node(CONTEXT_DEFAULT_NAME);
                 let call = Call {
                     context_node: default_context.as_deref(),
@@ -231,6 +227,26 @@ impl<'a> EntryBuilder<'a> {
             error: false,
         }
     }
+}
+
+/// Whether a chain rule of `node`, enforced (`rules`) or shadow, names the default context
+/// (calls entered without a context are in it).
+#[inline]
+fn on_default_context(
+    snapshot: &RuleSnapshot,
+    rules: Option<&ResourceRules>,
+    node: &ResourceNode,
+) -> bool {
+    let names = |rules: Option<&ResourceRules>| {
+        rules
+            .and_then(|r| r.flow.as_ref())
+            .is_some_and(|f| f.on_default_context())
+    };
+    names(rules)
+        || snapshot
+            .shadow
+            .as_deref()
+            .is_some_and(|shadow| names(shadow.slot_of(node)))
 }
 
 /// What [`EntryBuilder::checks`] reads of the call besides the builder.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::authority::AuthorityRule;
 use crate::circuit_breaker::{BreakerState, DegradeRule};
-use crate::flow::{ControlBehavior, FlowRule};
+use crate::flow::{ControlBehavior, FlowRule, CONTEXT_DEFAULT_NAME};
 use crate::param_flow::{ParamFlowRule, ParamValue};
 use crate::system::SystemRule;
 use crate::test_support::engine;
@@ -139,6 +139,14 @@ fn shadow_flow_reject_reports_what_it_would_block() {
     }));
     let would = shadow_matches_enforced(flow(FlowRule::qps("r", 10.0)), &calls, false);
     assert_eq!(would.iter().filter(|w| **w).count(), 30);
+}
+
+#[test]
+fn shadow_chain_rule_on_the_default_context_reports_what_it_would_block() {
+    // The calls enter without a context: they are in the default one.
+    let rule = FlowRule::qps("r", 10.0).chain(CONTEXT_DEFAULT_NAME);
+    let would = shadow_matches_enforced(flow(rule), &every(25, 10), false);
+    assert_eq!(would.iter().filter(|w| **w).count(), 15);
 }
 
 #[test]
