@@ -130,7 +130,9 @@ fn parent(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn replica(args: &Args, name: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let config = RedisClusterConfig::new(RedisTarget::Server(args.redis.clone())).replica_id(name);
+    let config = RedisClusterConfig::builder(RedisTarget::Server(args.redis.clone()))
+        .replica_id(name)
+        .build()?;
     let backend = RedisClusterBackend::start(config)?;
     let sentinel = Sentinel::builder()
         .cluster_backend(Arc::new(backend.clone()))
