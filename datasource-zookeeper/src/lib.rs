@@ -1,0 +1,3 @@
+//! Sentinel rules from a ZooKeeper znode, watched
+//!
+//! Work in progress: see the crate's issue.
