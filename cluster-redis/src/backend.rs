@@ -31,6 +31,32 @@ const LATE_REPLY_WAIT: Duration = Duration::from_secs(1);
 /// The shortest and longest window the backend serves, in ms.
 pub(crate) const WINDOW_RANGE_MS: (u32, u32) = (100, 60_000);
 
+/// The time the slots compare their leases' ends with: tokio's clock (the one the backend
+/// measures its windows with, paused in tests), in milliseconds since the backend started.
+#[derive(Debug, Clone, Copy)]
+struct LeaseClock {
+    origin: Instant,
+}
+
+impl LeaseClock {
+    /// `at` in this clock's milliseconds, rounded down (never after `at`).
+    fn ms_of(self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl sentinel_core::Clock for LeaseClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        self.ms_of(Instant::now())
+    }
+
+    fn now_nanos(&self) -> u64 {
+        let elapsed = Instant::now().saturating_duration_since(self.origin);
+        u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -160,6 +186,8 @@ pub(crate) struct Inner {
     tasks_alive: AtomicBool,
     /// The engine's listeners, once an engine is built with this backend.
     events: OnceLock<ClusterEvents>,
+    /// The slots' clock: a lease's tokens are not spent after its window's end.
+    clock: LeaseClock,
 }
 
 impl Inner {
@@ -183,7 +211,17 @@ impl Inner {
             stopped: AtomicBool::new(false),
             tasks_alive: AtomicBool::new(true),
             events: OnceLock::new(),
+            clock: LeaseClock {
+                origin: Instant::now(),
+            },
         }
+    }
+
+    /// Puts `tokens` in `slot`'s lease for a window that ends at `end` (by this replica's
+    /// clock, never after the window's real end): the slot spends none of them from then on,
+    /// even if the expiry task runs late.
+    fn add_lease(&self, slot: &ClusterSlot, tokens: i64, end: Instant) {
+        slot.add_lease(tokens, self.clock.ms_of(end));
     }
 }
 
@@ -415,7 +453,7 @@ impl ClusterBackend for RedisClusterBackend {
                 .cloned();
             let flow = kept.unwrap_or_else(|| {
                 let keys = keys(&inner.config.prefix, spec.flow_id);
-                let slot = ClusterSlot::new(spec.clone());
+                let slot = ClusterSlot::with_clock(spec.clone(), Arc::new(inner.clock));
                 slot.set_degraded(degraded);
                 let flow = Arc::new(Flow {
                     slot: Arc::new(slot),

@@ -73,7 +73,7 @@ impl Inner {
             st.window_left = None;
             share
         };
-        flow.slot.add_tokens(room);
+        self.add_lease(&flow.slot, room, end);
         st.local_added += room;
         st.last_left = flow.slot.tokens();
         st.window = window;
@@ -137,7 +137,7 @@ impl Inner {
         // The most replicas seen: one that joined during the outage counts once it calls.
         let live = fallback.live.max(flow.slot.live_replicas());
         let share = share(&flow.slot, live);
-        flow.slot.add_tokens(share);
+        self.add_lease(&flow.slot, share, end);
         st.local_added = share;
         st.last_left = share;
         st.deadline = Some(end);

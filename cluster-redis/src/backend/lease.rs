@@ -201,7 +201,7 @@ impl Inner {
             if now >= deadline {
                 self.strand(reply.granted);
             } else {
-                flow.slot.add_tokens(reply.granted);
+                self.add_lease(&flow.slot, reply.granted, deadline);
                 st.last_left += reply.granted;
                 st.redis_added += reply.granted;
             }

@@ -27,6 +27,8 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::clock::{Clock, SystemClock};
+
 /// What a cluster rule asks of the backend, taken from the rule and its `clusterConfig`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -75,11 +77,22 @@ pub enum ClusterDecision {
 
 /// The compiled state of one cluster rule, shared by the engine (hot path) and the backend
 /// (background work). Every field is an atomic: the hot path only reads and swaps them.
+///
+/// A lease belongs to one window of the store: [`add_lease`](Self::add_lease) records when
+/// that window ends (by the slot's clock), and [`try_lease`](Self::try_lease) never spends a
+/// token at or after that end, even when the backend's expiry has not dropped the lease yet
+/// (a starved process): the store counted those tokens in their window, and its next window
+/// grants the full limit again.
 #[derive(Debug)]
 pub struct ClusterSlot {
     spec: ClusterRuleSpec,
     /// Tokens of the current lease left to this replica.
     tokens: AtomicI64,
+    /// When the window of the lease ends, in the slot clock's milliseconds
+    /// ([`NO_END`](Self::NO_END): tokens added without an end).
+    lease_end_ms: AtomicU64,
+    /// The time the hot path compares `lease_end_ms` with.
+    clock: Arc<dyn Clock>,
     /// Tokens asked for and refused (the lease was empty): the demand the backend cannot
     /// see in the lease.
     misses: AtomicU64,
@@ -93,11 +106,20 @@ pub struct ClusterSlot {
 }
 
 impl ClusterSlot {
-    /// A slot for `spec` with an empty lease, not degraded, one live replica.
+    /// A slot for `spec` with an empty lease, not degraded, one live replica, on the
+    /// [`SystemClock`].
     pub fn new(spec: ClusterRuleSpec) -> Self {
+        Self::with_clock(spec, Arc::new(SystemClock::new()))
+    }
+
+    /// A slot whose lease ends ([`add_lease`](Self::add_lease)) are read on `clock`: the
+    /// clock the backend measures its windows' ends with.
+    pub fn with_clock(spec: ClusterRuleSpec, clock: Arc<dyn Clock>) -> Self {
         Self {
             spec,
             tokens: AtomicI64::new(0),
+            lease_end_ms: AtomicU64::new(Self::NO_END),
+            clock,
             misses: AtomicU64::new(0),
             degraded: AtomicBool::new(false),
             live: AtomicU32::new(1),
@@ -126,8 +148,25 @@ impl ClusterSlot {
         &self.spec
     }
 
+    /// What [`lease_end_ms`](Self::lease_end_ms) holds for tokens added without an end.
+    pub const NO_END: u64 = u64::MAX;
+
+    /// Whether the current lease's window has not ended by the slot's clock.
+    #[inline]
+    fn within_lease_window(&self) -> bool {
+        let end = self.lease_end_ms.load(Ordering::Acquire);
+        end == Self::NO_END || self.clock.now_ms() < end
+    }
+
+    /// When the window of the current lease ends, in the slot clock's milliseconds
+    /// ([`NO_END`](Self::NO_END) if its tokens were added without an end).
+    pub fn lease_end_ms(&self) -> u64 {
+        self.lease_end_ms.load(Ordering::Acquire)
+    }
+
     /// Takes `n` tokens from the lease if it holds that many: one compare-and-swap, retried
-    /// only when another thread took tokens in between. The lease never goes negative.
+    /// only when another thread took tokens in between. The lease never goes negative. It
+    /// does not look at the lease's end ([`try_lease`](Self::try_lease) does).
     #[inline]
     pub fn take(&self, n: u32) -> bool {
         let n = i64::from(n);
@@ -136,7 +175,7 @@ impl ClusterSlot {
             match self.tokens.compare_exchange_weak(
                 left,
                 left - n,
-                Ordering::Relaxed,
+                Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return true,
@@ -146,12 +185,17 @@ impl ClusterSlot {
         false
     }
 
-    /// The leased decision: [`Pass`](ClusterDecision::Pass) if the lease holds `n` tokens,
-    /// else [`Degraded`](ClusterDecision::Degraded) while degraded, else
-    /// [`Block`](ClusterDecision::Block). Tokens granted before an outage are still spent.
+    /// The leased decision: [`Pass`](ClusterDecision::Pass) if the lease holds `n` tokens
+    /// and its window has not ended, else [`Degraded`](ClusterDecision::Degraded) while
+    /// degraded, else [`Block`](ClusterDecision::Block). Tokens granted before an outage are
+    /// still spent within their window.
+    ///
+    /// The end is read after the tokens are taken: a token of a newer lease carries that
+    /// lease's end with it (it is added after its end is stored), so the check is never
+    /// against an older end, and a token found past its end is dropped (its window is over).
     #[inline]
     pub fn try_lease(&self, n: u32) -> ClusterDecision {
-        if self.take(n) {
+        if self.take(n) && self.within_lease_window() {
             ClusterDecision::Pass
         } else if self.degraded.load(Ordering::Relaxed) {
             ClusterDecision::Degraded
@@ -166,9 +210,23 @@ impl ClusterSlot {
         self.misses.swap(0, Ordering::Relaxed)
     }
 
-    /// Adds `n` granted tokens to the lease.
+    /// Adds `n` granted tokens to the lease, keeping its end.
     pub fn add_tokens(&self, n: i64) {
-        self.tokens.fetch_add(n, Ordering::Relaxed);
+        self.tokens.fetch_add(n, Ordering::Release);
+    }
+
+    /// Adds `n` tokens granted for a window that ends at `ends_at_ms` (the slot clock's
+    /// milliseconds, never after the window's real end): from then on none of the lease's
+    /// tokens is spent. A backend drains the tokens of an earlier window before it adds a
+    /// later window's lease.
+    pub fn add_lease(&self, n: i64, ends_at_ms: u64) {
+        self.lease_end_ms.store(ends_at_ms, Ordering::Release);
+        self.tokens.fetch_add(n, Ordering::Release);
+    }
+
+    /// The slot's clock, for a backend that converts its windows' ends to it.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.clock
     }
 
     /// Empties the lease and returns what it held (to give back, or because its window

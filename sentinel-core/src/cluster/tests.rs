@@ -295,3 +295,47 @@ fn the_backend_reports_degradation_to_the_listeners_while_the_engine_lives() {
     events.degraded("redis", "after the engine");
     assert_eq!(seen.lock().unwrap_or_else(|e| e.into_inner()).len(), 2);
 }
+
+/// Issue #49 (#45): a starved replica spent the tokens leased for a window after that window
+/// ended, where the store grants the full limit again (1 042 of 1 000 in a second). A lease
+/// records its window's end, and none of its tokens is spent at or after it.
+#[test]
+fn a_lease_is_never_spent_after_the_end_of_its_window() {
+    let clock = FakeClock::at_ms(10_000);
+    let spec = ClusterRuleSpec::of(
+        &FlowRule::qps("r", 100.0).cluster(ClusterFlowConfig::new(12).global(true)),
+    )
+    .expect("a cluster rule");
+    let slot = ClusterSlot::with_clock(spec, Arc::new(clock.clone()));
+    slot.add_lease(10, 11_000);
+    assert_eq!(slot.lease_end_ms(), 11_000);
+    for _ in 0..4 {
+        assert_eq!(slot.try_lease(1), ClusterDecision::Pass);
+    }
+    clock.set_ms(10_999);
+    assert_eq!(
+        slot.try_lease(1),
+        ClusterDecision::Pass,
+        "the last ms is in"
+    );
+    let _ = slot.take_misses();
+    // The window ended; the expiry has not dropped the 5 tokens left (a starved process).
+    clock.set_ms(11_000);
+    assert_eq!(slot.try_lease(1), ClusterDecision::Block);
+    assert_eq!(slot.try_lease(2), ClusterDecision::Block);
+    assert_eq!(slot.take_misses(), 3, "refused as from an empty lease");
+    slot.set_degraded(true);
+    assert_eq!(slot.try_lease(1), ClusterDecision::Degraded);
+    slot.set_degraded(false);
+    // The next window's lease replaces it.
+    slot.drain();
+    slot.add_lease(3, 12_000);
+    assert_eq!(slot.try_lease(3), ClusterDecision::Pass);
+    assert_eq!(slot.try_lease(1), ClusterDecision::Block);
+    // Tokens added without an end never expire (a backend with no windows).
+    let plain = ClusterSlot::with_clock(slot.spec().clone(), Arc::new(clock.clone()));
+    plain.add_tokens(2);
+    clock.advance_ms(1_000_000);
+    assert_eq!(plain.lease_end_ms(), ClusterSlot::NO_END);
+    assert_eq!(plain.try_lease(2), ClusterDecision::Pass);
+}
