@@ -69,7 +69,10 @@
 //! refused. So every refused edit command (and every caller refused with 403) is counted in
 //! [`Transport::status`] (per [`RefusalReason`], with the latest [`Refusal`]), logged as a
 //! `tracing` warning, and counted in the `metrics` facade's
-//! `sentinel_transport_refused_total` (labels `app`, `command`, `reason`).
+//! `sentinel_transport_refused_total` (labels `app`, `command`, `reason`). The latest 50
+//! refusals (command, reason, message, caller, time) are in the status too, and
+//! [`Transport::status_watch`] tells a page of each as it happens: sentinel-console (with
+//! its `transport` feature) shows them in its "Dashboard commands refused" card.
 //!
 //! # Security
 //! The stock protocol has no authentication: whoever reaches the port can read every rule
@@ -293,6 +296,13 @@ impl Transport {
     /// `reason` labels) of the `metrics` facade.
     pub fn status(&self) -> TransportStatus {
         self.refusals.status()
+    }
+
+    /// [`status`](Self::status) as a watch that changes with every refusal: for a page that
+    /// shows refusals as they happen (sentinel-console's `ConsoleBuilder::transport`). It
+    /// outlives the transport (it then keeps the last status).
+    pub fn status_watch(&self) -> tokio::sync::watch::Receiver<TransportStatus> {
+        self.refusals.subscribe()
     }
 
     /// Stops the heartbeat and the collector, and lets the command center finish the

@@ -1,6 +1,8 @@
 //! Refused commands, counted where an operator looks: [`TransportStatus`] (through
-//! [`Transport::status`](crate::Transport::status)), a `tracing` warning and the
-//! `sentinel_transport_refused_total` counter of the `metrics` facade.
+//! [`Transport::status`](crate::Transport::status), and
+//! [`Transport::status_watch`](crate::Transport::status_watch) for a page such as
+//! sentinel-console's), a `tracing` warning and the `sentinel_transport_refused_total`
+//! counter of the `metrics` facade.
 //!
 //! The stock dashboard shows "success" for degrade, system and authority edits even when
 //! the machine refused them (the error reaches only the dashboard's log), so a refusal
@@ -13,7 +15,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::watch;
 
 use crate::metric::epoch_now_ms;
 
@@ -91,15 +94,24 @@ pub struct TransportStatus {
     pub refused_by_reason: BTreeMap<RefusalReason, u64>,
     /// The latest refusal.
     pub last_refused: Option<Refusal>,
+    /// The latest refusals, newest first (the last [`TransportStatus::RECENT`]).
+    pub recent: Vec<Refusal>,
     /// The distinct addresses refused with 403 (the first 256 of them).
     pub forbidden_callers: Vec<IpAddr>,
 }
 
-/// The transport's count of refusals, shared by the command center and the handle.
+impl TransportStatus {
+    /// How many refusals [`recent`](Self::recent) keeps.
+    pub const RECENT: usize = 50;
+}
+
+/// The transport's count of refusals, shared by the command center and the handle; a
+/// watch, so a page ([`Transport::status_watch`](crate::Transport::status_watch)) learns of
+/// a refusal when it happens.
 #[derive(Debug)]
 pub(crate) struct Refusals {
     app: String,
-    status: Mutex<TransportStatus>,
+    status: watch::Sender<TransportStatus>,
 }
 
 impl Refusals {
@@ -109,15 +121,16 @@ impl Refusals {
     pub(crate) fn new(app: &str) -> Self {
         Self {
             app: app.to_owned(),
-            status: Mutex::new(TransportStatus::default()),
+            status: watch::Sender::new(TransportStatus::default()),
         }
     }
 
     pub(crate) fn status(&self) -> TransportStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.status.borrow().clone()
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<TransportStatus> {
+        self.status.subscribe()
     }
 
     /// Counts a refusal: status, metric, and a warning (for 403, once per address).
@@ -129,24 +142,26 @@ impl Refusals {
         message: &str,
     ) {
         let command = crate::server::known_command(command);
-        let first_from_caller = {
-            let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        let refusal = Refusal {
+            command: command.to_owned(),
+            reason,
+            message: message.to_owned(),
+            caller,
+            at_ms: epoch_now_ms(),
+        };
+        let mut first_from_caller = false;
+        self.status.send_modify(|status| {
             status.refused += 1;
             *status.refused_by_reason.entry(reason).or_default() += 1;
-            status.last_refused = Some(Refusal {
-                command: command.to_owned(),
-                reason,
-                message: message.to_owned(),
-                caller,
-                at_ms: epoch_now_ms(),
-            });
-            let new =
+            status.recent.truncate(TransportStatus::RECENT - 1);
+            status.recent.insert(0, refusal.clone());
+            status.last_refused = Some(refusal);
+            first_from_caller =
                 reason == RefusalReason::Forbidden && !status.forbidden_callers.contains(&caller);
-            if new && status.forbidden_callers.len() < Self::CALLERS {
+            if first_from_caller && status.forbidden_callers.len() < Self::CALLERS {
                 status.forbidden_callers.push(caller);
             }
-            new
-        };
+        });
         metrics::counter!(
             "sentinel_transport_refused_total",
             "app" => self.app.clone(),

@@ -190,3 +190,41 @@ async fn a_refused_caller_is_counted_and_logged_once_with_the_setting_that_admit
     );
     transport.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_status_watch_changes_with_each_refusal_and_keeps_the_latest_ones_newest_first() {
+    let sentinel = Sentinel::new();
+    let transport = start(&sentinel, config("refusals-watch")).await;
+    let mut watch = transport.status_watch();
+    assert_eq!(watch.borrow_and_update().refused, 0);
+    let dashboard = Dashboard::calling(local(&transport));
+    let (status, _) = dashboard
+        .post("setRules", &[("type", "degrade"), ("data", "[]")])
+        .await;
+    assert_eq!(status, 400);
+    let changed = tokio::time::timeout(Duration::from_secs(5), watch.changed()).await;
+    assert!(matches!(changed, Ok(Ok(()))), "the watch saw the refusal");
+    let seen = watch.borrow_and_update().clone();
+    assert_eq!(seen.refused, 1);
+    assert_eq!(seen.recent.len(), 1);
+    assert_eq!(seen.recent[0].command, "setRules");
+    assert_eq!(seen.recent[0].reason, RefusalReason::ReadOnly);
+    assert!(seen.recent[0].at_ms > 0);
+
+    // More refusals than are kept: the newest first, the oldest dropped.
+    let kept = sentinel_transport::TransportStatus::RECENT;
+    for _ in 0..kept {
+        assert_eq!(
+            dashboard.get("setSwitch", &[("value", "false")]).await.0,
+            400
+        );
+    }
+    let status = transport.status();
+    assert_eq!(status.refused, kept as u64 + 1);
+    assert_eq!(status.recent.len(), kept);
+    assert!(status.recent.iter().all(|r| r.command == "setSwitch"));
+    assert_eq!(status.last_refused.as_ref(), status.recent.first());
+    assert!(status.recent.windows(2).all(|w| w[0].at_ms >= w[1].at_ms));
+    assert_eq!(*watch.borrow(), status, "the watch holds the same status");
+    transport.shutdown().await;
+}
