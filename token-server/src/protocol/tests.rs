@@ -106,7 +106,7 @@ fn a_param_flow_request_with_every_parameter_type() {
     p.extend_from_slice(&[6, 1]); // true
     p.extend_from_slice(&[7, 0, 0, 0, 3]);
     p.extend_from_slice(b"key");
-    let mut bytes = u16::try_from(p.len()).unwrap().to_be_bytes().to_vec();
+    let mut bytes = u16::try_from(p.len()).expect("small").to_be_bytes().to_vec();
     bytes.extend_from_slice(&p);
     assert_eq!(
         one_request(&bytes).body,
@@ -193,11 +193,11 @@ fn frames_split_anywhere_decode_the_same() {
         let mut codec = ServerCodec::default();
         let mut buf = BytesMut::from(&bytes[..cut]);
         let mut got = Vec::new();
-        while let Some(item) = codec.decode(&mut buf).unwrap() {
+        while let Some(item) = codec.decode(&mut buf).expect("no i/o error") {
             got.push(item);
         }
         buf.extend_from_slice(&bytes[cut..]);
-        while let Some(item) = codec.decode(&mut buf).unwrap() {
+        while let Some(item) = codec.decode(&mut buf).expect("no i/o error") {
             got.push(item);
         }
         assert_eq!(got, whole, "cut at {cut}");
@@ -263,11 +263,11 @@ fn an_oversized_frame_is_skipped_across_reads() {
     let mut codec = ServerCodec::default();
     let mut buf = BytesMut::from(&1500u16.to_be_bytes()[..]);
     buf.extend_from_slice(&[0; 700]);
-    assert_eq!(codec.decode(&mut buf).unwrap(), None);
+    assert_eq!(codec.decode(&mut buf).expect("no i/o error"), None);
     assert!(buf.is_empty(), "skipped bytes are not buffered");
     buf.extend_from_slice(&[0; 800]);
     assert_eq!(
-        codec.decode(&mut buf).unwrap(),
+        codec.decode(&mut buf).expect("no i/o error"),
         Some(Inbound::Rejected(FrameError::Oversized { len: 1500 }))
     );
     // The largest legal frame passes.
@@ -276,7 +276,7 @@ fn an_oversized_frame_is_skipped_across_reads() {
     frame.resize(2 + MAX_PAYLOAD, 0);
     buf.extend_from_slice(&frame);
     assert!(matches!(
-        codec.decode(&mut buf).unwrap(),
+        codec.decode(&mut buf).expect("no i/o error"),
         Some(Inbound::Request(_))
     ));
 }
@@ -294,7 +294,7 @@ fn a_request_too_large_for_a_frame_is_refused_by_the_client_codec() {
     let mut buf = BytesMut::from(&b"kept"[..]);
     let err = ClientCodec::default()
         .encode(request, &mut buf)
-        .unwrap_err();
+        .expect_err("refused");
     assert!(matches!(err, CodecError::TooLarge { .. }), "{err}");
     assert_eq!(&buf[..], b"kept");
 }
@@ -305,13 +305,13 @@ fn the_client_codec_reads_what_the_java_client_reads() {
     // A ping answer of one byte is read as a byte (PingResponseDataDecoder).
     let mut buf = BytesMut::from(&[0u8, 7, 0, 0, 0, 0, 0, 0, 5][..]);
     assert_eq!(
-        codec.decode(&mut buf).unwrap().unwrap().unwrap().body,
+        codec.decode(&mut buf).expect("no i/o error").expect("a frame").expect("well-formed").body,
         ResponseBody::Ping { connected: 5 }
     );
     // A token answer with other than 8 data bytes reads as (0, 0).
     let mut buf = BytesMut::from(&[0u8, 8, 0, 0, 0, 1, 1, 1, 0, 9][..]);
     assert_eq!(
-        codec.decode(&mut buf).unwrap().unwrap().unwrap().body,
+        codec.decode(&mut buf).expect("no i/o error").expect("a frame").expect("well-formed").body,
         ResponseBody::Token {
             remaining: 0,
             wait_in_ms: 0
@@ -389,7 +389,7 @@ proptest! {
         let mut buf = BytesMut::new();
         let mut client = ClientCodec::default();
         for r in &requests {
-            client.encode(r.clone(), &mut buf).unwrap();
+            client.encode(r.clone(), &mut buf).expect("fits");
         }
         let got: Vec<Inbound> = decode_all(&buf);
         let want: Vec<Inbound> = requests.into_iter().map(Inbound::Request).collect();
@@ -401,12 +401,12 @@ proptest! {
         let mut buf = BytesMut::new();
         let mut server = ServerCodec::default();
         for r in &responses {
-            server.encode(*r, &mut buf).unwrap();
+            server.encode(*r, &mut buf).expect("fits");
         }
         let mut client = ClientCodec::default();
         let mut got = Vec::new();
-        while let Some(item) = client.decode(&mut buf).unwrap() {
-            got.push(item.unwrap());
+        while let Some(item) = client.decode(&mut buf).expect("no i/o error") {
+            got.push(item.expect("well-formed"));
         }
         prop_assert_eq!(got, responses);
     }
@@ -417,10 +417,10 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..3000)) {
         let mut codec = ServerCodec::default();
         let mut buf = BytesMut::from(&bytes[..]);
-        while let Some(_item) = codec.decode(&mut buf).unwrap() {}
+        while let Some(_item) = codec.decode(&mut buf).expect("no i/o error") {}
         prop_assert!(buf.len() < 2 + MAX_PAYLOAD);
         let mut client = ClientCodec::default();
         let mut buf = BytesMut::from(&bytes[..]);
-        while let Some(_item) = client.decode(&mut buf).unwrap() {}
+        while let Some(_item) = client.decode(&mut buf).expect("no i/o error") {}
     }
 }

@@ -1,0 +1,233 @@
+//! What the token server's tests share: a protocol client, the Redis and Java checks, the
+//! Java harness's processes, and a TCP proxy with fail-over.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use sentinel_test_support::OutputLines;
+use sentinel_token_server::protocol::{ClientCodec, FlowRequest, Request, RequestBody, Response};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::Framed;
+
+pub(crate) use sentinel_test_support::addresses::redis::{addr as redis_addr, START_HINT};
+
+/// A bound on every wait of these tests.
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
+
+/// A token client speaking the protocol with the Rust codec.
+pub(crate) struct Client {
+    framed: Framed<TcpStream, ClientCodec>,
+    next_id: i32,
+}
+
+impl Client {
+    pub(crate) async fn connect(addr: SocketAddr) -> Self {
+        let stream = tokio::time::timeout(WAIT, TcpStream::connect(addr))
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self {
+            framed: Framed::new(stream, ClientCodec::default()),
+            next_id: 1,
+        }
+    }
+
+    /// Sends `body` with a fresh id and returns the answer.
+    pub(crate) async fn call(&mut self, body: RequestBody) -> Response {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(Request { id, body }).await;
+        let response = self.recv().await.expect("an answer");
+        assert_eq!(
+            response.id, id,
+            "answers come in order, with the request's id"
+        );
+        response
+    }
+
+    pub(crate) async fn flow(&mut self, flow_id: i64, count: i32) -> Response {
+        self.call(RequestBody::Flow(FlowRequest {
+            flow_id,
+            count,
+            prioritized: false,
+        }))
+        .await
+    }
+
+    pub(crate) async fn send(&mut self, request: Request) {
+        self.framed.send(request).await.expect("send");
+    }
+
+    /// Raw bytes, for frames the codec would not write.
+    pub(crate) async fn send_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.framed.get_mut().write_all(bytes).await.expect("write");
+    }
+
+    /// The next answer; `None` when the server closed (or reset) the connection.
+    pub(crate) async fn recv(&mut self) -> Option<Response> {
+        let item = tokio::time::timeout(WAIT, self.framed.next())
+            .await
+            .expect("an answer or a close in time")?;
+        Some(item.ok()?.expect("a well-formed answer"))
+    }
+
+    /// Whether anything arrives within `within`.
+    pub(crate) async fn silent_for(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.framed.next())
+            .await
+            .is_err()
+    }
+}
+
+/// Fails the test, naming the script, unless the shared Redis answers.
+pub(crate) async fn require_redis() -> String {
+    let addr = redis_addr();
+    let up = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&addr))
+        .await
+        .is_ok_and(|c| c.is_ok());
+    assert!(up, "no Redis at {addr}: {START_HINT}");
+    addr
+}
+
+/// The workspace root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_owned()
+}
+
+/// The script that builds the Java harness.
+pub(crate) const JAVA_BUILD_SCRIPT: &str = "interop/token-server/build.sh";
+
+/// The Java harness's classpath (its classes and Sentinel's jars), or a failure that names
+/// the script that builds it.
+pub(crate) fn java_classpath(interop: &Path) -> Result<String, String> {
+    let missing = |what: &str| {
+        format!(
+            "the Java harness is not built ({what}): run `{JAVA_BUILD_SCRIPT}` (needs java and mvn; \
+             fetches sentinel-cluster-client-default 1.8.9 from Maven Central once)"
+        )
+    };
+    let classes = interop.join("target/classes");
+    if !classes.join("tokenserver/TokenClientLoad.class").is_file() {
+        return Err(missing(&format!("no {}", classes.display())));
+    }
+    let jars = std::fs::read_to_string(interop.join("target/classpath.txt"))
+        .map_err(|e| missing(&format!("target/classpath.txt: {e}")))?;
+    if Command::new("java").arg("-version").output().is_err() {
+        return Err(missing("no `java` on PATH"));
+    }
+    Ok(format!("{}:{}", classes.display(), jars.trim()))
+}
+
+/// The classpath, or panics with the message naming the script.
+pub(crate) fn require_java() -> String {
+    java_classpath(&root().join("interop/token-server")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A Java process of the harness, its stdout read line by line.
+pub(crate) struct Java {
+    pub(crate) child: Child,
+    pub(crate) out: OutputLines,
+}
+
+impl Java {
+    /// Starts `main` with `args`, Sentinel's logs in a temporary directory.
+    pub(crate) fn start(
+        classpath: &str,
+        main: &str,
+        namespace: &str,
+        args: &[String],
+        logs: &Path,
+    ) -> Self {
+        let mut child = Command::new("java")
+            .arg("-Xss512k")
+            .arg("-XX:+UseSerialGC")
+            .arg("-XX:TieredStopAtLevel=1")
+            .arg(format!("-Dproject.name={namespace}"))
+            .arg(format!("-Dcsp.sentinel.log.dir={}", logs.display()))
+            .arg("-cp")
+            .arg(classpath)
+            .arg(main)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start java");
+        let out = OutputLines::read(child.stdout.take().expect("piped"));
+        Self { child, out }
+    }
+
+    /// The per-second lines (`second <s> pass <n> block <n> fail <n>`) once it is done.
+    pub(crate) fn seconds(&mut self, timeout: Duration) -> BTreeMap<u64, (u64, u64, u64)> {
+        self.out.wait_for("done", timeout);
+        let mut all = BTreeMap::new();
+        for line in self.out.seen() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let ["second", s, "pass", p, "block", b, "fail", x] = f.as_slice() {
+                let n = |v: &str| v.parse::<u64>().expect("a count");
+                all.insert(n(s), (n(p), n(b), n(x)));
+            }
+        }
+        all
+    }
+}
+
+impl Drop for Java {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP proxy in front of several servers: each new connection goes to the first that
+/// accepts it, so clients fail over when a server dies (as behind a TCP load balancer with
+/// health checks).
+pub(crate) struct FailoverProxy {
+    pub(crate) addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FailoverProxy {
+    pub(crate) async fn start(upstreams: Vec<SocketAddr>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy addr");
+        let upstreams = Arc::new(upstreams);
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstreams = upstreams.clone();
+                tokio::spawn(async move {
+                    for upstream in upstreams.iter() {
+                        let connect = tokio::time::timeout(
+                            Duration::from_millis(500),
+                            TcpStream::connect(upstream),
+                        );
+                        if let Ok(Ok(mut server)) = connect.await {
+                            let _ = server.set_nodelay(true);
+                            let _ = client.set_nodelay(true);
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { addr, task }
+    }
+}
+
+impl Drop for FailoverProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
