@@ -57,8 +57,9 @@ struct Read {
 /// - The revision is the highest zxid of what was read: the node's `mzxid` (for children,
 ///   also the parent's `pzxid`, which moves when a child is added or removed). A read that
 ///   returns an older zxid than one already read (a new session on a server that is behind)
-///   makes the source `sync` the path and read again, and fails if it is still behind: an
-///   older value is never applied after a newer one.
+///   makes the source `sync` the path and read again; if it is still behind, the read fails
+///   (the driver retries) and the next one starts a new session: an older value is never
+///   applied after a newer one.
 /// - Any change of the session's state (the connection lost, the session expired) ends the
 ///   watch with [`SourceError::Connection`]; the driver backs off and reads again once the
 ///   client is back (a new session when the old one expired), so a change written while the
@@ -174,6 +175,8 @@ impl ZooKeeperSource {
             match read.zxid {
                 Some(zxid) if zxid < self.zxid => {
                     if synced {
+                        // A new session next time, perhaps on a server that is not behind.
+                        self.connection.reset();
                         return Err(SourceError::Connection {
                             message: format!(
                                 "{}: the server is behind (zxid {zxid:#x} read after \
@@ -314,18 +317,24 @@ impl ZooKeeperSource {
         let Some(mut state) = self.state.take() else {
             return Ok(WatchEvent::Resync);
         };
-        let fired = tokio::select! {
-            event = self.armed.next() => Ok(event),
-            changed = state.changed() => Err(changed),
-        };
-        let fired = match fired {
-            Ok(event) => event,
-            Err(changed) => {
-                self.disarm();
-                if changed.is_terminated() {
-                    self.connection.reset();
+        let fired = loop {
+            let woke = tokio::select! {
+                event = self.armed.next() => Ok(event),
+                changed = state.changed() => Err(changed),
+            };
+            match woke {
+                Ok(event) => break event,
+                // Back on a connection (the read was made while the client reconnected, or a
+                // flap too short to see): the client set the watches again, with the zxid it
+                // had seen, and the server fires those whose node changed meanwhile.
+                Err(SessionState::SyncConnected | SessionState::ConnectedReadOnly) => {}
+                Err(changed) => {
+                    self.disarm();
+                    if changed.is_terminated() {
+                        self.connection.reset();
+                    }
+                    return Err(self.lost_error(changed));
                 }
-                return Err(self.lost_error(changed));
             }
         };
         self.state = Some(state);
