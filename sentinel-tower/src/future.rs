@@ -11,11 +11,11 @@ use std::task::{ready, Context, Poll};
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use sentinel_core::{Entry, Queued};
-use tokio::time::{Instant, Sleep};
 use tower::Service;
 
 use crate::block::BlockHandler;
 use crate::error_if::ErrorIf;
+use crate::queued::QueuedRequest;
 
 pin_project! {
     /// The response future of a [`SentinelService`](crate::SentinelService) wrapping `S`.
@@ -58,7 +58,10 @@ pin_project! {
         Blocked { answer: Option<T> },
         // The request waits for its rate-limiter slot; the inner service has not seen it.
         // Boxed: a rare state should not make every response future larger.
-        Queued { waiting: Box<Waiting<S, ReqBody>> },
+        Queued {
+            waiting: Box<QueuedRequest<S, Request<ReqBody>>>,
+            error_if: ErrorIf,
+        },
         // The inner service is serving the request.
         Running {
             #[pin]
@@ -109,18 +112,9 @@ where
         queued: Queued<'static>,
         error_if: ErrorIf,
     ) -> Self {
-        // The slot is `wait` from now; the timer is armed on the first poll, inside the
-        // runtime.
-        let deadline = Instant::now() + queued.wait();
         Self::new(State::Queued {
-            waiting: Box::new(Waiting {
-                service,
-                request,
-                queued,
-                deadline,
-                sleep: None,
-                error_if,
-            }),
+            waiting: Box::new(QueuedRequest::new(service, request, queued)),
+            error_if,
         })
     }
 }
@@ -150,14 +144,21 @@ where
                     state.set(State::Done);
                     return Poll::Ready(result.map_err(H::inner_error));
                 }
-                StateProj::Queued { waiting } => {
+                StateProj::Queued { waiting, .. } => {
                     ready!(waiting.poll_wait(cx));
-                    let StateOwned::Queued { waiting } =
+                    let StateOwned::Queued { waiting, error_if } =
                         state.as_mut().project_replace(State::Done)
                     else {
                         unreachable!("the state was just seen queued");
                     };
-                    state.set((*waiting).start());
+                    // The entry is held first, so that a panic in the inner service's `call`
+                    // exits it as an error.
+                    let (in_flight, future) = waiting.start(|entry| InFlight(Some(entry)));
+                    state.set(State::Running {
+                        future,
+                        in_flight,
+                        error_if,
+                    });
                 }
                 StateProj::Blocked { answer } => {
                     let answer = answer
@@ -187,50 +188,6 @@ where
         f.debug_struct("ResponseFuture")
             .field("state", &state)
             .finish_non_exhaustive()
-    }
-}
-
-/// A queued request: the ready inner service and the request, until the slot's time.
-struct Waiting<S, ReqBody> {
-    service: S,
-    request: Request<ReqBody>,
-    queued: Queued<'static>,
-    deadline: Instant,
-    sleep: Option<Pin<Box<Sleep>>>,
-    error_if: ErrorIf,
-}
-
-impl<S, ReqBody> Waiting<S, ReqBody>
-where
-    S: Service<Request<ReqBody>>,
-{
-    /// Ready when the slot's time has come.
-    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let deadline = self.deadline;
-        self.sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
-            .as_mut()
-            .poll(cx)
-    }
-
-    /// The wait is over: the request starts (it is counted now) and reaches the inner
-    /// service.
-    fn start<T>(self) -> State<S::Future, S, ReqBody, T> {
-        let Waiting {
-            mut service,
-            request,
-            queued,
-            error_if,
-            ..
-        } = self;
-        // Made first, so that a panic in the inner service's `call` exits the entry as an
-        // error.
-        let in_flight = InFlight(Some(queued.start()));
-        State::Running {
-            future: service.call(request),
-            in_flight,
-            error_if,
-        }
     }
 }
 

@@ -7,7 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use http::{HeaderName, Request};
-use sentinel_core::param_flow::ParamValue;
+use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
+use sentinel_core::{Admission, BlockError, EntryBuilder};
 
 /// One argument of a request's entry: where its value comes from.
 ///
@@ -299,3 +300,63 @@ pub(crate) const MAX_ARGS: usize = 4;
 
 /// No value: an empty list, which no param-flow rule checks.
 pub(crate) const MISSING: ParamValue<'static> = ParamValue::List(&[]);
+
+/// Enters `request` with `entry` (its resource, origin and direction already set) and the
+/// arguments `sources` read from the request, without waiting: what the layer does with each
+/// request, for adapters built on this crate (sentinel-tonic reads gRPC metadata this way).
+///
+/// `resource` is the name `entry` enters, for the block of a request without a value its
+/// source requires ([`ParamSource::or_block`]). At most four sources are read; more are
+/// ignored. Values are borrowed from the request while the rules check them, so nothing is
+/// allocated but a decoded query value.
+///
+/// ```
+/// use http::{HeaderName, Request};
+/// use sentinel_core::{param_flow::ParamFlowRule, Admission, Sentinel};
+/// use sentinel_tower::{try_enter_request, ParamSource};
+///
+/// let sentinel = Sentinel::new();
+/// sentinel
+///     .param_flow_rules()
+///     .load_rules(vec![ParamFlowRule::qps("report", 0, 1.0)])
+///     .expect("valid rules");
+/// let sources = [ParamSource::header(HeaderName::from_static("x-user-id"))];
+/// let request = Request::get("/report").header("x-user-id", "alice").body(()).expect("valid");
+/// let enter = || try_enter_request(sentinel.entry("report"), "report", &sources, &request);
+/// assert!(matches!(enter(), Ok(Admission::Now(_))));
+/// assert!(enter().is_err(), "alice's second call in the second");
+/// ```
+#[inline]
+pub fn try_enter_request<B>(
+    entry: EntryBuilder<'_>,
+    resource: &str,
+    sources: &[ParamSource],
+    request: &Request<B>,
+) -> Result<Admission<'static>, BlockError> {
+    if sources.is_empty() {
+        return entry.try_enter_owned();
+    }
+    let sources = &sources[..sources.len().min(MAX_ARGS)];
+    let mut read: [Option<Value<'_>>; MAX_ARGS] = std::array::from_fn(|_| None);
+    for ((i, source), value) in sources.iter().enumerate().zip(&mut read) {
+        match source.value(request) {
+            Ok(found) => *value = found,
+            Err(Required) => return Err(missing_argument(resource, i)),
+        }
+    }
+    let args: [_; MAX_ARGS] =
+        std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, |v| v.param()));
+    entry.args(&args[..sources.len()]).try_enter_owned()
+}
+
+/// The block of a request without argument `index`, which its source requires
+/// ([`ParamSource::or_block`]): a param-flow block by a rule the layer makes for it.
+#[cold]
+fn missing_argument(resource: &str, index: usize) -> BlockError {
+    let index = i32::try_from(index).unwrap_or(i32::MAX);
+    BlockError::ParamFlow {
+        resource: Arc::from(resource),
+        rule: Arc::new(ParamFlowRule::thread(resource, index, 0.0)),
+        value: None,
+    }
+}

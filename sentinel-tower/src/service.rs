@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderName, Request, Response};
-use sentinel_core::param_flow::ParamFlowRule;
-use sentinel_core::{Admission, BlockError, Sentinel};
+use sentinel_core::{Admission, Sentinel};
 use tower::Service;
 
 use crate::block::{BlockAnswer, BlockAsError, BlockHandler};
 use crate::error_if::ErrorIf;
 use crate::future::{InFlight, ResponseFuture};
-use crate::param::{ParamSource, Required, Value, MAX_ARGS, MISSING};
+use crate::param::{try_enter_request, ParamSource};
 use crate::resource::{ExtractResource, ResourceKey};
 
 /// What a layer's services share: the engine and how requests are entered.
@@ -155,19 +154,7 @@ where
                 .entry(resource)
                 .origin(config.origin(&request))
                 .inbound();
-            if config.args.is_empty() {
-                return entry.try_enter_owned();
-            }
-            let mut read: [Option<Value<'_>>; MAX_ARGS] = std::array::from_fn(|_| None);
-            for ((i, source), value) in config.args.iter().enumerate().zip(&mut read) {
-                match source.value(&request) {
-                    Ok(found) => *value = found,
-                    Err(Required) => return Err(missing_argument(resource, i)),
-                }
-            }
-            let args: [_; MAX_ARGS] =
-                std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, |v| v.param()));
-            entry.args(&args[..config.args.len()]).try_enter_owned()
+            try_enter_request(entry, resource, &config.args, &request)
         });
         match admission {
             Ok(Admission::Now(entry)) => {
@@ -195,17 +182,5 @@ where
                 ResponseFuture::blocked(answer.map(|response| BlockAnswer::mark(family, response)))
             }
         }
-    }
-}
-
-/// The block of a request without argument `index`, which its source requires
-/// ([`ParamSource::or_block`]): a param-flow block by a rule the layer makes for it.
-#[cold]
-fn missing_argument(resource: &str, index: usize) -> BlockError {
-    let index = i32::try_from(index).unwrap_or(i32::MAX);
-    BlockError::ParamFlow {
-        resource: Arc::from(resource),
-        rule: Arc::new(ParamFlowRule::thread(resource, index, 0.0)),
-        value: None,
     }
 }
