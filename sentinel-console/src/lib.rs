@@ -76,6 +76,13 @@
 //! tables) and listens to its events; nothing is added to a call's path. One viewer costs
 //! one snapshot a second: sorting the resources' newest second and reading the sparklines of
 //! the rows shown.
+//!
+//! # The dashboard transport
+//! With the `transport` feature, [`ConsoleBuilder::transport`] shows what a
+//! `sentinel_transport::Transport` refused (the stock Sentinel dashboard shows "success" for
+//! some edits the service refused): counts per reason and the latest refusals with their
+//! command, reason, message, caller and time ([`DashboardRefusals`]).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod edit;
 mod guard;
@@ -102,8 +109,8 @@ use tokio::sync::watch;
 
 pub use edit::{AuthHook, EditOutcome, EditRequest, EditView};
 pub use model::{
-    Blocks, Breaker, Cluster, ClusterFlow, ResourceQuery, ResourceRow, Resources, Rules, Snapshot,
-    SortKey, Source, SourceRules, System, SPARK_SECONDS,
+    Blocks, Breaker, Cluster, ClusterFlow, DashboardRefusals, RefusedCommand, ResourceQuery,
+    ResourceRow, Resources, Rules, Snapshot, SortKey, Source, SourceRules, System, SPARK_SECONDS,
 };
 pub use record::{ClusterState, Issue, RuleEvent, Transition};
 pub use shadow::ShadowRow;
@@ -167,6 +174,8 @@ pub struct ConsoleBuilder {
     hosts: AllowedHosts,
     timeline_capacity: usize,
     max_rows: usize,
+    #[cfg(feature = "transport")]
+    transport: Option<watch::Receiver<sentinel_transport::TransportStatus>>,
 }
 
 impl std::fmt::Debug for ConsoleBuilder {
@@ -276,6 +285,17 @@ impl ConsoleBuilder {
         self
     }
 
+    /// Shows what the dashboard transport refused (the stock dashboard shows "success" for
+    /// some refused edits): counts per reason and the latest refusals with their command,
+    /// reason, message, caller and time, in the page's "Dashboard commands refused" card
+    /// and the snapshot's `transport`. Open pages update at once on a refusal.
+    #[cfg(feature = "transport")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "transport")))]
+    pub fn transport(mut self, transport: &sentinel_transport::Transport) -> Self {
+        self.transport = Some(transport.status_watch());
+        self
+    }
+
     /// How many breaker transitions and rule events the console keeps (256 by default).
     pub fn timeline_capacity(mut self, capacity: usize) -> Self {
         self.timeline_capacity = capacity;
@@ -314,6 +334,12 @@ impl ConsoleBuilder {
                 recorder.on_event(event, sentinel.clock().now_ms());
             }
         });
+        #[cfg(feature = "transport")]
+        let refusals = self
+            .transport
+            .map(|status| model::watch_refusals(status, &recorder));
+        #[cfg(not(feature = "transport"))]
+        let refusals = None;
         let editing = self.auth.map(|auth| Editing {
             auth,
             writers: self.writers,
@@ -330,6 +356,8 @@ impl ConsoleBuilder {
                     hosts: self.hosts,
                     read: self.read_auth,
                 },
+                refusals,
+                table: std::sync::Mutex::default(),
                 closing: watch::Sender::new(false),
             }),
         })
@@ -386,6 +414,8 @@ impl Console {
             hosts: AllowedHosts::Names(BTreeSet::new()),
             timeline_capacity: 256,
             max_rows: 500,
+            #[cfg(feature = "transport")]
+            transport: None,
         }
     }
 

@@ -215,6 +215,13 @@ impl Recorder {
         self.changed.send_replace(seq);
     }
 
+    /// Wakes the open event streams for a change the engine's events do not carry (a
+    /// refusal of the dashboard transport).
+    #[cfg_attr(not(feature = "transport"), allow(dead_code))]
+    pub(crate) fn touch(&self) {
+        self.changed.send_modify(|_| {});
+    }
+
     /// The newest `limit` transitions, newest first.
     pub(crate) fn transitions(&self, limit: usize) -> Vec<Transition> {
         self.rings()

@@ -22,6 +22,10 @@ pub(crate) struct State {
     pub(crate) max_rows: usize,
     /// The host check, the read check and the security headers.
     pub(crate) guard: Guard,
+    /// The dashboard transport's refusals, if the console was given a transport.
+    pub(crate) refusals: Option<crate::model::ReadRefusals>,
+    /// The resources of the newest collected second, shared by the viewers.
+    pub(crate) table: std::sync::Mutex<Option<Arc<crate::model::Table>>>,
     /// True once the application began to shut down: event streams end.
     pub(crate) closing: watch::Sender<bool>,
 }

@@ -109,7 +109,7 @@ impl Sent {
     fn update(&mut self, snapshot: &Snapshot) -> Option<Map<String, Value>> {
         let first = self.parts.is_empty();
         let mut out = Map::new();
-        let parts: [(&'static str, Value); 7] = [
+        let parts: [(&'static str, Value); 8] = [
             ("rules_version", to_value(&snapshot.rules_version)),
             ("editing", to_value(&snapshot.editing)),
             ("breakers", to_value(&snapshot.breakers)),
@@ -117,6 +117,7 @@ impl Sent {
             ("system", to_value(&snapshot.system)),
             ("cluster", to_value(&snapshot.cluster)),
             ("shadow", to_value(&snapshot.shadow)),
+            ("transport", to_value(&snapshot.transport)),
         ];
         for (name, value) in parts {
             let hash = hash_of(&value.to_string());
@@ -221,7 +222,7 @@ impl Viewer {
                 self.quiet_until = Instant::now() + EVENT_GAP;
             }
             self.changed.borrow_and_update();
-            let snapshot = self.state.snapshot(&self.query);
+            let snapshot = self.state.snapshot_after(&self.query, sent.second);
             if let Some(update) = sent.update(&snapshot) {
                 let data = Value::Object(update).to_string();
                 return Some(Event::default().event("update").data(data));

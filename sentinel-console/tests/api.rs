@@ -820,3 +820,117 @@ async fn provenance_during_a_rejection_is_the_applied_payloads() {
     assert_eq!(mem["rejected_revision"], json!(rejected), "{mem}");
     source.close().await;
 }
+
+/// What the dashboard transport refuses is on the page: the snapshot's `transport` names
+/// each refused command with its reason, message, caller and time, and an open event stream
+/// gets it at once, not with the next second's update (the fake clock sends none for 1 s).
+#[cfg(feature = "transport")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transports_refused_edits_are_shown_with_reason_and_time_as_they_happen() {
+    use std::time::Duration;
+
+    let (sentinel, _clock, series) = engine();
+    // Read-only (the default): every edit the dashboard sends is refused.
+    let transport = sentinel_transport::Transport::start(
+        sentinel.clone(),
+        sentinel_transport::TransportConfig::builder("console-refusals")
+            .port(0)
+            .build()
+            .expect("a transport config"),
+    )
+    .await
+    .expect("the transport starts");
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .transport(&transport)
+        .build()
+        .expect("a console")
+        .router();
+    let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
+    assert_eq!(
+        snapshot["transport"]["refused"], 0,
+        "{}",
+        snapshot["transport"]
+    );
+
+    let request = Request::builder()
+        .uri("/api/stream")
+        .body(Body::empty())
+        .expect("a request");
+    let mut body = router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("an answer")
+        .into_body();
+    let first = tokio::time::timeout(Duration::from_secs(5), body.frame()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "the first snapshot");
+
+    let before = epoch_now_ms();
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{}/setRules", transport.port());
+    let answer =
+        sentinel_test_support::post_form(&http, &url, &[("type", "degrade"), ("data", "[]")])
+            .await
+            .expect("the command center answers");
+    assert_eq!(answer.status(), 400, "read-only refuses the edit");
+
+    let polled = tokio::time::Instant::now();
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .ok()
+        .flatten()
+        .and_then(Result::ok)
+        .and_then(|f| f.into_data().ok())
+        .expect("an update");
+    let waited = polled.elapsed();
+    let text = String::from_utf8_lossy(&frame);
+    eprintln!("measured: the refusal reached the open stream {waited:?} after it was polled");
+    assert!(
+        text.contains("event: update") && text.contains("\"transport\""),
+        "{text}"
+    );
+    assert!(
+        waited < Duration::from_millis(700),
+        "the stream woke for the refusal, not for the next second: {waited:?}"
+    );
+
+    let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
+    let refusals = &snapshot["transport"];
+    assert_eq!(refusals["refused"], 1, "{refusals}");
+    assert_eq!(refusals["by_reason"], json!([["read_only", 1]]));
+    let refused = &refusals["recent"][0];
+    assert_eq!(refused["command"], "setRules");
+    assert_eq!(refused["reason"], "read_only");
+    assert_eq!(refused["caller"], "127.0.0.1");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("read-only")),
+        "{refused}"
+    );
+    let at = refused["at_ms"].as_i64().expect("a time");
+    assert!(at >= before - 1000 && at <= epoch_now_ms() + 1000, "{at}");
+    transport.shutdown().await;
+}
+
+/// Now, in Unix epoch milliseconds.
+#[cfg(feature = "transport")]
+fn epoch_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Without a transport the snapshot's `transport` is null (the page hides its card).
+#[tokio::test]
+async fn without_a_transport_the_snapshot_has_no_refusals() {
+    let (sentinel, _clock, series) = engine();
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console")
+        .router();
+    let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
+    assert_eq!(snapshot["transport"], Value::Null);
+}

@@ -3,12 +3,18 @@
 //! system and cluster readings (`readings`), and the snapshot of all of it here.
 
 mod readings;
+mod refusals;
 mod resources;
 mod sources;
 
 use serde::Serialize;
 
 pub use readings::{Breaker, Cluster, ClusterFlow, System};
+#[cfg(feature = "transport")]
+pub(crate) use refusals::watch as watch_refusals;
+pub(crate) use refusals::ReadRefusals;
+pub use refusals::{DashboardRefusals, RefusedCommand};
+pub(crate) use resources::Table;
 pub use resources::{Blocks, ResourceQuery, ResourceRow, Resources, SortKey, SPARK_SECONDS};
 pub(crate) use sources::store_has_rules;
 pub use sources::{Rules, Source, SourceRules};
@@ -42,6 +48,9 @@ pub struct Snapshot {
     pub cluster: Cluster,
     /// Shadow rules and their would-blocks.
     pub shadow: Vec<crate::shadow::ShadowRow>,
+    /// What the dashboard transport refused, when the console was given one
+    /// ([`ConsoleBuilder::transport`](crate::ConsoleBuilder::transport)).
+    pub transport: Option<DashboardRefusals>,
 }
 
 /// How many transitions and rule events a snapshot carries.
@@ -50,12 +59,32 @@ const EVENTS_IN_SNAPSHOT: usize = 50;
 impl State {
     /// Everything, for one refresh of the page.
     pub(crate) fn snapshot(&self, query: &ResourceQuery) -> Snapshot {
+        self.snapshot_after(query, None)
+    }
+
+    /// Everything, for a viewer who has the resources table of second `shown` (engine
+    /// clock): while that is still the newest second collected, the table is not built
+    /// again (the update for a breaker transition or a rule apply does not carry it), and
+    /// the snapshot's table is empty but for its second.
+    pub(crate) fn snapshot_after(&self, query: &ResourceQuery, shown: Option<u64>) -> Snapshot {
         self.series.collect(&self.sentinel);
+        let newest = self.series.newest_second();
+        let resources = match shown {
+            Some(second) if newest == Some(second) => Resources {
+                second_ms: Some(self.recorder.to_epoch(second)),
+                engine_second_ms: Some(second),
+                total: 0,
+                matched: 0,
+                query: query.clone(),
+                rows: Vec::new(),
+            },
+            _ => self.resources(query),
+        };
         Snapshot {
             now_ms: crate::record::epoch_ms(),
             rules_version: self.sentinel.rules_version(),
             editing: self.editing.is_some(),
-            resources: self.resources(query),
+            resources,
             breakers: self.breakers(),
             timeline: self.recorder.transitions(EVENTS_IN_SNAPSHOT),
             sources: self.sources(),
@@ -63,6 +92,7 @@ impl State {
             system: self.system(),
             cluster: self.cluster(),
             shadow: self.shadow(),
+            transport: self.refusals.as_ref().map(|read| read()),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! to the top rows, with 60-second sparklines (`GET api/resources`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use sentinel_core::series::MetricRow;
 use sentinel_core::BlockReasons;
@@ -108,16 +108,29 @@ pub struct Resources {
     pub rows: Vec<ResourceRow>,
 }
 
+/// Every resource with its row of the newest collected second (`None` for one not called
+/// in it), in name order: built once per collected second and shared by every viewer and
+/// query of that second (reading the engine's resource list and the series' rows costs
+/// more than one viewer's top-N of them).
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    second: Option<u64>,
+    entries: Vec<(String, Option<MetricRow>)>,
+}
+
 impl State {
-    /// The resources table for `query`: every resource's newest collected second, filtered,
-    /// sorted, the top `limit` with their sparklines.
-    pub(crate) fn resources(&self, query: &ResourceQuery) -> Resources {
-        let mut query = query.clone();
-        query.limit = query.limit.clamp(1, self.max_rows);
+    /// The table of the newest collected second: the one built for it, or a new one. A
+    /// resource first entered after that second was collected is in the next second's.
+    fn table(&self) -> Arc<Table> {
         let newest = self.series.newest_second();
-        let names = self.sentinel.resources();
-        let total = names.len();
-        let rows: HashMap<Arc<str>, MetricRow> = match newest {
+        let mut shared = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(table) = shared
+            .as_ref()
+            .filter(|t| newest.is_some() && t.second == newest)
+        {
+            return table.clone();
+        }
+        let mut rows: HashMap<Arc<str>, MetricRow> = match newest {
             Some(second) => self
                 .series
                 .rows(second, second + 1000, None)
@@ -126,55 +139,76 @@ impl State {
                 .collect(),
             None => HashMap::new(),
         };
-        let needle = query.q.to_lowercase();
-        let mut matched: Vec<(String, Option<&MetricRow>, u64)> = names
+        let entries = self
+            .sentinel
+            .resources()
             .into_iter()
-            .filter(|n| needle.is_empty() || n.to_lowercase().contains(&needle))
-            .map(|n| {
-                let row = rows.get(n.as_str());
-                let blocked = if query.sort == SortKey::Blocked {
-                    self.sentinel.block_reasons(&n).map_or(0, |b| b.total())
-                } else {
-                    0
+            .map(|name| {
+                let row = rows.remove(name.as_str());
+                (name, row)
+            })
+            .collect();
+        let table = Arc::new(Table {
+            second: newest,
+            entries,
+        });
+        *shared = Some(table.clone());
+        table
+    }
+
+    /// The resources table for `query`: every resource's newest collected second, filtered,
+    /// sorted, the top `limit` with their sparklines.
+    pub(crate) fn resources(&self, query: &ResourceQuery) -> Resources {
+        let mut query = query.clone();
+        query.limit = query.limit.clamp(1, self.max_rows);
+        let table = self.table();
+        let newest = table.second;
+        let total = table.entries.len();
+        let needle = query.q.to_lowercase();
+        let key = query.sort;
+        // Each match with the value it sorts by, read once (not in every comparison).
+        let mut matched: Vec<(f64, &str, Option<&MetricRow>)> = table
+            .entries
+            .iter()
+            .filter(|(n, _)| needle.is_empty() || n.to_lowercase().contains(&needle))
+            .map(|(n, row)| {
+                let row = row.as_ref();
+                let value = match (key, row) {
+                    (SortKey::Blocked, _) => {
+                        self.sentinel.block_reasons(n).map_or(0, |b| b.total()) as f64
+                    }
+                    (SortKey::Resource, _) | (_, None) => 0.0,
+                    (SortKey::Pass, Some(r)) => r.stats.pass as f64,
+                    (SortKey::Block, Some(r)) => r.stats.block as f64,
+                    (SortKey::Success, Some(r)) => r.stats.success as f64,
+                    (SortKey::Error, Some(r)) => r.stats.error as f64,
+                    (SortKey::Rt, Some(r)) => r.stats.avg_rt_ms(),
+                    (SortKey::Concurrency, Some(r)) => r.concurrency as f64,
                 };
-                (n, row, blocked)
+                (value, n.as_str(), row)
             })
             .collect();
         let count = matched.len();
-        let key = query.sort;
-        let value = |row: Option<&MetricRow>, blocked: u64| -> f64 {
-            let Some(r) = row else {
-                return if key == SortKey::Blocked {
-                    blocked as f64
-                } else {
-                    0.0
-                };
-            };
-            match key {
-                SortKey::Pass => r.stats.pass as f64,
-                SortKey::Block => r.stats.block as f64,
-                SortKey::Success => r.stats.success as f64,
-                SortKey::Error => r.stats.error as f64,
-                SortKey::Rt => r.stats.avg_rt_ms(),
-                SortKey::Concurrency => r.concurrency as f64,
-                SortKey::Blocked => blocked as f64,
-                SortKey::Resource => 0.0,
-            }
-        };
-        matched.sort_by(|a, b| {
+        let order = |a: &(f64, &str, Option<&MetricRow>), b: &(f64, &str, Option<&MetricRow>)| {
             let order = if key == SortKey::Resource {
-                a.0.cmp(&b.0)
+                a.1.cmp(b.1)
             } else {
-                value(a.1, a.2).total_cmp(&value(b.1, b.2))
+                a.0.total_cmp(&b.0)
             };
             let order = if query.desc { order.reverse() } else { order };
-            // Ties in name order, whichever the direction.
-            order.then_with(|| a.0.cmp(&b.0))
-        });
+            // Ties in name order, whichever the direction: a total order (names are unique).
+            order.then_with(|| a.1.cmp(b.1))
+        };
+        // Top-N: the first `limit` found in linear time, then only those sorted. The order
+        // is total, so the rows are those a full sort would put first, in the same order.
+        if query.limit < count {
+            matched.select_nth_unstable_by(query.limit - 1, order);
+            matched.truncate(query.limit);
+        }
+        matched.sort_unstable_by(order);
         let rows = matched
             .into_iter()
-            .take(query.limit)
-            .map(|(name, row, _)| self.row(name, row, newest))
+            .map(|(_, name, row)| self.row(name, row, newest))
             .collect();
         Resources {
             second_ms: newest.map(|s| self.recorder.to_epoch(s)),
@@ -186,12 +220,12 @@ impl State {
         }
     }
 
-    fn row(&self, name: String, row: Option<&MetricRow>, newest: Option<u64>) -> ResourceRow {
+    fn row(&self, name: &str, row: Option<&MetricRow>, newest: Option<u64>) -> ResourceRow {
         let mut spark_pass = vec![0; SPARK_SECONDS];
         let mut spark_block = vec![0; SPARK_SECONDS];
         if let Some(newest) = newest {
             let from = newest.saturating_sub(1000 * (SPARK_SECONDS as u64 - 1));
-            for s in self.sentinel.resource_seconds(&name, from, newest + 1000) {
+            for s in self.sentinel.resource_seconds(name, from, newest + 1000) {
                 // The newest second is the last point, whatever the clock's origin.
                 let ago = (newest.saturating_sub(s.second_ms) / 1000) as usize;
                 if let Some(i) = (SPARK_SECONDS - 1).checked_sub(ago) {
@@ -200,7 +234,7 @@ impl State {
                 }
             }
         }
-        let blocks_total = self.sentinel.block_reasons(&name).unwrap_or_default();
+        let blocks_total = self.sentinel.block_reasons(name).unwrap_or_default();
         let (pass, block, success, error, avg_rt_ms, concurrency, blocks) = match row {
             Some(r) => (
                 r.stats.pass,
@@ -214,7 +248,7 @@ impl State {
             None => (0, 0, 0, 0, 0.0, 0, Blocks::default()),
         };
         ResourceRow {
-            resource: name,
+            resource: name.to_owned(),
             pass,
             block,
             success,
@@ -226,5 +260,113 @@ impl State {
             spark_pass,
             spark_block,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sentinel_core::series::MetricSeries;
+    use sentinel_core::{FakeClock, Sentinel};
+
+    use super::*;
+    use crate::Console;
+
+    /// `n` resources, resource i called i % 4 times (many ties), one second collected.
+    fn console(n: usize) -> (Sentinel, FakeClock, Console) {
+        let clock = FakeClock::at_ms(1_000_000);
+        let sentinel = Sentinel::builder().clock(clock.clone()).build();
+        let console = Console::builder(&sentinel)
+            .series(Arc::new(MetricSeries::new()))
+            .build()
+            .expect("a console");
+        for i in 0..n {
+            let name = format!("r/{:03}", (i * 37) % n);
+            drop(sentinel.entry(&name).enter());
+            for _ in 0..i % 4 {
+                drop(sentinel.entry(&name).enter());
+            }
+        }
+        clock.advance_ms(1000);
+        console.series().collect(&sentinel);
+        (sentinel, clock, console)
+    }
+
+    fn names(resources: &Resources) -> Vec<&str> {
+        resources.rows.iter().map(|r| r.resource.as_str()).collect()
+    }
+
+    #[test]
+    fn the_top_n_is_the_head_of_the_full_sort_for_every_key_and_direction() {
+        let (_sentinel, _clock, console) = console(300);
+        let state = &console.state;
+        for sort in [
+            SortKey::Resource,
+            SortKey::Pass,
+            SortKey::Block,
+            SortKey::Success,
+            SortKey::Error,
+            SortKey::Rt,
+            SortKey::Concurrency,
+            SortKey::Blocked,
+        ] {
+            for desc in [true, false] {
+                let query = |limit| ResourceQuery {
+                    q: String::new(),
+                    sort,
+                    desc,
+                    limit,
+                };
+                let all = state.resources(&query(300));
+                let top = state.resources(&query(10));
+                assert_eq!(all.rows.len(), 300);
+                assert_eq!(names(&top), names(&all)[..10], "{sort:?} desc={desc}");
+                assert_eq!(top.matched, 300);
+            }
+        }
+        // Pass descending: the 4-call resources first, ties in name order.
+        let top = state.resources(&ResourceQuery {
+            limit: 3,
+            ..ResourceQuery::default()
+        });
+        assert!(top.rows.iter().all(|r| r.pass == 4), "{:?}", names(&top));
+        assert!(names(&top).windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn the_table_is_built_once_per_collected_second_and_shared() {
+        let (sentinel, clock, console) = console(20);
+        let state = &console.state;
+        let first = state.table();
+        assert_eq!(first.entries.len(), 20);
+        assert!(
+            Arc::ptr_eq(&first, &state.table()),
+            "the same second: the same table"
+        );
+        // A resource entered for the first time shows with the next second.
+        drop(sentinel.entry("r/new").enter());
+        assert!(Arc::ptr_eq(&first, &state.table()));
+        clock.advance_ms(1000);
+        console.series().collect(&sentinel);
+        let next = state.table();
+        assert!(!Arc::ptr_eq(&first, &next), "a new second: a new table");
+        assert_eq!(next.entries.len(), 21);
+    }
+
+    #[test]
+    fn an_update_within_the_shown_second_does_not_build_the_table_again() {
+        let (sentinel, clock, console) = console(20);
+        let state = &console.state;
+        let query = ResourceQuery::default();
+        let full = state.snapshot_after(&query, None);
+        let second = full.resources.engine_second_ms;
+        assert_eq!(full.resources.rows.len(), 20);
+        let update = state.snapshot_after(&query, second);
+        assert!(update.resources.rows.is_empty(), "the viewer has them");
+        assert_eq!(update.resources.engine_second_ms, second);
+        clock.advance_ms(1000);
+        console.series().collect(&sentinel);
+        let next = state.snapshot_after(&query, second);
+        assert_eq!(next.resources.rows.len(), 20, "a new second: the table");
+        assert_ne!(next.resources.engine_second_ms, second);
     }
 }
