@@ -192,7 +192,11 @@ async fn a_client_that_sends_nothing_is_closed_after_the_idle_timeout() {
         assert_eq!(busy.flow(1, 1).await.status, Status::OK);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(closed.await.expect("the reader task"), None, "closed by the server");
+    assert_eq!(
+        closed.await.expect("the reader task"),
+        None,
+        "closed by the server"
+    );
     assert_eq!(busy.flow(1, 1).await.status, Status::OK);
     server.shutdown().await;
 }

@@ -106,7 +106,10 @@ fn a_param_flow_request_with_every_parameter_type() {
     p.extend_from_slice(&[6, 1]); // true
     p.extend_from_slice(&[7, 0, 0, 0, 3]);
     p.extend_from_slice(b"key");
-    let mut bytes = u16::try_from(p.len()).expect("small").to_be_bytes().to_vec();
+    let mut bytes = u16::try_from(p.len())
+        .expect("small")
+        .to_be_bytes()
+        .to_vec();
     bytes.extend_from_slice(&p);
     assert_eq!(
         one_request(&bytes).body,
@@ -305,13 +308,23 @@ fn the_client_codec_reads_what_the_java_client_reads() {
     // A ping answer of one byte is read as a byte (PingResponseDataDecoder).
     let mut buf = BytesMut::from(&[0u8, 7, 0, 0, 0, 0, 0, 0, 5][..]);
     assert_eq!(
-        codec.decode(&mut buf).expect("no i/o error").expect("a frame").expect("well-formed").body,
+        codec
+            .decode(&mut buf)
+            .expect("no i/o error")
+            .expect("a frame")
+            .expect("well-formed")
+            .body,
         ResponseBody::Ping { connected: 5 }
     );
     // A token answer with other than 8 data bytes reads as (0, 0).
     let mut buf = BytesMut::from(&[0u8, 8, 0, 0, 0, 1, 1, 1, 0, 9][..]);
     assert_eq!(
-        codec.decode(&mut buf).expect("no i/o error").expect("a frame").expect("well-formed").body,
+        codec
+            .decode(&mut buf)
+            .expect("no i/o error")
+            .expect("a frame")
+            .expect("well-formed")
+            .body,
         ResponseBody::Token {
             remaining: 0,
             wait_in_ms: 0

@@ -160,6 +160,7 @@ impl Java {
             .arg(classpath)
             .arg(main)
             .args(args)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -230,4 +231,114 @@ impl Drop for FailoverProxy {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// A `sentinel-token-server` process (this crate's binary) on a free loopback port.
+pub(crate) struct ServerProcess {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
+    _out: OutputLines,
+}
+
+impl ServerProcess {
+    /// Starts the binary on `redis` with key prefix `prefix` and the rules file `rules`.
+    pub(crate) fn start(redis: &str, prefix: &str, rules: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sentinel-token-server"))
+            .args([
+                "--bind",
+                "127.0.0.1:0",
+                "--redis",
+                redis,
+                "--prefix",
+                prefix,
+            ])
+            .arg("--rules")
+            .arg(rules)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sentinel-token-server");
+        let mut out = OutputLines::read(child.stdout.take().expect("piped"));
+        out.wait_for("listening on", WAIT);
+        let addr = out
+            .seen()
+            .iter()
+            .find_map(|l| l.strip_prefix("listening on "))
+            .expect("the address line")
+            .parse()
+            .expect("an address");
+        Self {
+            child,
+            addr,
+            _out: out,
+        }
+    }
+
+    /// SIGKILL: no graceful anything (its lease is lost).
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A rules file with one global cluster flow rule for the harness's resource.
+pub(crate) fn write_rules(dir: &Path, flow_id: i64, count: u64) -> PathBuf {
+    let path = dir.join("cluster-flow-rules.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"[{{"resource":"token-server-interop","count":{count},"clusterMode":true,
+               "clusterConfig":{{"flowId":{flow_id},"thresholdType":1,"fallbackToLocalWhenFail":true}}}}]"#
+        ),
+    )
+    .expect("write rules");
+    path
+}
+
+/// A `flowId` and key prefix no other run uses.
+pub(crate) fn unique_flow(test: &str) -> (i64, String) {
+    let prefix = sentinel_test_support::unique_key("sentinel:token-server:test", test);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.subsec_nanos());
+    (i64::from(nanos % 1_000_000) + 1, prefix)
+}
+
+impl Java {
+    /// Tells a ready harness to start its run at `second` (Unix seconds).
+    pub(crate) fn go(&mut self, second: u64) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin piped");
+        writeln!(stdin, "go {second}").expect("write go");
+        stdin.flush().expect("flush");
+    }
+}
+
+/// Unix seconds now.
+pub(crate) fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Sums the per-second series of several harness processes: second -> (pass, block, fail).
+pub(crate) fn sum_seconds(
+    all: &[BTreeMap<u64, (u64, u64, u64)>],
+) -> BTreeMap<u64, (u64, u64, u64)> {
+    let mut total = BTreeMap::new();
+    for series in all {
+        for (s, (p, b, f)) in series {
+            let e = total.entry(*s).or_insert((0, 0, 0));
+            e.0 += p;
+            e.1 += b;
+            e.2 += f;
+        }
+    }
+    total
 }

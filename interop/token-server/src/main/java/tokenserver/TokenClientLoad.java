@@ -34,6 +34,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * failed request is seen as such), fallback ({@code fallbackToLocalWhenFail}, default false),
  * timeoutMs (the client's request timeout, default 200).
  *
+ * <p>Once {@code ready} is printed, the run starts at the second read from stdin as
+ * {@code go <epoch-second>} (or the next second if stdin closes).
+ *
  * <p>Output on stdout: {@code ready} once the client is connected, then one line per second
  * {@code second <epoch-second> pass <n> block <n> fail <n>} (fail: mode token only, any status
  * other than OK and BLOCKED), then {@code done}. Set the namespace with -Dproject.name.
@@ -92,11 +95,21 @@ public final class TokenClientLoad {
             }
             Thread.sleep(50);
         }
+        // The first entry initialises Sentinel's slot chain (seconds on a cold JVM): before the run.
+        long warm = System.currentTimeMillis();
+        enter(resource);
+        System.out.println("warm-up " + (System.currentTimeMillis() - warm) + " ms");
         System.out.println("ready");
         System.out.flush();
 
-        // Start on the next second boundary, so that every printed second is a whole one.
-        long start = (System.currentTimeMillis() / 1000 + 1) * 1000;
+        // Start on a second boundary, so that every printed second is a whole one: the one
+        // given on stdin as "go <epoch-second>" (so that several processes start together),
+        // or the next one when stdin is closed.
+        String go = new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        long next = (System.currentTimeMillis() / 1000 + 1) * 1000;
+        final long start = go != null && go.startsWith("go ")
+            ? Math.max(next, Long.parseLong(go.substring(3).trim()) * 1000)
+            : next;
         long end = start + seconds * 1000L;
         int slots = seconds + 2;
         AtomicLongArray pass = new AtomicLongArray(slots);
@@ -110,16 +123,16 @@ public final class TokenClientLoad {
             final long offset = periodNanos * t / threads;
             workers[t] = new Thread(() -> {
                 sleepUntil(start);
-                long next = System.nanoTime() + offset;
+                long due = System.nanoTime() + offset;
                 while (true) {
                     long now = System.nanoTime();
-                    if (next > now) {
-                        sleepNanos(next - now);
-                    } else if (now - next > 100_000_000L) {
+                    if (due > now) {
+                        sleepNanos(due - now);
+                    } else if (now - due > 100_000_000L) {
                         // Far behind (a starved JVM): do not burst more than 100 ms of calls.
-                        next = now - 100_000_000L;
+                        due = now - 100_000_000L;
                     }
-                    next += periodNanos;
+                    due += periodNanos;
                     long millis = System.currentTimeMillis();
                     if (millis >= end) {
                         return;
@@ -148,15 +161,23 @@ public final class TokenClientLoad {
             System.out.println("second " + (start / 1000 + s) + " pass " + pass.get(s) + " block "
                 + block.get(s) + " fail " + fail.get(s));
         }
+        FAILS.forEach((status, n) -> System.out.println("fail-status " + status + " " + n.sum()));
         System.out.println("done");
         System.out.flush();
         System.exit(0);
     }
 
+    /** Token mode: the statuses other than OK and BLOCKED, by code (printed at the end). */
+    private static final java.util.concurrent.ConcurrentHashMap<Integer, java.util.concurrent.atomic.LongAdder>
+        FAILS = new java.util.concurrent.ConcurrentHashMap<>();
+
     private static int requestToken(long flowId) {
         TokenResult r = TokenClientProvider.getClient().requestToken(flowId, 1, false);
         if (r == null) {
             return 2;
+        }
+        if (r.getStatus() != TokenResultStatus.OK && r.getStatus() != TokenResultStatus.BLOCKED) {
+            FAILS.computeIfAbsent(r.getStatus(), k -> new java.util.concurrent.atomic.LongAdder()).increment();
         }
         switch (r.getStatus()) {
             case TokenResultStatus.OK:
