@@ -369,16 +369,36 @@ fn load_rust_rules(sentinel: &Sentinel) {
         .expect("param flow");
 }
 
-fn rust_burst(sentinel: &Sentinel) -> usize {
+/// The burst's passed calls, and when the engine second holding it began, in epoch ms.
+fn rust_burst(sentinel: &Sentinel) -> (usize, i64) {
     // Inside one second of the engine's clock, as the Java side does on its own.
     while sentinel.clock().now_ms() % 1000 > 300 {
         std::thread::sleep(Duration::from_millis(5));
     }
+    let into_second = (sentinel.clock().now_ms() % 1000) as i64;
+    let second_began = epoch_ms() - into_second;
     let passed = (0..CALLS)
         .filter(|_| sentinel.entry(RESOURCE).enter().is_ok())
         .count();
     drop(sentinel.entry(OTHER).enter());
-    passed
+    (passed, second_began)
+}
+
+/// Now, in Unix epoch milliseconds.
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The timestamp of `resource`'s row in a metric body.
+fn metric_stamp(body: &str, resource: &str) -> Option<i64> {
+    body.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split('|').collect();
+        (fields.get(1) == Some(&resource))
+            .then(|| fields[0].parse().ok())
+            .flatten()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -395,10 +415,7 @@ async fn every_command_answers_as_sentinel_java_for_the_same_rules_and_burst() {
     ] {
         std::fs::write(rules.join(name), text).expect("a rule file");
     }
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-        - 10_000;
+    let since = epoch_ms() - 10_000;
     let (java, java_passed) = start_indexed_java(&rules, work.path()).await;
 
     let sentinel = Sentinel::new();
@@ -414,7 +431,7 @@ async fn every_command_answers_as_sentinel_java_for_the_same_rules_and_burst() {
     let transport = Transport::start(sentinel.clone(), config)
         .await
         .expect("the transport starts");
-    let rust_passed = rust_burst(&sentinel);
+    let (rust_passed, burst_second_began) = rust_burst(&sentinel);
     assert_eq!(
         (java_passed, rust_passed),
         (5, 5),
@@ -465,6 +482,35 @@ async fn every_command_answers_as_sentinel_java_for_the_same_rules_and_burst() {
                 rf[..4].join("|")
             ));
         }
+    }
+    // Stamps (issue #46 point 4): Java stamps a row with the start of the epoch second whose
+    // calls it counts (its burst is in the first 300 ms of one). The engine's seconds start
+    // `offset mod 1000` ms into the epoch's, so the transport stamps a row with the whole
+    // epoch second nearest the start of the engine second it counts: at most 500 ms from
+    // it (5 ms more for reading the two clocks), the second holding most of the interval.
+    match (
+        metric_stamp(&java_metric, RESOURCE),
+        metric_stamp(&rust_metric, RESOURCE),
+    ) {
+        (Some(java_stamp), Some(rust_stamp)) => {
+            let off = rust_stamp - burst_second_began;
+            if off.abs() > 505 {
+                diffs.push(format!(
+                    "Rust burst row stamped {rust_stamp}, {off} ms from the start of the engine \
+                     second it counts ({burst_second_began}); Java stamps the second it counts"
+                ));
+            }
+            if java_stamp > rust_stamp {
+                diffs.push(format!(
+                    "Java's burst (first) stamped {java_stamp}, after Rust's {rust_stamp}"
+                ));
+            }
+            counts.push(format!(
+                "metric stamps: Java burst row {java_stamp}; Rust burst row {rust_stamp}, \
+                 {off} ms from the start of the engine second it counts"
+            ));
+        }
+        (java, rust) => diffs.push(format!("burst row stamps: Java {java:?}, Rust {rust:?}")),
     }
     report.push(("metric".into(), diffs));
 
