@@ -1,0 +1,254 @@
+//! Decisions on the Redis budget (`sentinel-cluster-redis`): Sentinel's answers for bad and
+//! unknown requests, rules that follow a data source, and one budget shared with a Rust
+//! replica. Needs `scripts/services.sh start redis`.
+
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sentinel_cluster_redis::{RedisClusterBackend, RedisClusterConfig, RedisTarget};
+use sentinel_core::datasource::{DataSource, FlowJson};
+use sentinel_core::flow::{ClusterFlowConfig, FlowGrade, FlowRule};
+use sentinel_core::Sentinel;
+use sentinel_datasource_file::FileSource;
+use sentinel_token_server::protocol::{ParamValue, Status};
+use sentinel_token_server::{Health, RedisTokenService, TokenServer, TokenService};
+use support::{require_redis, unique_flow, Client, WAIT};
+
+fn backend(redis: &str, prefix: &str, replica: &str) -> RedisClusterBackend {
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis.to_owned()))
+        .prefix(prefix)
+        .replica_id(replica)
+        .build()
+        .expect("config");
+    RedisClusterBackend::start(config).expect("inside a runtime")
+}
+
+fn cluster_rule(resource: &str, flow_id: i64, count: f64) -> FlowRule {
+    FlowRule::qps(resource, count).cluster(ClusterFlowConfig::new(flow_id).global(true))
+}
+
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    tokio::time::timeout(WAIT, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} within {WAIT:?}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_answered_as_sentinels_server_answers_them() {
+    let redis = require_redis().await;
+    let (flow_id, prefix) = unique_flow("answers");
+    let service = Arc::new(RedisTokenService::new(backend(
+        &redis,
+        &prefix,
+        "ts-answers",
+    )));
+    let rules = Sentinel::builder().build();
+    service.follow(&rules);
+    let mut thread_rule = cluster_rule("threads", flow_id + 1, 5.0);
+    thread_rule.grade = FlowGrade::Thread;
+    rules
+        .flow_rules()
+        .load_rules(vec![cluster_rule("res", flow_id, 1000.0), thread_rule])
+        .expect("rules load");
+    until("the backend is live", || service.health() == Health::Up).await;
+    // Not positive: BAD_REQUEST (DefaultTokenService.notValidRequest).
+    assert_eq!(
+        service.request_token(0, 1, false).status,
+        Status::BAD_REQUEST
+    );
+    assert_eq!(
+        service.request_token(flow_id, 0, false).status,
+        Status::BAD_REQUEST
+    );
+    // No rule with this flowId, and a thread-grade rule (no request for it in 1.8.9).
+    assert_eq!(
+        service.request_token(flow_id + 100, 1, false).status,
+        Status::NO_RULE_EXISTS
+    );
+    assert_eq!(
+        service.request_token(flow_id + 1, 1, false).status,
+        Status::NO_RULE_EXISTS
+    );
+    // Param-flow: BAD_REQUEST without parameters, else no rule served.
+    assert_eq!(
+        service.request_param_token(flow_id, 1, &[]).status,
+        Status::BAD_REQUEST
+    );
+    assert_eq!(
+        service
+            .request_param_token(flow_id, 1, &[ParamValue::Int(1)])
+            .status,
+        Status::NO_RULE_EXISTS
+    );
+    // The rule decides (the first lease takes one tick: retried within the bound).
+    let mut ok = service.request_token(flow_id, 1, false);
+    until("a token granted", || {
+        ok = service.request_token(flow_id, 1, false);
+        ok.status == Status::OK
+    })
+    .await;
+    assert_eq!(ok.wait_in_ms, 0);
+    service.backend().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_rules_follow_a_file_data_source() {
+    let redis = require_redis().await;
+    let (flow_id, prefix) = unique_flow("follow");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rules.json");
+    let rule_json = |id: i64| {
+        format!(
+            r#"[{{"resource":"r","count":1000,"clusterMode":true,"clusterConfig":{{"flowId":{id},"thresholdType":1}}}}]"#
+        )
+    };
+    std::fs::write(&path, rule_json(flow_id)).expect("write");
+    let service = Arc::new(RedisTokenService::new(backend(
+        &redis,
+        &prefix,
+        "ts-follow",
+    )));
+    let rules = Sentinel::builder().build();
+    service.follow(&rules);
+    let source = DataSource::builder(FileSource::new(&path).expect("source"), FlowJson::new())
+        .without_snapshot()
+        .start(&rules)
+        .await
+        .expect("source starts");
+    let server = TokenServer::builder()
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .start(service.clone())
+        .await
+        .expect("server");
+    let mut client = Client::connect(server.local_addr()).await;
+    let mut status = Status::NO_RULE_EXISTS;
+    for _ in 0..500 {
+        status = client.flow(flow_id, 1).await.status;
+        if status == Status::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, Status::OK, "the file's rule is served");
+    std::fs::write(&path, rule_json(flow_id + 1)).expect("rewrite");
+    let mut old = Status::OK;
+    for _ in 0..500 {
+        old = client.flow(flow_id, 1).await.status;
+        if old == Status::NO_RULE_EXISTS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        old,
+        Status::NO_RULE_EXISTS,
+        "the replaced rule is no longer served"
+    );
+    server.shutdown().await;
+    source.close().await;
+    service.backend().shutdown().await;
+}
+
+/// A token server (serving a Java-style client over the protocol) and a Rust replica using
+/// `sentinel-cluster-redis` directly, on one `flowId` with a global limit of 100/s, each
+/// offering 150/s: together they admit at most the limit in every second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_server_and_a_rust_replica_share_one_budget() {
+    const LIMIT: f64 = 100.0;
+    let redis = require_redis().await;
+    let (flow_id, prefix) = unique_flow("shared");
+    let service = Arc::new(RedisTokenService::new(backend(
+        &redis,
+        &prefix,
+        "ts-shared",
+    )));
+    let server_rules = Sentinel::builder().build();
+    service.follow(&server_rules);
+    server_rules
+        .flow_rules()
+        .load_rules(vec![cluster_rule("r", flow_id, LIMIT)])
+        .expect("rules");
+    let server = TokenServer::builder()
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .start(service.clone())
+        .await
+        .expect("server");
+    let replica_backend = backend(&redis, &prefix, "rust-replica");
+    let replica = Sentinel::builder()
+        .cluster_backend(Arc::new(replica_backend.clone()))
+        .build();
+    replica
+        .flow_rules()
+        .load_rules(vec![cluster_rule("r", flow_id, LIMIT)])
+        .expect("rules");
+
+    // Counts per Unix second, for 4 whole seconds after a warm-up second.
+    let first = support::unix_secs() + 2;
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+    let record = move |counts: &Arc<Vec<AtomicU64>>| {
+        let s = support::unix_secs();
+        if let Some(slot) = s.checked_sub(first).and_then(|i| counts.get(i as usize)) {
+            slot.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let end = first + 4;
+    let java_like = {
+        let counts = counts.clone();
+        let addr = server.local_addr();
+        tokio::spawn(async move {
+            let mut client = Client::connect(addr).await;
+            let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / 150));
+            while support::unix_secs() < end {
+                tick.tick().await;
+                if client.flow(flow_id, 1).await.status == Status::OK {
+                    record(&counts);
+                }
+            }
+        })
+    };
+    let rust = {
+        let counts = counts.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / 150));
+            while support::unix_secs() < end {
+                tick.tick().await;
+                if replica.entry("r").enter().is_ok() {
+                    record(&counts);
+                }
+            }
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(20), async {
+        java_like.await.expect("token client task");
+        rust.await.expect("replica task");
+    })
+    .await
+    .expect("the run ends");
+    for (i, c) in counts.iter().enumerate() {
+        let admitted = c.load(Ordering::Relaxed);
+        println!(
+            "second {}: admitted {admitted} (limit {LIMIT})",
+            first + i as u64
+        );
+        assert!(
+            admitted as f64 <= LIMIT * 1.01,
+            "second {}: {admitted} admitted over the shared limit {LIMIT}",
+            first + i as u64
+        );
+        assert!(
+            admitted as f64 >= LIMIT * 0.8,
+            "second {}: only {admitted} admitted of {LIMIT}",
+            first + i as u64
+        );
+    }
+    server.shutdown().await;
+    service.backend().shutdown().await;
+    replica_backend.shutdown().await;
+}
