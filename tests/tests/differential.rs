@@ -120,3 +120,44 @@ fn scenarios_decide_as_sentinel_java() {
         );
     }
 }
+
+/// Sentinel Java keeps a node for every resource it has seen; the runner makes it forget them
+/// between scenarios, so a scenario decides the same whatever ran before it. A relate rule
+/// with count 0 passes in Java until its related resource has been entered once: run after
+/// a scenario that enters that resource, it blocked.
+#[test]
+fn java_runs_each_scenario_as_if_it_were_the_first() {
+    let relate = serde_json::json!({
+        "name": "relate_target_unseen",
+        "rules": {"flow": [{"resource": "a", "count": 0, "strategy": 1, "refResource": "b"}]},
+        "steps": [{"op": "enter", "resource": "a", "repeat": 2}],
+    });
+    let enters_b = serde_json::json!({
+        "name": "enters_b",
+        "steps": [{"op": "enter", "resource": "b", "args": [{"string": "v1"}]}],
+    });
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let files: Vec<PathBuf> = [
+        ("1-first", &relate),
+        ("2-between", &enters_b),
+        ("3-after", &relate),
+    ]
+    .iter()
+    .map(|(name, scenario)| {
+        let path = work.path().join(format!("{name}.json"));
+        std::fs::write(&path, scenario.to_string()).expect("the scenario is written");
+        path
+    })
+    .collect();
+    let out = work.path().join("java");
+    if let Err(e) = oracle::run_java(&files, &out) {
+        panic!("{e}");
+    }
+    let first = read(&out.join("1-first.json"));
+    let after = read(&out.join("3-after.json"));
+    assert_eq!(
+        first["outcomes"], after["outcomes"],
+        "the same scenario decided differently after another one entered its related resource"
+    );
+    assert_eq!(first["outcomes"][0]["result"], "pass", "{first}");
+}

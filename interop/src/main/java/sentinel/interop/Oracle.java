@@ -1,6 +1,8 @@
 package sentinel.interop;
 
 import com.alibaba.csp.sentinel.AsyncEntry;
+import com.alibaba.csp.sentinel.Constants;
+import com.alibaba.csp.sentinel.CtSph;
 import com.alibaba.csp.sentinel.EntryType;
 import com.alibaba.csp.sentinel.ResourceTypeConstants;
 import com.alibaba.csp.sentinel.SphU;
@@ -23,6 +25,8 @@ import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowException;
 import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowRule;
 import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowRuleManager;
 import com.alibaba.csp.sentinel.slots.block.flow.param.ParamFlowRuleUtil;
+import com.alibaba.csp.sentinel.slots.block.flow.param.ParameterMetricStorage;
+import com.alibaba.csp.sentinel.slots.clusterbuilder.ClusterBuilderSlot;
 import com.alibaba.csp.sentinel.slots.system.SystemBlockException;
 import com.alibaba.csp.sentinel.slots.system.SystemRule;
 import com.alibaba.csp.sentinel.slots.system.SystemRuleManager;
@@ -53,8 +57,9 @@ import org.mockito.MockedStatic;
  * does) and writes one result file per scenario.
  *
  * <p>Usage: {@code Oracle OUT_DIR SCENARIO.json...}. All scenarios run in this one JVM; between
- * them every rule manager is emptied and the clock jumps an hour ahead, so no window, bucket
- * or breaker of one scenario is seen by the next.
+ * them every rule manager is emptied, Sentinel forgets every resource, context and param-flow
+ * metric it has seen ({@link #forgetResources}), and the clock jumps two days ahead, so no
+ * node, window, bucket or breaker of one scenario is seen by the next.
  */
 public final class Oracle {
     /**
@@ -131,6 +136,7 @@ public final class Oracle {
 
         JSONObject run(JSONObject scenario) throws Exception {
             reset();
+            forgetResources();
             LOAD[0] = 0.0;
             CPU[0] = 0.0;
             JSONObject rules = scenario.getJSONObject("rules");
@@ -324,6 +330,31 @@ public final class Oracle {
             }
             return -1;
         }
+    }
+
+    /**
+     * Forgets every resource Sentinel has seen, through the hooks Sentinel's own tests reset it
+     * with: the slot chains (and with them each chain's per-context nodes), the resources'
+     * cluster nodes, the contexts, the param-flow metrics and the global inbound node's
+     * windows. Without this a relate rule sees its related resource's node made by an earlier
+     * scenario (Sentinel passes a relate rule whose resource was never entered), so an outcome
+     * depended on the scenarios run before it.
+     */
+    static void forgetResources() throws Exception {
+        invokeHidden(CtSph.class, "resetChainMap");
+        ClusterBuilderSlot.getClusterNodeMap().clear();
+        Constants.ROOT.removeChildList();
+        // the default context's node again, under ROOT
+        invokeHidden(ContextUtil.class, "resetContextMap");
+        ((Map<?, ?>) invokeHidden(ParameterMetricStorage.class, "getMetricsMap")).clear();
+        Constants.ENTRY_NODE.reset();
+    }
+
+    /** Calls a package-private static method without arguments (a test hook of Sentinel's). */
+    private static Object invokeHidden(Class<?> type, String name) throws Exception {
+        Method method = type.getDeclaredMethod(name);
+        method.setAccessible(true);
+        return method.invoke(null);
     }
 
     private static Method trueEnter;
