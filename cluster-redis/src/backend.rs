@@ -90,6 +90,9 @@ struct LeaseState {
     /// The last window Redis reported and when it ends by this replica's clock (kept after
     /// the lease is dropped: the fallback extrapolates Redis's windows from it).
     known_window: Option<(i64, Instant)>,
+    /// How much later than `known_window`'s end the window may really end (the reply's
+    /// round trip): the fallback starts a window's share only once it has surely begun.
+    known_end_slack: Duration,
     /// Set while the flow is checked locally (Redis unreachable, `fallbackToLocalWhenFail`).
     fallback: Option<Fallback>,
 }
@@ -109,6 +112,10 @@ struct Fallback {
     /// The live replicas when Redis was last reachable: right after an outage Redis's
     /// membership has expired, and counts only the replicas that heartbeated since.
     live: u32,
+    /// The share of `window` goes into the lease at this time, when the window has surely
+    /// begun (its estimated start plus the slack of the estimate); until then the lease is
+    /// empty.
+    share_at: Option<Instant>,
 }
 
 /// One registered flow.
@@ -474,6 +481,7 @@ impl ClusterBackend for RedisClusterBackend {
                         local_added: 0,
                         window_left: None,
                         known_window: None,
+                        known_end_slack: Duration::ZERO,
                         fallback: None,
                     }),
                 });

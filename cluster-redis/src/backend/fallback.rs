@@ -57,6 +57,7 @@ impl Inner {
             None => (false, -1, now + length),
         };
         let tokens = flow.slot.tokens();
+        let mut share_at = None;
         let room = if aligned && window == st.window && st.deadline.is_some() {
             let admitted = (st.redis_added + st.local_added - tokens).max(0);
             let mut room = share - admitted - tokens;
@@ -71,10 +72,13 @@ impl Inner {
             st.redis_added = 0;
             st.local_added = 0;
             st.window_left = None;
+            share_at = Self::share_time(aligned, st.known_end_slack, end, length, now);
             share
         };
-        self.add_lease(&flow.slot, room, end);
-        st.local_added += room;
+        if share_at.is_none() {
+            self.add_lease(&flow.slot, room, end);
+            st.local_added += room;
+        }
         st.last_left = flow.slot.tokens();
         st.window = window;
         st.deadline = Some(end);
@@ -84,7 +88,26 @@ impl Inner {
             resumed_at: None,
             charged: 0,
             live,
+            share_at,
         });
+    }
+
+    /// When the share of a window that ends at `end` (estimated early) may be spent: once it
+    /// has surely begun, its estimated start plus `slack`; `None` if that is already past.
+    /// Spent earlier, the share of a window would admit calls in the tail of the one before.
+    fn share_time(
+        aligned: bool,
+        slack: Duration,
+        end: Instant,
+        length: Duration,
+        now: Instant,
+    ) -> Option<Instant> {
+        if !aligned {
+            return None;
+        }
+        let begins = end.checked_sub(length)?;
+        let at = begins + slack;
+        (now < at).then_some(at)
     }
 
     /// The breaker closed: a flow in the fallback starts charging what it admits. Returns
@@ -113,7 +136,22 @@ impl Inner {
         let length = Duration::from_millis(u64::from(flow.slot.spec().window_ms));
         let end = *st.deadline.get_or_insert(now + length);
         if now < end {
-            return Some(end);
+            return match fallback.share_at {
+                Some(at) if now < at => Some(at.min(end)),
+                Some(_) => {
+                    // The window has surely begun: its share goes into the lease.
+                    let share = share(&flow.slot, fallback.live);
+                    self.add_lease(&flow.slot, share, end);
+                    st.local_added = share;
+                    st.last_left = flow.slot.tokens();
+                    st.fallback = Some(Fallback {
+                        share_at: None,
+                        ..fallback
+                    });
+                    Some(end)
+                }
+                None => Some(end),
+            };
         }
         let (window, end) = roll(st.window, end, length, now);
         // The local lease of the window that ended is no longer good (not Redis's tokens).
@@ -136,17 +174,23 @@ impl Inner {
         }
         // The most replicas seen: one that joined during the outage counts once it calls.
         let live = fallback.live.max(flow.slot.live_replicas());
-        let share = share(&flow.slot, live);
-        self.add_lease(&flow.slot, share, end);
-        st.local_added = share;
-        st.last_left = share;
+        let share_at = Self::share_time(fallback.aligned, st.known_end_slack, end, length, now);
+        if share_at.is_none() {
+            let share = share(&flow.slot, live);
+            self.add_lease(&flow.slot, share, end);
+            st.local_added = share;
+            st.last_left = share;
+        } else {
+            st.last_left = 0;
+        }
         st.deadline = Some(end);
         st.fallback = Some(Fallback {
             charged: 0,
             live,
+            share_at,
             ..fallback
         });
-        Some(end)
+        Some(share_at.unwrap_or(end))
     }
 
     /// What a flow in the fallback asks of Redis once it answers again: a charge of what it

@@ -167,11 +167,43 @@ impl Inner {
         st.last_call = Some(now);
         flow.slot
             .set_live_replicas(u32::try_from(reply.live).unwrap_or(u32::MAX));
+        if st.known_window.is_some_and(|(known, _)| reply.window < known) {
+            // A late reply of a window that is over (a later reply saw the next one): its
+            // grant is stranded, and it must not take the lease's window back (that would
+            // drain the current lease and forget what was admitted in the current window).
+            if reply.granted > 0 {
+                self.counters
+                    .granted
+                    .fetch_add(u64::try_from(reply.granted).unwrap_or(0), Ordering::Relaxed);
+                self.strand(reply.granted);
+            }
+            if request.back > 0 {
+                self.counters
+                    .given_back
+                    .fetch_add(u64::try_from(request.back).unwrap_or(0), Ordering::Relaxed);
+            }
+            return;
+        }
         flow.slot.set_window_left(reply.left);
         // Redis measured the time left after we sent: the window cannot end before this.
         let left_ms = u64::try_from(reply.ms_left).unwrap_or(0).saturating_sub(1);
         let deadline = sent + Duration::from_millis(left_ms);
-        st.known_window = Some((reply.window, deadline));
+        // ... and before we received the reply (`ms_left` counts from Redis's millisecond,
+        // rounded down): it cannot end after this.
+        let latest = now + Duration::from_millis(u64::try_from(reply.ms_left).unwrap_or(0));
+        match st.known_window {
+            // Another reply in the same window: keep the tighter bounds.
+            Some((window, earliest)) if window == reply.window => {
+                st.known_window = Some((window, earliest.max(deadline)));
+                st.known_end_slack = st
+                    .known_end_slack
+                    .min(latest.saturating_duration_since(earliest.max(deadline)));
+            }
+            _ => {
+                st.known_window = Some((reply.window, deadline));
+                st.known_end_slack = latest.saturating_duration_since(deadline);
+            }
+        }
         if st.fallback.is_some() {
             self.fallback_reply(&mut st, reply, deadline, request);
             return;

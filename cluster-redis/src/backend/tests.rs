@@ -255,3 +255,78 @@ async fn a_lease_follows_demand_and_a_replica_refused_for_fairness_waits() {
     let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
     assert!(request.want <= 25, "{request:?}");
 }
+
+/// Under CPU starvation a reply can come back long after its request was sent, so the end
+/// of Redis's window is known only within that round trip. The fallback starts the next
+/// window's share once that window has surely begun: spent from the early estimate of its
+/// start, it admitted calls in the last milliseconds of the window before (1 089 of 1 000 in
+/// one second with two busy loops on the 2-core machine).
+#[tokio::test(start_paused = true)]
+async fn the_fallback_starts_a_windows_share_only_once_the_window_has_surely_begun() {
+    let (backend, flow, slot) = backend();
+    // Sent 30 ms before it was applied (now): window 7 ends between 69 and 100 ms from now.
+    let sent = Instant::now();
+    tokio::time::advance(Duration::from_millis(30)).await;
+    let reply = LeaseReply {
+        sent,
+        granted: 100,
+        window: 7,
+        ms_left: 100,
+        live: 4,
+        left: 300,
+    };
+    let request = Request {
+        want: 100,
+        ..Request::HEARTBEAT
+    };
+    backend.inner.apply(&flow, reply, request);
+    assert_eq!(admit(&backend, &slot, 100), 100);
+    open_breaker(&backend);
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+    // Past the early end of window 7 but maybe still in it: nothing.
+    tokio::time::advance(Duration::from_millis(70)).await;
+    let wake = backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 0);
+    assert_eq!(wake, Some(Instant::now() + Duration::from_millis(30)));
+    tokio::time::advance(Duration::from_millis(29)).await;
+    let wake = backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 0, "window 7 may not be over");
+    assert_eq!(wake, Some(Instant::now() + Duration::from_millis(1)));
+    // Window 8 has surely begun: its whole share (400 / 4), and no more.
+    tokio::time::advance(Duration::from_millis(1)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 100);
+    // Its share ends at its early end, one window after window 7's.
+    tokio::time::advance(Duration::from_millis(969)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(admit(&backend, &slot, 1000), 0);
+}
+
+/// A reply that arrives after a later one (a lease call over its budget whose answer came
+/// late, on a starved process) belongs to a window that is over. It used to take the lease
+/// back to that window: the current lease was drained and what the replica had admitted in
+/// the current window forgotten, so the fallback that followed gave it a whole share again.
+#[tokio::test(start_paused = true)]
+async fn a_late_reply_of_an_earlier_window_changes_nothing() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 100, 600, 40);
+    assert_eq!(admit(&backend, &slot, 80), 80);
+    let late = LeaseReply {
+        sent: Instant::now(),
+        granted: 50,
+        window: 6,
+        ms_left: 10,
+        live: 4,
+        left: 0,
+    };
+    let request = Request {
+        want: 50,
+        ..Request::HEARTBEAT
+    };
+    backend.inner.apply(&flow, late, request);
+    assert_eq!(slot.tokens(), 20, "the lease of window 7 stays");
+    assert_eq!(backend.stats().stranded, 50);
+    // The fallback still counts the 80 admitted in window 7: 20 more, not a new share.
+    open_breaker(&backend);
+    assert_eq!(admit(&backend, &slot, 1000), 20);
+}
