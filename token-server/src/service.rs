@@ -115,9 +115,12 @@ impl RedisTokenService {
     }
 
     /// Serves the cluster rules among `rules` (`clusterMode: true`), replacing the ones
-    /// served before; a rule equal to a served one keeps its lease. Only QPS rules can be
-    /// served (Sentinel 1.8.9's protocol has no concurrency request), one per `flowId` (the
-    /// first wins), with a window the backend serves; the others are skipped and reported.
+    /// served before; a rule equal to a served one keeps its lease. Only global QPS rules
+    /// (`thresholdType` 1) can be served (Sentinel 1.8.9's protocol has no concurrency
+    /// request, and an average-per-client threshold needs every client counted by one server),
+    /// one per `flowId` (the first wins), with a window the backend serves; the others are
+    /// skipped and reported, and their requests answered NO_RULE_EXISTS (the client then falls
+    /// back to its own rule).
     pub fn apply_flow_rules(&self, rules: &[FlowRule]) -> RulesApplied {
         let mut report = RulesApplied::default();
         let mut specs: Vec<ClusterRuleSpec> = Vec::new();
@@ -129,6 +132,18 @@ impl RedisTokenService {
             if rule.grade != FlowGrade::Qps {
                 report.skipped.push(skip(
                     "a thread-grade cluster rule has no request in Sentinel 1.8.9's protocol"
+                        .into(),
+                ));
+                continue;
+            }
+            if !spec.global {
+                // Sentinel's server multiplies `count` by the Java clients connected in the
+                // namespace; the budget here is shared with servers and Rust replicas that see
+                // other clients, so no server can compute that product for all: refused
+                // (NO_RULE_EXISTS, so each client falls back to its rule, per instance).
+                report.skipped.push(skip(
+                    "clusterConfig.thresholdType 0 (average per client) is not served: use 1 \
+                     (global)"
                         .into(),
                 ));
                 continue;

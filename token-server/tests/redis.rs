@@ -53,9 +53,14 @@ async fn requests_are_answered_as_sentinels_server_answers_them() {
     service.follow(&rules);
     let mut thread_rule = cluster_rule("threads", flow_id + 1, 5.0);
     thread_rule.grade = FlowGrade::Thread;
+    let per_client = FlowRule::qps("avg", 5.0).cluster(ClusterFlowConfig::new(flow_id + 2));
     rules
         .flow_rules()
-        .load_rules(vec![cluster_rule("res", flow_id, 1000.0), thread_rule])
+        .load_rules(vec![
+            cluster_rule("res", flow_id, 1000.0),
+            thread_rule,
+            per_client,
+        ])
         .expect("rules load");
     until("the backend is live", || service.health() == Health::Up).await;
     // Not positive: BAD_REQUEST (DefaultTokenService.notValidRequest).
@@ -74,6 +79,11 @@ async fn requests_are_answered_as_sentinels_server_answers_them() {
     );
     assert_eq!(
         service.request_token(flow_id + 1, 1, false).status,
+        Status::NO_RULE_EXISTS
+    );
+    // thresholdType 0 (average per client) is not served either.
+    assert_eq!(
+        service.request_token(flow_id + 2, 1, false).status,
         Status::NO_RULE_EXISTS
     );
     // Param-flow: BAD_REQUEST without parameters, else no rule served.
