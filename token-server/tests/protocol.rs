@@ -3,53 +3,16 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sentinel_token_server::protocol::{
     msg_type, ParamFlowRequest, ParamValue, RequestBody, ResponseBody, Status,
 };
-use sentinel_token_server::{Health, TokenResult, TokenServer, TokenService};
-use support::{Client, WAIT};
+use sentinel_token_server::TokenServer;
+use support::{Client, Fake, WAIT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// Flow 1 passes (9 left), flow 2 is blocked, anything else has no rule; `degraded` flips the
-/// health.
-#[derive(Debug, Default)]
-struct Fake {
-    degraded: AtomicBool,
-}
-
-impl TokenService for Fake {
-    fn request_token(&self, flow_id: i64, _count: i32, _prioritized: bool) -> TokenResult {
-        match flow_id {
-            1 => TokenResult {
-                status: Status::OK,
-                remaining: 9,
-                wait_in_ms: 0,
-            },
-            2 => TokenResult::of(Status::BLOCKED),
-            _ => TokenResult::of(Status::NO_RULE_EXISTS),
-        }
-    }
-
-    fn request_param_token(&self, _: i64, _: i32, params: &[ParamValue]) -> TokenResult {
-        TokenResult {
-            status: Status::OK,
-            remaining: i32::try_from(params.len()).unwrap_or(0),
-            wait_in_ms: 77,
-        }
-    }
-
-    fn health(&self) -> Health {
-        if self.degraded.load(Ordering::SeqCst) {
-            Health::Degraded("redis down".into())
-        } else {
-            Health::Up
-        }
-    }
-}
 
 async fn start(fake: Arc<Fake>, idle: Duration) -> TokenServer {
     TokenServer::builder()

@@ -7,16 +7,57 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use sentinel_test_support::OutputLines;
-use sentinel_token_server::protocol::{ClientCodec, FlowRequest, Request, RequestBody, Response};
+use sentinel_token_server::protocol::{
+    ClientCodec, FlowRequest, ParamValue, Request, RequestBody, Response, Status,
+};
+use sentinel_token_server::{Health, TokenResult, TokenService};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
 pub(crate) use sentinel_test_support::addresses::redis::{addr as redis_addr, START_HINT};
+
+/// Flow 1 passes (9 left), flow 2 is blocked, anything else has no rule; `degraded` flips the
+/// health.
+#[derive(Debug, Default)]
+pub(crate) struct Fake {
+    pub(crate) degraded: AtomicBool,
+}
+
+impl TokenService for Fake {
+    fn request_token(&self, flow_id: i64, _count: i32, _prioritized: bool) -> TokenResult {
+        match flow_id {
+            1 => TokenResult {
+                status: Status::OK,
+                remaining: 9,
+                wait_in_ms: 0,
+            },
+            2 => TokenResult::of(Status::BLOCKED),
+            _ => TokenResult::of(Status::NO_RULE_EXISTS),
+        }
+    }
+
+    fn request_param_token(&self, _: i64, _: i32, params: &[ParamValue]) -> TokenResult {
+        TokenResult {
+            status: Status::OK,
+            remaining: i32::try_from(params.len()).unwrap_or(0),
+            wait_in_ms: 77,
+        }
+    }
+
+    fn health(&self) -> Health {
+        if self.degraded.load(Ordering::SeqCst) {
+            Health::Degraded("redis down".into())
+        } else {
+            Health::Up
+        }
+    }
+}
 
 /// A bound on every wait of these tests.
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
