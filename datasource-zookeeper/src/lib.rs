@@ -47,14 +47,14 @@
 //! # The client crate
 //!
 //! [`zookeeper-client`](https://docs.rs/zookeeper-client) (kezhuw), chosen over
-//! `tokio-zookeeper` and `zookeeper-async` for its maintenance and protocol coverage: it is
-//! released regularly (0.11 in 2025) and speaks the 3.5+ protocol with sessions that
-//! reconnect to any server of a multi-server connect string (and report their state),
-//! one-shot and persistent watches, digest auth, ACLs, chroot, multi-ops and, behind
-//! features, TLS and SASL. `tokio-zookeeper` (jonhoo) connects to a single address and has
-//! no authentication or chroot; `zookeeper-async` is a port of the synchronous
-//! `rust-zookeeper` client with a catch-all watcher and callbacks. This crate enables only
-//! its `tokio` feature (no TLS, no SASL).
+//! `tokio-zookeeper` and `zookeeper-async` for its maintenance and protocol coverage: 36
+//! releases since 2022, the latest (0.11.2) in July 2026, and the 3.5+ protocol with
+//! sessions that reconnect to any server of a multi-server connect string (and report their
+//! state), one-shot and persistent watches, digest auth, ACLs, chroot, multi-ops and, behind
+//! features, TLS and SASL. `tokio-zookeeper` (jonhoo, 0.4) connects to a single socket
+//! address and has no authentication or chroot; `zookeeper-async` (last release March 2024)
+//! is a port of the synchronous `rust-zookeeper` client, with a catch-all watcher and
+//! callback watches. This crate enables only its `tokio` feature (no TLS, no SASL).
 //!
 //! # Sessions, reconnects, deletes
 //!
