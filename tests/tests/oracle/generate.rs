@@ -3,35 +3,62 @@
 //! The generator stays where the Java runner's frozen clock decides everything: rate-limiter
 //! counts divide 1000 and stay at or under 1000 a second (otherwise Sentinel's
 //! `ThrottlingController` reads `System.nanoTime`, which the mock cannot freeze), and queueing
-//! waits stay a few milliseconds (Java really sleeps them). What else it leaves out, and
-//! why, is listed in `interop/README.md`.
+//! waits stay a few milliseconds (Java really sleeps them). Known differences from Sentinel
+//! are rewritten on the Rust side or avoided, each by a named rule of [`Known`] that points
+//! at its row in docs/guarding.md; `interop/README.md` lists them.
 
 use rand::rngs::StdRng;
 use rand::Rng;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+use super::known::{Known, Used};
 
 fn pick<T: Clone>(rng: &mut StdRng, from: &[T]) -> T {
     from[rng.random_range(0..from.len())].clone()
 }
 
+/// The origins calls come with ("" is none). The origin `other` is left out: [`Known::OriginOther`].
 const ORIGINS: &[&str] = &["", "", "app1", "app2", "default"];
 
-fn flow_rule(rng: &mut StdRng, resource: &str) -> Value {
+/// Sentinel's name of the context of a call entered without one.
+const DEFAULT_CONTEXT: &str = "sentinel_default_context";
+
+/// A resource no generated call enters: the related resource of a relate rule that never
+/// sees it.
+const UNSEEN: &str = "c";
+
+/// What the generator knows of a scenario while it writes it.
+#[derive(Default)]
+struct Plan {
+    used: Used,
+    /// a relate rule names `b`: the first step enters `b` ([`Known::RelateTargetUnseen`])
+    relate_b: bool,
+    /// the shortest `timeWindow` of any breaker loaded, in ms
+    min_time_window_ms: Option<u64>,
+    /// the first rules are written: what follows is a reload
+    loaded: bool,
+}
+
+fn flow_rule(rng: &mut StdRng, plan: &mut Plan, resource: &str) -> Value {
     let grade = if rng.random_bool(0.75) { 1 } else { 0 };
-    let behavior = if grade == 1 {
+    // thread grade with a shaping behaviour too: Sentinel ignores the behaviour there
+    let behavior = if grade == 1 || rng.random_bool(0.3) {
         pick(rng, &[0, 0, 1, 2, 3])
     } else {
         0
     };
+    let tiny_warm_up = grade == 1 && (behavior == 1 || behavior == 3) && rng.random_bool(0.35);
     let count: f64 = match behavior {
+        _ if grade == 0 => pick(rng, &[0.0, 1.0, 2.0, 3.0]),
+        // count x warmUpPeriodSec below 2 (with warmUpPeriodSec 1 below)
+        1 | 3 if tiny_warm_up => 1.0,
         2 => pick(
             rng,
             &[1.0, 2.0, 5.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0],
         ),
         3 => pick(rng, &[2.0, 5.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0]),
         1 => pick(rng, &[3.0, 5.0, 10.0, 20.0]),
-        _ if grade == 0 => pick(rng, &[1.0, 2.0, 3.0]),
-        _ => pick(rng, &[1.0, 2.0, 3.0, 5.0, 10.0]),
+        _ => pick(rng, &[0.0, 1.0, 2.0, 3.0, 5.0, 10.0]),
     };
     let mut rule = json!({
         "resource": resource,
@@ -43,16 +70,41 @@ fn flow_rule(rng: &mut StdRng, resource: &str) -> Value {
     match pick(rng, &[0, 0, 0, 1, 2]) {
         1 => {
             rule["strategy"] = json!(1);
-            rule["refResource"] = json!("b");
+            if rng.random_bool(0.3) && !tiny_warm_up {
+                // never entered: Java passes every call of the rule, so only a plain rule that
+                // passes on an empty node is generated ([`Known::RelateTargetUnseen`])
+                plan.used.note(Known::RelateTargetUnseen);
+                rule["refResource"] = json!(UNSEEN);
+                // and no call's batch (at most 3) over the count: this engine checks
+                // `0 + batch <= count` against the empty node
+                rule["controlBehavior"] = json!(0);
+                rule["count"] = json!(pick(rng, &[3.0, 5.0, 10.0]));
+            } else {
+                plan.relate_b = true;
+                rule["refResource"] = json!("b");
+            }
         }
         2 => {
             rule["strategy"] = json!(2);
-            rule["refResource"] = json!("ctx1");
+            // This engine counts calls in the default context from the load of a chain rule
+            // naming it, Java from the start ([`Known::DefaultContextCountedFromLoad`]): only
+            // the first rules name it.
+            let context = if plan.loaded {
+                plan.used.note(Known::DefaultContextCountedFromLoad);
+                "ctx1"
+            } else {
+                pick(rng, &["ctx1", DEFAULT_CONTEXT])
+            };
+            rule["refResource"] = json!(context);
         }
         _ => {}
     }
     if behavior == 1 || behavior == 3 {
-        rule["warmUpPeriodSec"] = json!(pick(rng, &[1, 2, 5]));
+        rule["warmUpPeriodSec"] = json!(if tiny_warm_up {
+            1
+        } else {
+            pick(rng, &[1, 2, 5])
+        });
     }
     if rng.random_bool(0.1) {
         // no token server: checked locally with the fallback, passed without
@@ -69,18 +121,38 @@ fn flow_rule(rng: &mut StdRng, resource: &str) -> Value {
     rule
 }
 
-fn degrade_rule(rng: &mut StdRng, resource: &str) -> Value {
+fn flow_rules(rng: &mut StdRng, plan: &mut Plan) -> Vec<Value> {
+    let n = pick(rng, &[1, 1, 2]);
+    let mut list: Vec<Value> = (0..n).map(|_| flow_rule(rng, plan, "a")).collect();
+    // Java checks two rules of a resource in HashSet order: a stateful controller (warm-up,
+    // rate limiter) beside another rule then moves in one engine and not the other
+    // ([`Known::TwoRulesCheckOrder`]). Two rules share the stateless one.
+    if n > 1 {
+        plan.used.note(Known::TwoRulesCheckOrder);
+        for rule in &mut list {
+            rule["controlBehavior"] = json!(0);
+        }
+    }
+    list
+}
+
+fn degrade_rule(rng: &mut StdRng, plan: &mut Plan, resource: &str) -> Value {
     let grade = pick(rng, &[0, 1, 2]);
     let count: f64 = match grade {
         0 => pick(rng, &[10.0, 50.0, 100.0]),
         1 => pick(rng, &[0.2, 0.5, 1.0]),
         _ => pick(rng, &[1.0, 2.0, 3.0, 5.0]),
     };
+    let time_window: u64 = pick(rng, &[1, 2, 5]);
+    plan.min_time_window_ms = Some(
+        plan.min_time_window_ms
+            .map_or(time_window * 1000, |m| m.min(time_window * 1000)),
+    );
     let mut rule = json!({
         "resource": resource,
         "grade": grade,
         "count": count,
-        "timeWindow": pick(rng, &[1, 2, 5]),
+        "timeWindow": time_window,
         "minRequestAmount": pick(rng, &[1, 2, 5]),
         "statIntervalMs": pick(rng, &[1000, 2000, 5000]),
     });
@@ -90,9 +162,11 @@ fn degrade_rule(rng: &mut StdRng, resource: &str) -> Value {
     rule
 }
 
-/// The argument type of a scenario's hot parameter: the scenario's key for it, the item
+/// The argument type of a scenario's hot parameters: the scenario's key for it, the item
 /// `classType`, and the values calls use (as item objects).
-const PARAM_KINDS: &[(&str, &str, &[&str])] = &[
+type ParamKind = (&'static str, &'static str, &'static [&'static str]);
+
+const PARAM_KINDS: &[ParamKind] = &[
     ("string", "java.lang.String", &["v1", "v2", "v3"]),
     ("string", "String", &["v1", "v2", "v3"]),
     ("int", "int", &["1", "2", "3"]),
@@ -100,6 +174,34 @@ const PARAM_KINDS: &[(&str, &str, &[&str])] = &[
     ("double", "double", &["1.5", "2.5", "3.25"]),
     ("float", "float", &["1.5", "2.5", "3.25"]),
     ("bool", "boolean", &["true", "false"]),
+];
+
+/// Items of another type than the argument: (classType, object). Java matches none of them
+/// against an argument of another class.
+const OTHER_ITEMS: &[(&str, &str)] = &[
+    ("java.lang.String", "1"),
+    ("int", "1"),
+    ("java.lang.Integer", "2"),
+    ("long", "1"),
+    ("java.lang.Long", "2"),
+    ("double", "1.5"),
+    ("float", "2.5"),
+    ("boolean", "true"),
+    ("java.lang.String", "true"),
+    ("java.lang.String", "1.5"),
+];
+
+/// Items Java skips (or, for a boolean, reads as `false`), and one both read alike (`TRUE`):
+/// (classType, object, count).
+const INVALID_ITEMS: &[(&str, &str, i64)] = &[
+    ("int", "x", 1),
+    ("long", "1.5", 1),
+    ("double", "abc", 2),
+    ("java.lang.String", "v1", -1),
+    ("int", "2", -1),
+    ("boolean", "yes", 1),
+    ("boolean", "TRUE", 0),
+    ("boolean", "t", 0),
 ];
 
 /// One argument of `kind` with the item text `value`, as a scenario writes it.
@@ -112,23 +214,43 @@ fn param_arg(kind: &str, value: &str) -> Value {
     }
 }
 
-fn param_rule(
-    rng: &mut StdRng,
-    resource: &str,
+/// The scenario's param-flow setup: the kind of every argument, how many arguments calls
+/// carry, and whether a rule counts threads.
+struct Params {
+    kind: ParamKind,
+    arity: usize,
+    /// some rule's `paramIdx` is negative: every call has `arity` arguments
+    /// ([`Known::NegativeIndexRewritten`])
+    negative: bool,
     thread_grade: bool,
-    kind: (&str, &str, &[&str]),
-) -> Value {
+}
+
+fn param_rule(rng: &mut StdRng, params: &mut Params, resource: &str, threads: bool) -> Value {
+    let thread_grade = threads || rng.random_bool(0.25);
+    params.thread_grade |= thread_grade;
     let grade = if thread_grade { 0 } else { 1 };
-    let behavior = if grade == 1 { pick(rng, &[0, 0, 2]) } else { 0 };
-    let count = if behavior == 2 {
+    // thread grade with a shaping behaviour too: Sentinel counts threads whatever the behaviour
+    let behavior = if grade == 1 || rng.random_bool(0.3) {
+        pick(rng, &[0, 0, 2])
+    } else {
+        0
+    };
+    let count = if behavior == 2 && grade == 1 {
         pick(rng, &[1, 2, 5, 10, 100])
     } else {
         pick(rng, &[0, 1, 2, 3, 5])
     };
+    let arity = i64::try_from(params.arity).unwrap_or(1);
+    let idx = if rng.random_bool(0.3) {
+        params.negative = true;
+        -rng.random_range(1..=arity)
+    } else {
+        rng.random_range(0..arity)
+    };
     let mut rule = json!({
         "resource": resource,
         "grade": grade,
-        "paramIdx": pick(rng, &[0, 0, -1]),
+        "paramIdx": idx,
         "count": count,
         "controlBehavior": behavior,
         "durationInSec": pick(rng, &[1, 1, 2]),
@@ -147,29 +269,271 @@ fn param_rule(
             "fallbackToLocalWhenFail": rng.random_bool(0.5),
         });
     }
-    if rng.random_bool(0.4) {
-        rule["paramFlowItemList"] = json!([{
-            "object": pick(rng, kind.2),
-            "classType": kind.1,
+    if rng.random_bool(0.5) {
+        let mut items = vec![json!({
+            "object": pick(rng, params.kind.2),
+            "classType": params.kind.1,
             "count": pick(rng, &[0, 1, 4, 10]),
-        }]);
+        })];
+        if rng.random_bool(0.3) {
+            let (class, object) = pick(rng, OTHER_ITEMS);
+            items.push(
+                json!({"object": object, "classType": class, "count": pick(rng, &[0, 1, 4])}),
+            );
+        }
+        if rng.random_bool(0.2) {
+            let (class, object, count) = pick(rng, INVALID_ITEMS);
+            items.push(json!({"object": object, "classType": class, "count": count}));
+        }
+        rule["paramFlowItemList"] = Value::Array(items);
     }
     rule
 }
 
-fn system_rule(rng: &mut StdRng) -> (Value, &'static str) {
-    match pick(rng, &[0, 1, 2, 3, 4]) {
-        0 => (json!({"qps": pick(rng, &[2.0, 5.0, 10.0])}), "qps"),
-        1 => (json!({"maxThread": pick(rng, &[1, 2, 3])}), "thread"),
-        2 => (json!({"avgRt": pick(rng, &[10, 50])}), "rt"),
-        3 => (json!({"highestSystemLoad": 1.0}), "load"),
-        _ => (json!({"highestCpuUsage": 0.5}), "cpu"),
+fn param_rules(rng: &mut StdRng, plan: &mut Plan, params: &mut Params) -> Vec<Value> {
+    let n = pick(rng, &[1, 1, 2]);
+    // Java checks two param rules of a resource in HashSet order, and a QPS rule takes its
+    // tokens before a later rule blocks ([`Known::TwoRulesCheckOrder`]): two rules count
+    // threads, which a check does not change.
+    if n > 1 {
+        plan.used.note(Known::TwoRulesCheckOrder);
+    }
+    (0..n)
+        .map(|_| param_rule(rng, params, "a", n > 1))
+        .collect()
+}
+
+fn authority_rule(rng: &mut StdRng) -> Value {
+    // an entry with spaces matches no origin in Java ([`Known::AuthorityListTrimmed`])
+    json!({
+        "resource": "a",
+        "strategy": pick(rng, &[0, 1]),
+        "limitApp": pick(rng, &["app1", "app1,app2", "app2", "app1, app2", "app2 ,app1", "default,app1"]),
+    })
+}
+
+fn system_rule(rng: &mut StdRng, kind: &str) -> Value {
+    match kind {
+        "qps" => json!({"qps": pick(rng, &[2.0, 5.0, 10.0])}),
+        "thread" => json!({"maxThread": pick(rng, &[1, 2, 3])}),
+        "rt" => json!({"avgRt": pick(rng, &[10, 50])}),
+        "load" => json!({"highestSystemLoad": pick(rng, &[1.0, 1.5])}),
+        _ => json!({"highestCpuUsage": pick(rng, &[0.5, 0.8])}),
+    }
+}
+
+fn family_rules(
+    rng: &mut StdRng,
+    plan: &mut Plan,
+    params: &mut Params,
+    family: &str,
+    system_kind: &str,
+) -> Vec<Value> {
+    match family {
+        "flow" => flow_rules(rng, plan),
+        "degrade" => (0..pick(rng, &[1, 1, 2]))
+            .map(|_| degrade_rule(rng, plan, "a"))
+            .collect(),
+        "paramFlow" => param_rules(rng, plan, params),
+        "authority" => vec![authority_rule(rng)],
+        _ => vec![system_rule(rng, system_kind)],
+    }
+}
+
+/// The rules as this engine is to read them: each rewrite of a known difference applied
+/// (see [`Known`]), noted in `used`. `None` when nothing is rewritten.
+fn rust_rules(rules: &Map<String, Value>, kind: ParamKind, used: &mut Used) -> Option<Value> {
+    let mut out = rules.clone();
+    let mut changed = false;
+    for rule in out
+        .get_mut("flow")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let period = rule.get("warmUpPeriodSec").and_then(Value::as_f64);
+        let count = rule.get("count").and_then(Value::as_f64).unwrap_or(0.0);
+        // (a thread-grade rule ignores its behaviour)
+        if rule.get("grade") != Some(&json!(0))
+            && rule.get("controlBehavior") == Some(&json!(1))
+            && period.is_some_and(|p| p * count < 2.0)
+        {
+            used.note(Known::WarmUpBelowTwo);
+            rule["controlBehavior"] = json!(0);
+            rule["count"] = json!(0.0);
+            if let Some(obj) = rule.as_object_mut() {
+                obj.remove("warmUpPeriodSec");
+            }
+            changed = true;
+        }
+    }
+    for rule in out
+        .get_mut("authority")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let list = rule.get("limitApp").and_then(Value::as_str).unwrap_or("");
+        if list.contains(' ') {
+            used.note(Known::AuthorityListTrimmed);
+            let kept: Vec<&str> = list.split(',').filter(|a| !a.contains(' ')).collect();
+            rule["limitApp"] = json!(kept.join(","));
+            changed = true;
+        }
+    }
+    for rule in out
+        .get_mut("paramFlow")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(items) = rule
+            .get_mut("paramFlowItemList")
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        let before = items.clone();
+        items.retain_mut(|item| rust_item(item, kind, used));
+        changed |= *items != before;
+    }
+    changed.then_some(Value::Object(out))
+}
+
+/// Rewrites one param-flow item as Java reads it; `false` drops it.
+fn rust_item(item: &mut Value, kind: ParamKind, used: &mut Used) -> bool {
+    let class = item.get("classType").and_then(Value::as_str).unwrap_or("");
+    let object = item.get("object").and_then(Value::as_str).unwrap_or("");
+    let count = item.get("count").and_then(Value::as_i64);
+    let parses = match class {
+        "int" | "java.lang.Integer" => object.parse::<i32>().is_ok(),
+        "long" | "java.lang.Long" => object.parse::<i64>().is_ok(),
+        "double" | "java.lang.Double" | "float" | "java.lang.Float" => {
+            object.parse::<f64>().is_ok()
+        }
+        _ => true,
+    };
+    if !parses || count.is_none_or(|c| c < 0) {
+        used.note(Known::ParamItemSkipped);
+        return false;
+    }
+    if matches!(class, "boolean" | "java.lang.Boolean")
+        && !object.eq_ignore_ascii_case("true")
+        && !object.eq_ignore_ascii_case("false")
+    {
+        // Java's Boolean.parseBoolean: anything but `true` in any case is false
+        used.note(Known::ParamItemSkipped);
+        item["object"] = json!("false");
+        return true;
+    }
+    let family = |c: &str| match c {
+        "int" | "java.lang.Integer" => Some("int"),
+        "long" | "java.lang.Long" => Some("long"),
+        "double" | "java.lang.Double" => Some("double"),
+        "float" | "java.lang.Float" => Some("float"),
+        _ => None,
+    };
+    let apart = matches!(
+        (family(class), kind.0),
+        (Some("int"), "long")
+            | (Some("long"), "int")
+            | (Some("float"), "double")
+            | (Some("double"), "float")
+    );
+    if apart {
+        used.note(Known::NumericTypesApart);
+        return false;
+    }
+    true
+}
+
+/// The arguments of one call: `params.arity` values of the scenario's kind (sometimes one
+/// more or one fewer when no index is negative), a list or array at times.
+fn call_args(rng: &mut StdRng, params: &Params, used: &mut Used) -> Value {
+    let values = params.kind.2;
+    let arity = if params.negative {
+        used.note(Known::NegativeIndexRewritten);
+        params.arity
+    } else {
+        match rng.random_range(0..10) {
+            0 => params.arity.saturating_sub(1),
+            1 => params.arity + 1,
+            _ => params.arity,
+        }
+    };
+    let args: Vec<Value> = (0..arity)
+        .map(|_| {
+            if rng.random_bool(0.15) {
+                let first = rng.random_range(0..values.len());
+                // a repeated value against a thread-grade rule: [`Known::ThreadListDuplicates`]
+                let second = if params.thread_grade {
+                    used.note(Known::ThreadListDuplicates);
+                    (first + 1) % values.len()
+                } else {
+                    rng.random_range(0..values.len())
+                };
+                let list = [values[first], values[second]].map(|v| param_arg(params.kind.0, v));
+                let shape = if rng.random_bool(0.5) {
+                    "list"
+                } else {
+                    "array"
+                };
+                json!({ shape: list })
+            } else {
+                param_arg(params.kind.0, pick(rng, values))
+            }
+        })
+        .collect();
+    Value::Array(args)
+}
+
+/// A held call: its name and the clock's bound when it entered (ms from the start, counting
+/// every advance, and every RT as if every call passed).
+struct Hold {
+    name: String,
+    entered_ms: u64,
+}
+
+/// Held calls leave before `known` would see them (a reload of breakers or of thread-grade
+/// param rules while calls are inside).
+fn exit_all(plan: &mut Plan, holds: &mut Vec<Hold>, steps: &mut Vec<Value>, known: Known) {
+    if holds.is_empty() {
+        return;
+    }
+    plan.used.note(known);
+    for hold in holds.drain(..) {
+        steps.push(json!({"op": "exit", "hold": hold.name}));
+    }
+}
+
+/// With breakers, a held call leaves before the clock may reach a further `timeWindow`
+/// after it entered (`clock_bound` is the latest the clock can be):
+/// [`Known::ProbeHeldPastTimeWindow`].
+fn exit_before_time_window(
+    plan: &mut Plan,
+    holds: &mut Vec<Hold>,
+    steps: &mut Vec<Value>,
+    clock_bound: u64,
+) {
+    let Some(window) = plan.min_time_window_ms else {
+        return;
+    };
+    let mut i = 0;
+    while i < holds.len() {
+        if clock_bound >= holds[i].entered_ms + window {
+            plan.used.note(Known::ProbeHeldPastTimeWindow);
+            let hold = holds.remove(i);
+            steps.push(json!({"op": "exit", "hold": hold.name}));
+        } else {
+            i += 1;
+        }
     }
 }
 
 /// A random scenario named `name`.
 pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
-    let mut rules = serde_json::Map::new();
+    let mut plan = Plan::default();
+    let mut rules = Map::new();
     let families = pick(rng, &[1, 1, 2]);
     let mut chosen = Vec::new();
     while chosen.len() < families {
@@ -180,6 +544,7 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
                 "flow",
                 "degrade",
                 "paramFlow",
+                "paramFlow",
                 "authority",
                 "system",
             ],
@@ -188,149 +553,193 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
             chosen.push(f);
         }
     }
-    let mut has_chain = false;
-    let mut thread_param = false;
-    let kind = pick(rng, PARAM_KINDS);
-    let mut system_kind = "";
+    let mut params = Params {
+        kind: pick(rng, PARAM_KINDS),
+        arity: pick(rng, &[1, 1, 2, 3]),
+        negative: false,
+        thread_grade: false,
+    };
+    let system_kind = pick(rng, &["qps", "thread", "rt", "load", "load", "cpu"]);
     for family in &chosen {
-        let list: Vec<Value> = match *family {
-            "flow" => {
-                let n = pick(rng, &[1, 1, 2]);
-                let mut list: Vec<Value> = (0..n).map(|_| flow_rule(rng, "a")).collect();
-                // Java checks two rules of a resource in HashSet order (interop/README.md):
-                // a stateful controller (warm-up, rate limiter) beside another rule then
-                // moves in one engine and not the other. Two rules share the stateless one.
-                if n > 1 {
-                    for rule in &mut list {
-                        rule["controlBehavior"] = json!(0);
-                    }
-                }
-                list
-            }
-            "degrade" => (0..pick(rng, &[1, 1, 2]))
-                .map(|_| degrade_rule(rng, "a"))
-                .collect(),
-            "paramFlow" => {
-                thread_param = rng.random_bool(0.2);
-                vec![param_rule(rng, "a", thread_param, kind)]
-            }
-            "authority" => vec![json!({
-                "resource": "a",
-                "strategy": pick(rng, &[0, 1]),
-                "limitApp": pick(rng, &["app1", "app1,app2", "app2"]),
-            })],
-            _ => {
-                let (rule, kind) = system_rule(rng);
-                system_kind = kind;
-                vec![rule]
-            }
-        };
-        has_chain |= list.iter().any(|r| r.get("strategy") == Some(&json!(2)));
+        let list = family_rules(rng, &mut plan, &mut params, family, system_kind);
         rules.insert((*family).to_owned(), Value::Array(list));
     }
-    let params = chosen.contains(&"paramFlow");
-    let default_rule = rules
-        .get("flow")
-        .and_then(Value::as_array)
-        .is_some_and(|l| {
-            l.iter()
-                .any(|r| r.get("limitApp") == Some(&json!("default")))
-        });
-    // Sentinel rewrites a negative `paramIdx` in place on the first call with too few
-    // arguments (see interop/README.md): with a negative index, every call carries arguments.
-    let negative_idx = rules
+    plan.loaded = true;
+    let mut param_now: Vec<Value> = rules
         .get("paramFlow")
         .and_then(Value::as_array)
-        .is_some_and(|l| l.iter().any(|r| r.get("paramIdx") == Some(&json!(-1))));
-    let inbound = !system_kind.is_empty();
+        .cloned()
+        .unwrap_or_default();
+    let has_chain = |rules: &Map<String, Value>| {
+        rules
+            .get("flow")
+            .and_then(Value::as_array)
+            .is_some_and(|l| l.iter().any(|r| r.get("strategy") == Some(&json!(2))))
+    };
+    let mut chain = has_chain(&rules);
+    let params_on = chosen.contains(&"paramFlow");
+    let system = chosen.contains(&"system");
+    let load_kind = system && (system_kind == "load" || system_kind == "cpu");
+    let batch_free = chosen.iter().all(|f| *f == "authority" || *f == "degrade");
+    if !batch_free {
+        plan.used.note(Known::BatchZero);
+    }
 
     let mut steps = Vec::new();
-    let mut holds = 0;
+    let mut rust_loads = Map::new();
+    let mut holds: Vec<Hold> = Vec::new();
+    let mut next_hold = 0;
+    // an upper bound of the clock, from the start (ms)
+    let mut clock_bound: u64 = 0;
+    if load_kind && rng.random_bool(0.6) {
+        steps.push(json!({"op": "system", "load": 2.0, "cpu": 0.9}));
+    }
     for _ in 0..rng.random_range(12..36) {
         let roll = rng.random_range(0..100);
         if roll < 25 {
-            steps.push(json!({"op": "advance", "ms": pick(rng, &[1, 10, 100, 250, 499, 500, 999, 1000, 1500, 3000])}));
+            let ms: u64 = pick(rng, &[1, 10, 100, 250, 499, 500, 999, 1000, 1500, 3000]);
+            // A probe held past a further timeWindow is replaced here and never in Java
+            // ([`Known::ProbeHeldPastTimeWindow`]): held calls leave before it.
+            clock_bound += ms;
+            exit_before_time_window(&mut plan, &mut holds, &mut steps, clock_bound);
+            steps.push(json!({"op": "advance", "ms": ms}));
             continue;
         }
-        if roll < 27 && chosen.contains(&"flow") {
-            // rules replaced while the counts stay
-            let rule = flow_rule(rng, "a");
-            steps.push(json!({"op": "load", "rules": {"flow": [rule]}}));
+        if roll < 30 {
+            // rules replaced (one family) while the counts stay
+            let family = pick(rng, &chosen);
+            if family == "degrade" {
+                exit_all(
+                    &mut plan,
+                    &mut holds,
+                    &mut steps,
+                    Known::BreakerLoadedInFlight,
+                );
+            }
+            let mut list = family_rules(rng, &mut plan, &mut params, family, system_kind);
+            if family == "paramFlow" {
+                // Java rewrote a loaded rule's negative paramIdx on its first call, so the same
+                // rule loaded again is a new rule there, with new per-value state, and the same
+                // rule here ([`Known::NegativeIndexRewritten`]): a reload changes it.
+                for rule in &mut list {
+                    if rule["paramIdx"].as_i64().is_some_and(|i| i < 0) && param_now.contains(rule)
+                    {
+                        plan.used.note(Known::NegativeIndexRewritten);
+                        rule["count"] = json!(rule["count"].as_i64().unwrap_or(0) + 1);
+                    }
+                }
+                param_now.clone_from(&list);
+            }
+            let threads = list.iter().any(|r| r.get("grade") == Some(&json!(0)));
+            if family == "paramFlow" && threads {
+                exit_all(
+                    &mut plan,
+                    &mut holds,
+                    &mut steps,
+                    Known::ParamThreadsLoadedInFlight,
+                );
+            }
+            let mut loaded = Map::new();
+            loaded.insert(family.to_owned(), Value::Array(list));
+            chain |= has_chain(&loaded);
+            if let Some(rust) = rust_rules(&loaded, params.kind, &mut plan.used) {
+                rust_loads.insert(steps.len().to_string(), rust);
+            }
+            steps.push(json!({"op": "load", "rules": Value::Object(loaded)}));
             continue;
         }
-        if roll < 32 && holds > 0 {
-            let mut exit =
-                json!({"op": "exit", "hold": format!("h{}", rng.random_range(0..holds))});
+        if roll < 35 && !holds.is_empty() {
+            let hold = holds.remove(rng.random_range(0..holds.len()));
+            let mut exit = json!({"op": "exit", "hold": hold.name});
             if rng.random_bool(0.3) {
                 exit["error"] = json!(true);
             }
             steps.push(exit);
             continue;
         }
-        if roll < 36 && (system_kind == "load" || system_kind == "cpu") {
-            steps.push(json!({"op": "system", "load": pick(rng, &[0.5, 2.0]), "cpu": pick(rng, &[0.2, 0.9])}));
+        if roll < 41 && load_kind {
+            steps.push(json!({"op": "system", "load": pick(rng, &[0.5, 2.0, 2.0]), "cpu": pick(rng, &[0.2, 0.9])}));
             continue;
         }
         let resource = if rng.random_bool(0.8) { "a" } else { "b" };
         let mut step = json!({"op": "enter", "resource": resource});
-        let mut origin = pick(rng, ORIGINS);
-        // Java's isOtherOrigin: `default` is not an other origin while a rule has limitApp
-        // `default` (open divergence, hand scenario
-        // `flow_limitapp_origin_default_with_default_rule`).
-        if origin == "default" && default_rule {
-            origin = "app2";
+        let origin = pick(rng, ORIGINS);
+        if chosen.contains(&"flow") {
+            plan.used.note(Known::OriginOther);
         }
         if !origin.is_empty() {
             step["origin"] = json!(origin);
         }
-        if has_chain && rng.random_bool(0.5) {
+        if chain && rng.random_bool(0.5) {
             step["context"] = json!("ctx1");
         }
-        if inbound && rng.random_bool(0.85) {
+        if system && rng.random_bool(0.85) {
             step["inbound"] = json!(true);
         }
-        if params && (negative_idx || rng.random_bool(0.9)) {
-            let arg = if rng.random_bool(0.15) {
-                let first = rng.random_range(0..kind.2.len());
-                // A repeated value against a thread-grade rule differs until the engine
-                // checks as Java does (hand scenario `param_thread_list_duplicates`).
-                let second = if thread_param {
-                    (first + 1) % kind.2.len()
-                } else {
-                    rng.random_range(0..kind.2.len())
-                };
-                let list = [kind.2[first], kind.2[second]].map(|v| param_arg(kind.0, v));
-                json!({ "list": list })
+        if params_on && (params.negative || rng.random_bool(0.9)) {
+            step["args"] = call_args(rng, &params, &mut plan.used);
+        }
+        if rng.random_bool(0.15) {
+            // A batch of 0 counts as 1 here and as 0 in Java ([`Known::BatchZero`]): it is
+            // generated only where no rule reads the batch (authority, breakers).
+            step["batch"] = if batch_free && rng.random_bool(0.5) {
+                json!(0)
             } else {
-                param_arg(kind.0, pick(rng, kind.2))
-            };
-            // A negative index means the last argument of the first call's arity in Java
-            // (ParamFlowRule::param_idx): with one, every call has the same arity.
-            step["args"] = if !negative_idx && rng.random_bool(0.2) {
-                json!([arg, {"string": "extra"}])
-            } else {
-                json!([arg])
+                json!(pick(rng, &[2, 3]))
             };
         }
-        // Batches against thread-grade param rules differ until the engine counts them as
-        // Java does (hand scenario `param_thread_batch`).
-        if !thread_param && rng.random_bool(0.15) {
-            step["batch"] = json!(pick(rng, &[2, 3]));
-        }
-        // A probe held past a further timeWindow is replaced here and never in Java, a
-        // deliberate deviation the hand scenario `degrade_probe_held_past_time_window` covers:
-        // with breakers, generated calls do not hold.
-        if roll < 45 && !chosen.contains(&"degrade") {
-            step["hold"] = json!(format!("h{holds}"));
-            holds += 1;
+        // about one call in five holds (one in four for the load checks, which need calls inside)
+        let hold_limit = if load_kind { 62 } else { 55 };
+        if roll < hold_limit {
+            let name = format!("h{next_hold}");
+            next_hold += 1;
+            step["hold"] = json!(name);
+            holds.push(Hold {
+                name,
+                entered_ms: clock_bound,
+            });
         } else {
-            step["rt"] = json!(pick(rng, &[0, 0, 0, 5, 20, 60, 150]));
+            let rt: u64 = pick(rng, &[0, 0, 0, 5, 20, 60, 150]);
+            let repeat: u64 = pick(rng, &[1, 1, 2, 3, 5]);
+            step["rt"] = json!(rt);
             if rng.random_bool(0.2) {
                 step["error"] = json!(true);
             }
-            step["repeat"] = json!(pick(rng, &[1, 1, 2, 3, 5]));
+            step["repeat"] = json!(repeat);
+            // a held call's age counts every RT the calls after it may take
+            clock_bound += rt * repeat;
+            exit_before_time_window(&mut plan, &mut holds, &mut steps, clock_bound);
         }
         steps.push(step);
     }
-    json!({"name": name, "rules": Value::Object(rules), "steps": steps})
+    let mut first = Vec::new();
+    if plan.relate_b {
+        // [`Known::RelateTargetUnseen`]: the related resource is entered before anything else
+        plan.used.note(Known::RelateTargetUnseen);
+        first.push(json!({"op": "enter", "resource": "b"}));
+    }
+    let shift = first.len();
+    first.extend(steps);
+    let mut scenario = json!({"name": name, "rules": Value::Object(rules.clone()), "steps": first});
+    let mut rust = Map::new();
+    if let Some(r) = rust_rules(&rules, params.kind, &mut plan.used) {
+        rust.insert("rules".to_owned(), r);
+    }
+    if !rust_loads.is_empty() {
+        let shifted: Map<String, Value> = rust_loads
+            .into_iter()
+            .map(|(k, v)| {
+                let index = k.parse::<usize>().unwrap_or(0) + shift;
+                (index.to_string(), v)
+            })
+            .collect();
+        rust.insert("loads".to_owned(), Value::Object(shifted));
+    }
+    if !rust.is_empty() {
+        scenario["rust"] = Value::Object(rust);
+    }
+    if !plan.used.0.is_empty() {
+        scenario["known_differences"] = plan.used.to_json();
+    }
+    scenario
 }

@@ -1,7 +1,9 @@
 //! The differential harness: scenario files run through Sentinel Java (`interop/`, one JVM
 //! for all of them) and through this engine, compared step by step.
 
+pub(crate) mod coverage;
 pub(crate) mod generate;
+pub(crate) mod known;
 pub(crate) mod runner;
 
 use std::path::{Path, PathBuf};
@@ -30,12 +32,14 @@ pub(crate) fn run_java(files: &[PathBuf], out: &Path) -> Result<(), String> {
 }
 
 /// A scenario's declared deviation: a step (and optionally one repetition) where this engine
-/// differs from Java on purpose, with the rustdoc item that documents it.
+/// differs from Java, with the row of docs/guarding.md's table of differences that says why
+/// (and, for a deliberate one, the rustdoc item that documents it).
 #[derive(Debug)]
 pub(crate) struct Deviation {
     pub(crate) step: u64,
     pub(crate) rep: Option<u64>,
-    pub(crate) item: String,
+    pub(crate) row: String,
+    pub(crate) item: Option<String>,
 }
 
 /// The deviations `scenario` declares.
@@ -50,15 +54,25 @@ pub(crate) fn deviations(scenario: &Value) -> Result<Vec<Deviation>, String> {
                 .get("step")
                 .and_then(Value::as_u64)
                 .ok_or("a deviation has no `step`")?;
-            let item = d
-                .get("item")
-                .and_then(Value::as_str)
-                .filter(|i| i.starts_with("sentinel_core::"))
-                .ok_or("a deviation names no rustdoc item (`item`: \"sentinel_core::...\")")?;
+            let row = d.get("row").and_then(Value::as_str).ok_or(
+                "a deviation names no row of docs/guarding.md's table of differences (`row`)",
+            )?;
+            let item = match d.get("item") {
+                None => None,
+                Some(item) => Some(
+                    item.as_str()
+                        .filter(|i| i.starts_with("sentinel_core::"))
+                        .ok_or(
+                            "a deviation's `item` is not a rustdoc item (\"sentinel_core::...\")",
+                        )?
+                        .to_owned(),
+                ),
+            };
             Ok(Deviation {
                 step,
                 rep: d.get("rep").and_then(Value::as_u64),
-                item: item.to_owned(),
+                row: row.to_owned(),
+                item,
             })
         })
         .collect()
@@ -120,8 +134,14 @@ pub(crate) fn compare(java: &Value, rust: &Value, deviations: &[Deviation]) -> R
     }
     if let Some(k) = seen.iter().position(|s| !s) {
         return Err(format!(
-            "step {} is declared to deviate ({}) but both engines agree there",
-            deviations[k].step, deviations[k].item
+            "step {} is declared to deviate ({}{}) but both engines agree there",
+            deviations[k].step,
+            deviations[k].row,
+            deviations[k]
+                .item
+                .as_deref()
+                .map(|i| format!(", {i}"))
+                .unwrap_or_default()
         ));
     }
     Ok(())

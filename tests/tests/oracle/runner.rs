@@ -188,7 +188,14 @@ pub(crate) fn run(scenario: &Value) -> Result<Value, String> {
         .system_status(status.clone())
         .build();
     let mut loaded = Loaded::default();
-    if let Some(rules) = scenario.get("rules") {
+    // A generated scenario's `rust` field holds the rules as this engine is to read them where
+    // a known difference is rewritten (oracle::known): `rules` for the first load, `loads` by
+    // step index.
+    let rust = scenario.get("rust");
+    if let Some(rules) = rust
+        .and_then(|r| r.get("rules"))
+        .or_else(|| scenario.get("rules"))
+    {
         load(&sentinel, &mut loaded, rules)?;
     }
     let mut held: HashMap<String, VecDeque<Entry<'static>>> = HashMap::new();
@@ -204,7 +211,10 @@ pub(crate) fn run(scenario: &Value) -> Result<Value, String> {
             "load" => load(
                 &sentinel,
                 &mut loaded,
-                step.get("rules").unwrap_or(&Value::Null),
+                rust.and_then(|r| r.get("loads"))
+                    .and_then(|l| l.get(index.to_string()))
+                    .or_else(|| step.get("rules"))
+                    .unwrap_or(&Value::Null),
             )?,
             "system" => {
                 if let Some(v) = step.get("load").and_then(Value::as_f64) {
