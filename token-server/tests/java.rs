@@ -15,6 +15,9 @@ use support::{
 /// JVM start-up on a busy 2-core machine.
 const READY: Duration = Duration::from_secs(60);
 
+/// Starts `clients` harness JVMs offering `rate` calls/s each, and returns them once all are
+/// ready, with the Unix second their run starts.
+#[allow(clippy::too_many_arguments)]
 fn start_clients(
     classpath: &str,
     logs: &std::path::Path,
@@ -22,8 +25,9 @@ fn start_clients(
     flow_id: i64,
     limit: u64,
     clients: u64,
+    rate: u64,
     seconds: u64,
-) -> Vec<Java> {
+) -> (Vec<Java>, u64) {
     let mut jvms: Vec<Java> = (0..clients)
         .map(|i| {
             let args = [
@@ -32,8 +36,7 @@ fn start_clients(
                 format!("flowId={flow_id}"),
                 format!("count={limit}"),
                 "thresholdType=1".to_owned(),
-                // 3 x the limit in all.
-                format!("rate={}", 3 * limit / clients),
+                format!("rate={rate}"),
                 format!("seconds={seconds}"),
                 "threads=4".to_owned(),
                 "mode=token".to_owned(),
@@ -55,12 +58,64 @@ fn start_clients(
     for jvm in &mut jvms {
         jvm.go(start);
     }
-    jvms
+    (jvms, start)
 }
 
-fn collect(jvms: &mut [Java], seconds: u64) -> BTreeMap<u64, (u64, u64, u64)> {
+/// A Rust replica on `sentinel-cluster-redis` (same Redis, prefix and flowId) offering `rate`
+/// calls/s from Unix second `start` for `seconds`: what it admitted per second.
+async fn rust_replica(
+    redis: &str,
+    prefix: &str,
+    flow_id: i64,
+    limit: u64,
+    rate: u64,
+    start: u64,
+    seconds: u64,
+) -> BTreeMap<u64, (u64, u64, u64)> {
+    use sentinel_cluster_redis::{RedisClusterBackend, RedisClusterConfig, RedisTarget};
+    use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+    let config = RedisClusterConfig::builder(RedisTarget::Server(redis.to_owned()))
+        .prefix(prefix)
+        .build()
+        .expect("config");
+    let backend = RedisClusterBackend::start(config).expect("in a runtime");
+    let replica = sentinel_core::Sentinel::builder()
+        .cluster_backend(std::sync::Arc::new(backend.clone()))
+        .build();
+    replica
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("token-server-interop", limit as f64)
+            .cluster(ClusterFlowConfig::new(flow_id).global(true))])
+        .expect("rules");
+    let mut series = BTreeMap::new();
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+    while unix_secs() < start {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    loop {
+        tick.tick().await;
+        let now = unix_secs();
+        if now >= start + seconds {
+            break;
+        }
+        let e: &mut (u64, u64, u64) = series.entry(now).or_default();
+        match replica.entry("token-server-interop").enter() {
+            Ok(_) => e.0 += 1,
+            Err(_) => e.1 += 1,
+        }
+    }
+    backend.shutdown().await;
+    series
+}
+
+fn collect(
+    jvms: &mut [Java],
+    seconds: u64,
+    more: Vec<BTreeMap<u64, (u64, u64, u64)>>,
+) -> BTreeMap<u64, (u64, u64, u64)> {
     let timeout = Duration::from_secs(seconds + 30);
-    let series: Vec<_> = jvms.iter_mut().map(|j| j.seconds(timeout)).collect();
+    let mut series: Vec<_> = jvms.iter_mut().map(|j| j.seconds(timeout)).collect();
+    series.extend(more);
     let total = sum_seconds(&series);
     for (s, (p, b, f)) in &total {
         println!("second {s}: admitted {p}, blocked {b}, failed {f}");
@@ -68,8 +123,9 @@ fn collect(jvms: &mut [Java], seconds: u64) -> BTreeMap<u64, (u64, u64, u64)> {
     total
 }
 
-/// 3 Java processes offer 3 x a global limit of 200/s through one token server: every
-/// second admits within [0.95, 1.01] x the limit.
+/// 3 Java processes (through one token server) and a Rust replica (on
+/// `sentinel-cluster-redis` directly) offer together 3 x a global limit of 200/s on one
+/// `flowId`: every second admits within [0.95, 1.01] x the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_token_clients_share_one_global_limit() {
     let redis = require_redis().await;
@@ -81,8 +137,24 @@ async fn java_token_clients_share_one_global_limit() {
     let rules = write_rules(dir.path(), flow_id, LIMIT);
     let _server = ServerProcess::start(&redis, &prefix, &rules);
     let addr = _server.addr;
-    let mut jvms = start_clients(&classpath, dir.path(), addr, flow_id, LIMIT, 3, SECONDS);
-    let total = collect(&mut jvms, SECONDS);
+    // 150/s from each of the four.
+    let rate = 3 * LIMIT / 4;
+    let (mut jvms, start) = start_clients(
+        &classpath,
+        dir.path(),
+        addr,
+        flow_id,
+        LIMIT,
+        3,
+        rate,
+        SECONDS,
+    );
+    let rust = rust_replica(&redis, &prefix, flow_id, LIMIT, rate, start, SECONDS).await;
+    println!(
+        "the Rust replica admitted {:?}",
+        rust.values().map(|v| v.0).collect::<Vec<_>>()
+    );
+    let total = collect(&mut jvms, SECONDS, vec![rust]);
     assert_eq!(total.len() as u64, SECONDS, "every second reported");
     for (s, (admitted, _, _)) in &total {
         let ratio = *admitted as f64 / LIMIT as f64;
@@ -109,23 +181,23 @@ async fn java_clients_fail_over_to_another_server_without_going_over_the_limit()
     let mut first = ServerProcess::start(&redis, &prefix, &rules);
     let second = ServerProcess::start(&redis, &prefix, &rules);
     let proxy = FailoverProxy::start(vec![first.addr, second.addr]).await;
-    let mut jvms = start_clients(
+    let (mut jvms, begin) = start_clients(
         &classpath,
         dir.path(),
         proxy.addr,
         flow_id,
         LIMIT,
         2,
+        3 * LIMIT / 2,
         SECONDS,
     );
-    let begin = unix_secs() + 1;
     // Kill the first server part-way into the third second of the run.
     let kill_at = std::time::UNIX_EPOCH + Duration::from_millis((begin + 2) * 1000 + 400);
     if let Ok(wait) = kill_at.duration_since(std::time::SystemTime::now()) {
         tokio::time::sleep(wait).await;
     }
     first.kill();
-    let total = collect(&mut jvms, SECONDS);
+    let total = collect(&mut jvms, SECONDS, Vec::new());
     for (s, (admitted, _, _)) in &total {
         assert!(
             *admitted as f64 <= LIMIT as f64 * 1.01,
