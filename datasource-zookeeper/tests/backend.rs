@@ -20,7 +20,7 @@ use sentinel_core::datasource::testkit::{
 use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
-use sentinel_datasource_zookeeper::{NodeAcl, WriteError, ZooKeeperSource};
+use sentinel_datasource_zookeeper::{NodeAcl, WriteError, ZooKeeperRuleWriter, ZooKeeperSource};
 use sentinel_test_support::{fault_lock, services, services_path, Partition};
 use support::{
     addr, builder, config, expect_frozen_server_noticed, expect_resumed, fault_addr, freeze_addr,
@@ -29,14 +29,32 @@ use support::{
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
 async fn start(source: ZooKeeperSource) -> (Sentinel, DataSource) {
+    let (sentinel, ds, _) = start_recorded(source).await;
+    (sentinel, ds)
+}
+
+/// [`start`], with a recorder of the source's events attached before the start.
+async fn start_recorded(source: ZooKeeperSource) -> (Sentinel, DataSource, EventRecorder) {
     let sentinel = Sentinel::new();
+    let recorder = EventRecorder::attach(&sentinel, "zookeeper-test");
     let ds = DataSource::builder(source, FlowJson::new())
         .name("zookeeper-test")
         .backoff(Duration::from_millis(20), Duration::from_millis(200))
         .start(&sentinel)
         .await
         .unwrap_or_else(|e| panic!("start: {e:?}"));
-    (sentinel, ds)
+    (sentinel, ds, recorder)
+}
+
+/// Writes flow payload `seq` at `path` and waits until `sentinel` applies it.
+async fn write_applied(w: &ZooKeeperRuleWriter, path: &str, seq: u64, sentinel: &Sentinel) {
+    w.put_bytes(path, flow_payload(seq))
+        .await
+        .unwrap_or_else(|e| panic!("write {seq}: {e}"));
+    wait_until(&format!("payload {seq} applied"), || {
+        applied_seq::<FlowRule>(sentinel) == Some(seq)
+    })
+    .await;
 }
 
 fn resources(sentinel: &Sentinel) -> Vec<String> {
@@ -87,13 +105,7 @@ async fn a_deleted_znode_clears_the_rules_and_a_recreated_one_applies_again() {
         sentinel.flow_rules().rules().is_empty()
     })
     .await;
-    w.put_bytes(&path, flow_payload(2))
-        .await
-        .expect("re-create");
-    wait_until("re-created applied", || {
-        applied_seq::<FlowRule>(&sentinel) == Some(2)
-    })
-    .await;
+    write_applied(&w, &path, 2, &sentinel).await;
     ds.close().await;
 }
 
@@ -266,27 +278,12 @@ async fn bad_input_is_refused_naming_it_and_the_last_good_rules_stay() {
     // A payload that is not rules: rejected whole, the last good rules kept.
     let path = unique_path("bad-payload");
     w.put_bytes(&path, flow_payload(1)).await.expect("write");
-    let sentinel = Sentinel::new();
-    let recorder = EventRecorder::attach(&sentinel, "zookeeper-test");
-    let (sentinel, ds) = {
-        let ds = DataSource::builder(
-            ZooKeeperSource::node(config(&addr()), &path),
-            FlowJson::new(),
-        )
-        .name("zookeeper-test")
-        .start(&sentinel)
-        .await
-        .expect("starts");
-        (sentinel, ds)
-    };
+    let (sentinel, ds, recorder) =
+        start_recorded(ZooKeeperSource::node(config(&addr()), &path)).await;
     w.put_bytes(&path, "{not json").await.expect("write");
     wait_until("the bad payload rejected", || recorder.rejections() == 1).await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
-    w.put_bytes(&path, flow_payload(2)).await.expect("write");
-    wait_until("the next good payload applied", || {
-        applied_seq::<FlowRule>(&sentinel) == Some(2)
-    })
-    .await;
+    write_applied(&w, &path, 2, &sentinel).await;
     ds.close().await;
 }
 
@@ -349,11 +346,7 @@ async fn a_change_written_while_the_server_was_killed_and_restarted_is_applied()
     })
     .await;
     wait_status(&ds, "reconnected", |s| s.connected).await;
-    w.put_bytes(&path, flow_payload(3)).await.expect("write 3");
-    wait_until("watching again", || {
-        applied_seq::<FlowRule>(&sentinel) == Some(3)
-    })
-    .await;
+    write_applied(&w, &path, 3, &sentinel).await;
     ds.close().await;
 }
 
@@ -450,14 +443,7 @@ async fn a_server_behind_the_last_read_is_never_applied_and_a_new_session_moves_
         .health_check(Duration::from_secs(1))
         .build()
         .expect("valid");
-    let sentinel = Sentinel::new();
-    let recorder = EventRecorder::attach(&sentinel, "zookeeper-test");
-    let ds = DataSource::builder(ZooKeeperSource::node(both, &path), FlowJson::new())
-        .name("zookeeper-test")
-        .backoff(Duration::from_millis(20), Duration::from_millis(200))
-        .start(&sentinel)
-        .await
-        .expect("starts");
+    let (sentinel, ds, recorder) = start_recorded(ZooKeeperSource::node(both, &path)).await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(2));
 
     // Only the server that is behind can be reached: its session knows nothing of the old

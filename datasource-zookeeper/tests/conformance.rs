@@ -13,22 +13,19 @@
 
 mod support;
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use sentinel_core::datasource::testkit::{
     check_ordered_updates, expect_all_conformance, expect_conformance_skipping, ConformanceHarness,
-    WAIT,
 };
 use sentinel_datasource_zookeeper::{ZooKeeperRuleWriter, ZooKeeperSource};
-use sentinel_test_support::{fault_lock, services, ServerControl};
+use sentinel_test_support::{fault_lock, retried, services, ServerControl};
 use support::{addr, config, fault_addr, unique_path, writer};
 
 /// The conformance kit's view of one znode.
 struct ZooKeeperHarness {
     addr: String,
     path: String,
-    writer: tokio::sync::Mutex<ZooKeeperRuleWriter>,
+    writer: ZooKeeperRuleWriter,
     /// How the harness stops and starts the server.
     control: ServerControl,
 }
@@ -37,32 +34,22 @@ impl ZooKeeperHarness {
     async fn new(addr: &str, test: &str, control: ServerControl) -> Self {
         Self {
             addr: addr.to_owned(),
-            writer: tokio::sync::Mutex::new(writer(config(addr)).await),
+            writer: writer(config(addr)).await,
             path: unique_path(test),
             control,
         }
     }
 
-    /// Writes `value` (or deletes the znode, for `None`), reconnecting and retrying (bounded)
-    /// while the server comes back from a restart.
+    /// Writes `value` (or deletes the znode, for `None`), retrying (bounded) while the server
+    /// comes back from a restart: the writer's client reconnects by itself, and starts a new
+    /// session when its own expired.
     async fn store(&self, value: Option<&[u8]>) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        let mut writer = self.writer.lock().await;
-        loop {
-            let result = match value {
-                Some(bytes) => writer.put_bytes(&self.path, bytes).await.map(drop),
-                None => writer.delete(&self.path).await,
-            };
-            match result {
-                Ok(()) => return,
-                Err(_) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    if let Ok(fresh) = ZooKeeperRuleWriter::connect(config(&self.addr)).await {
-                        *writer = fresh;
-                    }
-                }
-                Err(error) => panic!("write {}: {error}", self.path),
+        let what = format!("write {}", self.path);
+        match value {
+            Some(bytes) => {
+                retried(&what, || self.writer.put_bytes(&self.path, bytes.to_vec())).await;
             }
+            None => retried(&what, || self.writer.delete(&self.path)).await,
         }
     }
 }
