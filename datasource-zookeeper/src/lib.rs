@@ -82,8 +82,9 @@
 //!
 //! # Server versions
 //!
-//! Reading works with ZooKeeper 3.4 and later; the writer creates znodes with `create2`
-//! (3.5 and later). Tested against Debian's ZooKeeper 3.8.
+//! Tested against Debian's ZooKeeper 3.8. The source's requests (`getData`, `exists`,
+//! `getChildren2`, `sync`, all with one-shot watches) exist since 3.4; the writer creates
+//! znodes with `create2` (3.5 and later).
 //!
 //! # Settings
 //!
