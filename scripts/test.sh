@@ -66,7 +66,7 @@ print_steps() {
 }
 
 # --- servers ---------------------------------------------------------------------------------
-SERVICES=(etcd redis nacos nats)
+SERVICES=(etcd redis nacos nats zookeeper)
 
 cleanup() {
   local rc=$?
@@ -122,6 +122,8 @@ apt_ensure chromium chromium-driver
 step "install: Java and Go interop harness"
 # needs openjdk-17-jdk-headless and maven; the differential tests in the `tests` crate run it
 scripts/interop.sh build
+# Sentinel 1.8.9's cluster token client and token server: the token server's interop tests
+interop/token-server/build.sh
 
 step "install: cargo-hack and cargo-nextest"
 cargo_tool cargo-hack cargo-hack "$CARGO_HACK_VERSION"
