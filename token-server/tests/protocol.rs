@@ -11,8 +11,7 @@ use sentinel_token_server::protocol::{
     msg_type, ParamFlowRequest, ParamValue, RequestBody, ResponseBody, Status,
 };
 use sentinel_token_server::TokenServer;
-use support::{Client, Fake, WAIT};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{http_get, Client, Fake, WAIT};
 
 async fn start(fake: Arc<Fake>, idle: Duration) -> TokenServer {
     TokenServer::builder()
@@ -178,20 +177,6 @@ async fn shutdown_closes_connections_and_stops_listening() {
         tokio::net::TcpStream::connect(addr).await.is_err(),
         "no longer listening"
     );
-}
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut text = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut text))
-        .await
-        .expect("answer in time")
-        .expect("read");
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

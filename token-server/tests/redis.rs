@@ -15,7 +15,7 @@ use sentinel_core::Sentinel;
 use sentinel_datasource_file::FileSource;
 use sentinel_token_server::protocol::{ParamValue, Status};
 use sentinel_token_server::{Health, RedisTokenService, TokenServer, TokenService};
-use support::{require_redis, unique_flow, Client, WAIT};
+use support::{require_redis, unique_flow, write_rules, Client, ServerProcess, WAIT};
 
 fn backend(redis: &str, prefix: &str, replica: &str) -> RedisClusterBackend {
     let config = RedisClusterConfig::builder(RedisTarget::Server(redis.to_owned()))
@@ -261,4 +261,59 @@ async fn a_token_server_and_a_rust_replica_share_one_budget() {
     server.shutdown().await;
     service.backend().shutdown().await;
     replica_backend.shutdown().await;
+}
+
+/// The binary: its health endpoint says UP once Redis answers, and SIGTERM stops it
+/// gracefully (exit status 0, the connected client closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_reports_health_and_stops_gracefully_on_sigterm() {
+    let redis = require_redis().await;
+    let (flow_id, prefix) = unique_flow("binary");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(dir.path(), flow_id, 100);
+    let mut server =
+        ServerProcess::start_with(&redis, &prefix, &rules, &["--health", "127.0.0.1:0"]);
+    server.out.wait_for("health on", WAIT);
+    let health: std::net::SocketAddr = server
+        .out
+        .seen()
+        .iter()
+        .find_map(|l| l.strip_prefix("health on "))
+        .expect("the health line")
+        .parse()
+        .expect("an address");
+    let mut up = String::new();
+    tokio::time::timeout(WAIT, async {
+        while !up.starts_with("HTTP/1.1 200") {
+            up = support::http_get(health, "/health").await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("healthy once Redis answers, last: {up}"));
+    assert!(up.contains(r#""status":"UP""#), "{up}");
+    let mut client = Client::connect(server.addr).await;
+    assert_ne!(client.flow(flow_id, 1).await.status, Status::NO_RULE_EXISTS);
+    let pid = server.child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let status = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(status) = server.child.try_wait().expect("wait") {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("stops within the bound");
+    assert!(status.success(), "exit status {status}");
+    assert_eq!(
+        client.recv().await,
+        None,
+        "the client's connection is closed"
+    );
 }

@@ -17,6 +17,7 @@ use sentinel_token_server::protocol::{
     ClientCodec, FlowRequest, ParamValue, Request, RequestBody, Response, Status,
 };
 use sentinel_token_server::{Health, TokenResult, TokenService};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
@@ -127,6 +128,21 @@ impl Client {
             .await
             .is_err()
     }
+}
+
+/// A plain HTTP GET; the whole answer.
+pub(crate) async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut text = String::new();
+    tokio::time::timeout(WAIT, stream.read_to_string(&mut text))
+        .await
+        .expect("answer in time")
+        .expect("read");
+    text
 }
 
 /// Fails the test, naming the script, unless the shared Redis answers.
@@ -278,12 +294,17 @@ impl Drop for FailoverProxy {
 pub(crate) struct ServerProcess {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
-    _out: OutputLines,
+    pub(crate) out: OutputLines,
 }
 
 impl ServerProcess {
     /// Starts the binary on `redis` with key prefix `prefix` and the rules file `rules`.
     pub(crate) fn start(redis: &str, prefix: &str, rules: &Path) -> Self {
+        Self::start_with(redis, prefix, rules, &[])
+    }
+
+    /// [`start`](Self::start) with more arguments.
+    pub(crate) fn start_with(redis: &str, prefix: &str, rules: &Path, more: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sentinel-token-server"))
             .args([
                 "--bind",
@@ -295,6 +316,7 @@ impl ServerProcess {
             ])
             .arg("--rules")
             .arg(rules)
+            .args(more)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -308,11 +330,7 @@ impl ServerProcess {
             .expect("the address line")
             .parse()
             .expect("an address");
-        Self {
-            child,
-            addr,
-            _out: out,
-        }
+        Self { child, addr, out }
     }
 
     /// SIGKILL: no graceful anything (its lease is lost).
