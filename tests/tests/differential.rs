@@ -113,7 +113,7 @@ fn scenarios_decide_as_sentinel_java() {
             .to_string_lossy()
             .into_owned();
         let java = read(&out.join(&name));
-        let outcome = oracle::runner::run(&scenario).and_then(|rust| {
+        let outcome = oracle::runner::run(&scenario, Some(&java)).and_then(|rust| {
             if let Some(keep) = &keep {
                 let dir = keep.join("rust");
                 let _ = std::fs::create_dir_all(&dir);

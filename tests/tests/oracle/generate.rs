@@ -123,17 +123,13 @@ fn flow_rule(rng: &mut StdRng, plan: &mut Plan, resource: &str) -> Value {
 
 fn flow_rules(rng: &mut StdRng, plan: &mut Plan) -> Vec<Value> {
     let n = pick(rng, &[1, 1, 2]);
-    let mut list: Vec<Value> = (0..n).map(|_| flow_rule(rng, plan, "a")).collect();
-    // Java checks two rules of a resource in HashSet order: a stateful controller (warm-up,
-    // rate limiter) beside another rule then moves in one engine and not the other
-    // ([`Known::TwoRulesCheckOrder`]). Two rules share the stateless one.
+    // Java checks two rules of a resource in HashSet order, and a stateful controller
+    // (warm-up, rate limiter) that passes has moved when a later rule blocks: the Rust side
+    // loads them in Java's order ([`Known::TwoRulesCheckOrder`]).
     if n > 1 {
         plan.used.note(Known::TwoRulesCheckOrder);
-        for rule in &mut list {
-            rule["controlBehavior"] = json!(0);
-        }
     }
-    list
+    (0..n).map(|_| flow_rule(rng, plan, "a")).collect()
 }
 
 fn degrade_rule(rng: &mut StdRng, plan: &mut Plan, resource: &str) -> Value {
@@ -225,8 +221,8 @@ struct Params {
     thread_grade: bool,
 }
 
-fn param_rule(rng: &mut StdRng, params: &mut Params, resource: &str, threads: bool) -> Value {
-    let thread_grade = threads || rng.random_bool(0.25);
+fn param_rule(rng: &mut StdRng, params: &mut Params, resource: &str) -> Value {
+    let thread_grade = rng.random_bool(0.25);
     params.thread_grade |= thread_grade;
     let grade = if thread_grade { 0 } else { 1 };
     // thread grade with a shaping behaviour too: Sentinel counts threads whatever the behaviour
@@ -293,14 +289,12 @@ fn param_rule(rng: &mut StdRng, params: &mut Params, resource: &str, threads: bo
 fn param_rules(rng: &mut StdRng, plan: &mut Plan, params: &mut Params) -> Vec<Value> {
     let n = pick(rng, &[1, 1, 2]);
     // Java checks two param rules of a resource in HashSet order, and a QPS rule takes its
-    // tokens before a later rule blocks ([`Known::TwoRulesCheckOrder`]): two rules count
-    // threads, which a check does not change.
+    // tokens before a later rule blocks: the Rust side loads them in Java's order
+    // ([`Known::TwoRulesCheckOrder`]).
     if n > 1 {
         plan.used.note(Known::TwoRulesCheckOrder);
     }
-    (0..n)
-        .map(|_| param_rule(rng, params, "a", n > 1))
-        .collect()
+    (0..n).map(|_| param_rule(rng, params, "a")).collect()
 }
 
 fn authority_rule(rng: &mut StdRng) -> Value {
@@ -354,15 +348,20 @@ fn rust_rules(rules: &Map<String, Value>, kind: ParamKind, used: &mut Used) -> O
         let period = rule.get("warmUpPeriodSec").and_then(Value::as_f64);
         let count = rule.get("count").and_then(Value::as_f64).unwrap_or(0.0);
         // (a thread-grade rule ignores its behaviour)
-        if rule.get("grade") != Some(&json!(0))
-            && rule.get("controlBehavior") == Some(&json!(1))
-            && period.is_some_and(|p| p * count < 2.0)
-        {
+        if rule.get("grade") != Some(&json!(0)) && period.is_some_and(|p| p * count < 2.0) {
+            // warm-up: blocks every call; warm-up rate limiter: passes every call (its wait
+            // is NaN, rounded to 0), and still names its limitApp for the `other` rules
+            let pass_all = match rule.get("controlBehavior").and_then(Value::as_i64) {
+                Some(1) => false,
+                Some(3) => true,
+                _ => continue,
+            };
             used.note(Known::WarmUpBelowTwo);
             rule["controlBehavior"] = json!(0);
-            rule["count"] = json!(0.0);
+            rule["count"] = json!(if pass_all { 1_000_000.0 } else { 0.0 });
             if let Some(obj) = rule.as_object_mut() {
                 obj.remove("warmUpPeriodSec");
+                obj.remove("maxQueueingTimeMs");
             }
             changed = true;
         }
@@ -734,6 +733,9 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
             })
             .collect();
         rust.insert("loads".to_owned(), Value::Object(shifted));
+    }
+    if plan.used.0.contains_key(&Known::TwoRulesCheckOrder) {
+        rust.insert("check_order".to_owned(), json!("java"));
     }
     if !rust.is_empty() {
         scenario["rust"] = Value::Object(rust);

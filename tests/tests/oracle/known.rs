@@ -30,7 +30,8 @@ pub(crate) enum Known {
     /// Avoided: every held call exits before a degrade reload.
     BreakerLoadedInFlight,
     /// Rewritten: a warm-up rule with count x warmUpPeriodSec below 2 blocks every call in
-    /// Java; the Rust side gets a count-0 reject rule (the engine refuses the warm-up rule).
+    /// Java and a warm-up rate limiter passes every call; the Rust side gets a reject rule of
+    /// count 0 or of a count no call reaches (the engine refuses both rules).
     WarmUpBelowTwo,
     /// Rewritten: an `int`/`long` item never matches a `long`/`int` argument in Java (nor a
     /// `float`/`double` item a `double`/`float` argument): the Rust side drops it.
@@ -46,7 +47,8 @@ pub(crate) enum Known {
     ThreadListDuplicates,
     /// Avoided: calls of another arity than the first when `paramIdx` is negative.
     NegativeIndexRewritten,
-    /// Avoided: a stateful flow controller beside another flow rule on a resource.
+    /// Rewritten: the Rust side loads the flow and param-flow rules in the order Sentinel
+    /// checks them (a `HashSet`'s), as the Java runner reports it (`checkOrder`).
     TwoRulesCheckOrder,
     /// Avoided: a held call with breakers exits before a further `timeWindow` has passed.
     ProbeHeldPastTimeWindow,

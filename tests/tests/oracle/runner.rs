@@ -179,8 +179,42 @@ fn field_bool(step: &Value, name: &str) -> bool {
     step.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// `rules` with the flow and param-flow lists in the order `order` gives (payload positions,
+/// as the Java runner reports the order Sentinel checks each family in), when it is an order
+/// of the whole list.
+fn in_order(rules: &Value, order: Option<&Value>) -> Value {
+    let mut out = rules.clone();
+    for family in ["flow", "paramFlow"] {
+        let Some(list) = rules.get(family).and_then(Value::as_array) else {
+            continue;
+        };
+        let Some(positions) = order
+            .and_then(|o| o.get(family))
+            .and_then(Value::as_array)
+            .map(|p| {
+                p.iter()
+                    .filter_map(|i| i.as_u64().and_then(|i| usize::try_from(i).ok()))
+                    .collect::<Vec<usize>>()
+            })
+        else {
+            continue;
+        };
+        let mut sorted = positions.clone();
+        sorted.sort_unstable();
+        if sorted != (0..list.len()).collect::<Vec<_>>() {
+            continue;
+        }
+        out[family] = Value::Array(positions.iter().map(|&i| list[i].clone()).collect());
+    }
+    out
+}
+
 /// Runs `scenario` and returns `{"name", "outcomes": [{"step", "rep", "at", "result"}]}`.
-pub(crate) fn run(scenario: &Value) -> Result<Value, String> {
+///
+/// A generated scenario whose `rust.check_order` is `"java"` loads its flow and param-flow
+/// rules in the order Sentinel checks them, as `java` (the Java runner's result for it)
+/// reports: the known difference `two-rules-check-order` (oracle::known) rewritten.
+pub(crate) fn run(scenario: &Value, java: Option<&Value>) -> Result<Value, String> {
     let clock = FakeClock::at_ms(BASE_MS);
     let status = ManualSystemStatus::new();
     let sentinel = Sentinel::builder()
@@ -192,11 +226,17 @@ pub(crate) fn run(scenario: &Value) -> Result<Value, String> {
     // a known difference is rewritten (oracle::known): `rules` for the first load, `loads` by
     // step index.
     let rust = scenario.get("rust");
+    let java_order = rust
+        .and_then(|r| r.get("check_order"))
+        .filter(|o| o.as_str() == Some("java"))
+        .and(java)
+        .and_then(|j| j.get("checkOrder"));
+    let order_of = |label: &str| java_order.and_then(|o| o.get(label));
     if let Some(rules) = rust
         .and_then(|r| r.get("rules"))
         .or_else(|| scenario.get("rules"))
     {
-        load(&sentinel, &mut loaded, rules)?;
+        load(&sentinel, &mut loaded, &in_order(rules, order_of("rules")))?;
     }
     let mut held: HashMap<String, VecDeque<Entry<'static>>> = HashMap::new();
     let mut outcomes = Vec::new();
@@ -211,10 +251,13 @@ pub(crate) fn run(scenario: &Value) -> Result<Value, String> {
             "load" => load(
                 &sentinel,
                 &mut loaded,
-                rust.and_then(|r| r.get("loads"))
-                    .and_then(|l| l.get(index.to_string()))
-                    .or_else(|| step.get("rules"))
-                    .unwrap_or(&Value::Null),
+                &in_order(
+                    rust.and_then(|r| r.get("loads"))
+                        .and_then(|l| l.get(index.to_string()))
+                        .or_else(|| step.get("rules"))
+                        .unwrap_or(&Value::Null),
+                    order_of(&index.to_string()),
+                ),
             )?,
             "system" => {
                 if let Some(v) = step.get("load").and_then(Value::as_f64) {

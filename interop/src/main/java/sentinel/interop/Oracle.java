@@ -129,6 +129,8 @@ public final class Oracle {
         private final Map<String, List<? extends AbstractRule>> loaded = new HashMap<>();
         private final Map<String, Deque<Held>> held = new LinkedHashMap<>();
         private final JSONArray outcomes = new JSONArray();
+        /** Per load (`rules`, or the step's index): the order Sentinel checks each family in. */
+        private final JSONObject checkOrder = new JSONObject(true);
 
         Runner(long start) {
             this.start = start;
@@ -141,7 +143,7 @@ public final class Oracle {
             CPU[0] = 0.0;
             JSONObject rules = scenario.getJSONObject("rules");
             if (rules != null) {
-                load(rules);
+                load("rules", rules);
             }
             JSONArray steps = scenario.getJSONArray("steps");
             for (int i = 0; i < steps.size(); i++) {
@@ -157,6 +159,7 @@ public final class Oracle {
             JSONObject result = new JSONObject(true);
             result.put("name", scenario.getString("name"));
             result.put("outcomes", outcomes);
+            result.put("checkOrder", checkOrder);
             return result;
         }
 
@@ -168,7 +171,8 @@ public final class Oracle {
             ParamFlowRuleManager.loadRules(Collections.emptyList());
         }
 
-        private void load(JSONObject rules) {
+        private void load(String label, JSONObject rules) throws Exception {
+            JSONObject order = new JSONObject(true);
             // The same parse Sentinel's JSON converters do: fastjson into the rule classes.
             // A blocking rule is named by its index among the valid rules of its family, as
             // the Rust runner names it among the rules its lenient conversion keeps.
@@ -176,6 +180,23 @@ public final class Oracle {
                 List<FlowRule> list = parse(rules, "flow", FlowRule.class);
                 loaded.put("flow", valid(list, FlowRuleUtil::isValidRule));
                 FlowRuleManager.loadRules(list);
+                // FlowSlot's rule provider: FlowRuleManager.getFlowRules(resource)
+                Method rulesOf = FlowRuleManager.class.getDeclaredMethod("getFlowRules", String.class);
+                rulesOf.setAccessible(true);
+                List<FlowRule> checked = new ArrayList<>();
+                for (FlowRule rule : list) {
+                    if (rule == null || rule.getResource() == null) {
+                        continue;
+                    }
+                    @SuppressWarnings("unchecked")
+                    List<FlowRule> ofResource = (List<FlowRule>) rulesOf.invoke(null, rule.getResource());
+                    for (FlowRule r : ofResource == null ? Collections.<FlowRule>emptyList() : ofResource) {
+                        if (!checked.contains(r)) {
+                            checked.add(r);
+                        }
+                    }
+                }
+                order.put("flow", positions(list, checked));
             }
             if (rules.containsKey("degrade")) {
                 List<DegradeRule> list = parse(rules, "degrade", DegradeRule.class);
@@ -195,7 +216,35 @@ public final class Oracle {
                 List<ParamFlowRule> list = parse(rules, "paramFlow", ParamFlowRule.class);
                 loaded.put("paramFlow", valid(list, ParamFlowRuleUtil::isValidRule));
                 ParamFlowRuleManager.loadRules(list);
+                List<ParamFlowRule> checked = new ArrayList<>();
+                for (ParamFlowRule rule : list) {
+                    if (rule != null && rule.getResource() != null) {
+                        for (ParamFlowRule r : ParamFlowRuleManager.getRulesOfResource(rule.getResource())) {
+                            if (!checked.contains(r)) {
+                                checked.add(r);
+                            }
+                        }
+                    }
+                }
+                order.put("paramFlow", positions(list, checked));
             }
+            checkOrder.put(label, order);
+        }
+
+        /**
+         * The positions in the payload {@code list} of the rules Sentinel checks, in the order
+         * it checks them (per resource): each is the loaded object itself.
+         */
+        private static <T> JSONArray positions(List<T> list, List<T> checked) {
+            JSONArray out = new JSONArray();
+            for (T rule : checked) {
+                for (int i = 0; i < list.size(); i++) {
+                    if (list.get(i) == rule) {
+                        out.add(i);
+                    }
+                }
+            }
+            return out;
         }
 
         private static <T> List<T> valid(List<T> list, java.util.function.Predicate<T> ok) {
@@ -223,7 +272,7 @@ public final class Oracle {
                     NOW[0] += step.getLongValue("ms");
                     break;
                 case "load":
-                    load(step.getJSONObject("rules"));
+                    load(Integer.toString(index), step.getJSONObject("rules"));
                     break;
                 case "system":
                     if (step.containsKey("load")) {
