@@ -18,7 +18,7 @@ use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, Source
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_nats::{MissingBucket, NatsSource, WriteError};
-use sentinel_test_support::{services, Partition};
+use sentinel_test_support::{flow_resources, services, start_flow, Partition};
 use support::{
     addr, auth_addr, bucket_writer, builder, config, expect_frozen_server_noticed, expect_resumed,
     freeze_addr, retried, unique_bucket,
@@ -26,25 +26,7 @@ use support::{
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
 async fn start(source: NatsSource) -> (Sentinel, DataSource) {
-    let sentinel = Sentinel::new();
-    let ds = DataSource::builder(source, FlowJson::new())
-        .name("nats-test")
-        .backoff(Duration::from_millis(20), Duration::from_millis(200))
-        .start(&sentinel)
-        .await
-        .unwrap_or_else(|e| panic!("start: {e:?}"));
-    (sentinel, ds)
-}
-
-fn resources(sentinel: &Sentinel) -> Vec<String> {
-    let mut names: Vec<String> = sentinel
-        .flow_rules()
-        .rules()
-        .iter()
-        .map(|r| r.resource.clone())
-        .collect();
-    names.sort();
-    names
+    start_flow(source, "nats-test").await
 }
 
 #[tokio::test]
@@ -111,17 +93,20 @@ async fn a_wildcard_source_applies_the_union_as_keys_come_and_go() {
         "rules.flow.>",
     ))
     .await;
-    assert_eq!(resources(&sentinel), ["orders"]);
+    assert_eq!(flow_resources(&sentinel), ["orders"]);
 
     w.put_bytes("rules.flow.payments", rule("payments"))
         .await
         .expect("add");
     wait_until("payments added", || {
-        resources(&sentinel) == ["orders", "payments"]
+        flow_resources(&sentinel) == ["orders", "payments"]
     })
     .await;
     w.delete("rules.flow.orders").await.expect("remove");
-    wait_until("orders removed", || resources(&sentinel) == ["payments"]).await;
+    wait_until("orders removed", || {
+        flow_resources(&sentinel) == ["payments"]
+    })
+    .await;
     w.put_bytes("other.more", rule("x"))
         .await
         .expect("put outside");
@@ -129,7 +114,7 @@ async fn a_wildcard_source_applies_the_union_as_keys_come_and_go() {
         .await
         .expect("add deeper");
     wait_until("stock added", || {
-        resources(&sentinel) == ["payments", "stock"]
+        flow_resources(&sentinel) == ["payments", "stock"]
     })
     .await;
     ds.close().await;

@@ -14,36 +14,23 @@ mod support;
 use std::time::Duration;
 
 use sentinel_core::datasource::testkit::{
-    applied_seq, flow_payload, next_value, read, values, wait_status, wait_until, EventRecorder,
-    WAIT,
+    applied_seq, flow_payload, next_value, read, values, wait_status, wait_until, WAIT,
 };
-use sentinel_core::datasource::{DataSource, FlowJson, ReadableDataSource, SourceError};
+use sentinel_core::datasource::{DataSource, ReadableDataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
 use sentinel_datasource_zookeeper::{NodeAcl, WriteError, ZooKeeperRuleWriter, ZooKeeperSource};
-use sentinel_test_support::{fault_lock, services, services_path, Partition};
+use sentinel_test_support::{
+    fault_lock, flow_resources, services, start_flow, start_recorded, Partition,
+};
 use support::{
-    addr, builder, config, expect_frozen_server_noticed, expect_resumed, fault_addr, freeze_addr,
-    retried, unique_path, writer,
+    addr, builder, config, expect_frozen_server_noticed, expect_resumed, fault_addr,
+    fault_pid_file, freeze_addr, retried, unique_path, writer,
 };
 
 /// Starts a driver over `source` into a fresh engine, failing the start on a read error.
 async fn start(source: ZooKeeperSource) -> (Sentinel, DataSource) {
-    let (sentinel, ds, _) = start_recorded(source).await;
-    (sentinel, ds)
-}
-
-/// [`start`], with a recorder of the source's events attached before the start.
-async fn start_recorded(source: ZooKeeperSource) -> (Sentinel, DataSource, EventRecorder) {
-    let sentinel = Sentinel::new();
-    let recorder = EventRecorder::attach(&sentinel, "zookeeper-test");
-    let ds = DataSource::builder(source, FlowJson::new())
-        .name("zookeeper-test")
-        .backoff(Duration::from_millis(20), Duration::from_millis(200))
-        .start(&sentinel)
-        .await
-        .unwrap_or_else(|e| panic!("start: {e:?}"));
-    (sentinel, ds, recorder)
+    start_flow(source, "zookeeper-test").await
 }
 
 /// Writes flow payload `seq` at `path` and waits until `sentinel` applies it.
@@ -55,17 +42,6 @@ async fn write_applied(w: &ZooKeeperRuleWriter, path: &str, seq: u64, sentinel: 
         applied_seq::<FlowRule>(sentinel) == Some(seq)
     })
     .await;
-}
-
-fn resources(sentinel: &Sentinel) -> Vec<String> {
-    let mut names: Vec<String> = sentinel
-        .flow_rules()
-        .rules()
-        .iter()
-        .map(|r| r.resource.clone())
-        .collect();
-    names.sort();
-    names
 }
 
 fn rule(resource: &str) -> String {
@@ -117,24 +93,27 @@ async fn a_children_source_applies_the_union_as_children_come_and_go() {
         .await
         .expect("write");
     let (sentinel, ds) = start(ZooKeeperSource::children(config(&addr()), &parent)).await;
-    assert_eq!(resources(&sentinel), ["orders"]);
+    assert_eq!(flow_resources(&sentinel), ["orders"]);
 
     w.put_bytes(&format!("{parent}/payments"), rule("payments"))
         .await
         .expect("add");
     wait_until("payments added", || {
-        resources(&sentinel) == ["orders", "payments"]
+        flow_resources(&sentinel) == ["orders", "payments"]
     })
     .await;
     w.put_bytes(&format!("{parent}/payments"), rule("refunds"))
         .await
         .expect("change a child");
     wait_until("a child changed", || {
-        resources(&sentinel) == ["orders", "refunds"]
+        flow_resources(&sentinel) == ["orders", "refunds"]
     })
     .await;
     w.delete(&format!("{parent}/orders")).await.expect("remove");
-    wait_until("orders removed", || resources(&sentinel) == ["refunds"]).await;
+    wait_until("orders removed", || {
+        flow_resources(&sentinel) == ["refunds"]
+    })
+    .await;
     ds.close().await;
 }
 
@@ -278,8 +257,11 @@ async fn bad_input_is_refused_naming_it_and_the_last_good_rules_stay() {
     // A payload that is not rules: rejected whole, the last good rules kept.
     let path = unique_path("bad-payload");
     w.put_bytes(&path, flow_payload(1)).await.expect("write");
-    let (sentinel, ds, recorder) =
-        start_recorded(ZooKeeperSource::node(config(&addr()), &path)).await;
+    let (sentinel, ds, recorder) = start_recorded(
+        ZooKeeperSource::node(config(&addr()), &path),
+        "zookeeper-test",
+    )
+    .await;
     w.put_bytes(&path, "{not json").await.expect("write");
     wait_until("the bad payload rejected", || recorder.rejections() == 1).await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
@@ -320,10 +302,7 @@ async fn a_change_written_while_the_server_was_killed_and_restarted_is_applied()
     let (sentinel, ds) = start(ZooKeeperSource::node(config(&fault_addr()), &path)).await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(1));
 
-    let pid_file = services_path(
-        "SENTINEL_ZOOKEEPER_FAULT_PID_FILE",
-        "zookeeper-fault/server.pid",
-    );
+    let pid_file = fault_pid_file();
     let pid = std::fs::read_to_string(&pid_file)
         .unwrap_or_else(|e| panic!("{}: {e}", pid_file.display()));
     let killed = std::process::Command::new("kill")
@@ -443,7 +422,8 @@ async fn a_server_behind_the_last_read_is_never_applied_and_a_new_session_moves_
         .health_check(Duration::from_secs(1))
         .build()
         .expect("valid");
-    let (sentinel, ds, recorder) = start_recorded(ZooKeeperSource::node(both, &path)).await;
+    let (sentinel, ds, recorder) =
+        start_recorded(ZooKeeperSource::node(both, &path), "zookeeper-test").await;
     assert_eq!(applied_seq::<FlowRule>(&sentinel), Some(2));
 
     // Only the server that is behind can be reached: its session knows nothing of the old

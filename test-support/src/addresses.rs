@@ -178,3 +178,41 @@ pub mod redis {
         )
     }
 }
+
+/// The ZooKeeper servers (standalone, from Debian's `zookeeper` package).
+pub mod zookeeper {
+    use std::path::PathBuf;
+
+    use super::env_or;
+
+    /// What to run when a ZooKeeper server is missing.
+    pub const START_HINT: &str = "start the test servers with `scripts/services.sh start \
+         zookeeper` (from the repository root; `eval \"$(scripts/services.sh env)\"` exports \
+         the addresses)";
+
+    /// The plain ZooKeeper most tests share (`SENTINEL_ZOOKEEPER_ADDR`).
+    pub fn addr() -> String {
+        env_or("SENTINEL_ZOOKEEPER_ADDR", "127.0.0.1:12181")
+    }
+
+    /// The ZooKeeper the fault tests stop, kill and restart (`SENTINEL_ZOOKEEPER_FAULT_ADDR`);
+    /// its data survives a restart.
+    pub fn fault_addr() -> String {
+        env_or("SENTINEL_ZOOKEEPER_FAULT_ADDR", "127.0.0.1:12182")
+    }
+
+    /// The ZooKeeper the frozen-server tests freeze and thaw
+    /// (`SENTINEL_ZOOKEEPER_FREEZE_ADDR`).
+    pub fn freeze_addr() -> String {
+        env_or("SENTINEL_ZOOKEEPER_FREEZE_ADDR", "127.0.0.1:12183")
+    }
+
+    /// The file holding the PID of `zookeeper-fault` (`SENTINEL_ZOOKEEPER_FAULT_PID_FILE`),
+    /// for the tests that SIGKILL it.
+    pub fn fault_pid_file() -> PathBuf {
+        crate::services_path(
+            "SENTINEL_ZOOKEEPER_FAULT_PID_FILE",
+            "zookeeper-fault/server.pid",
+        )
+    }
+}

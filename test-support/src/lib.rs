@@ -13,6 +13,8 @@
 //! - cutting a client off from a server that keeps running ([`Partition`]), and how a
 //!   conformance harness stops "its server" ([`ServerControl`], and [`server_control!`] for
 //!   the harness's methods);
+//! - a flow source started into a fresh engine, with its events recorded ([`start_flow`],
+//!   [`start_recorded`], [`flow_resources`]);
 //! - a frozen server under a running source ([`Frozen`], [`expect_frozen_server_noticed`],
 //!   [`expect_resumed`], [`retried`]);
 //! - the checks the backends' config tests share ([`assert_default_health_check`],
@@ -44,6 +46,7 @@ mod latency;
 mod output;
 mod partition;
 mod servers;
+mod started;
 
 pub use config::{assert_default_health_check, assert_refused};
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
@@ -56,6 +59,7 @@ pub use servers::{
     env_or, fault_lock, fault_lock_blocking, run_services, services, services_path, unique_key,
     FaultLock,
 };
+pub use started::{flow_resources, start_flow, start_recorded};
 
 // What `server_control!` names in the crate that calls it.
 #[doc(hidden)]

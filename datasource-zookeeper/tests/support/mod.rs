@@ -1,10 +1,8 @@
-//! Where the ZooKeeper servers of `scripts/services.sh` listen, how tests reach them or fail
-//! naming the command that starts them, and the ZooKeeper-specific helpers of this crate's
-//! tests. The waits, the event recorder and the server script helpers are the testkit's
+//! Where the ZooKeeper servers of `scripts/services.sh` listen (re-exported from
+//! `sentinel_test_support::addresses::zookeeper`), how tests reach them or fail naming the
+//! command that starts them, and the ZooKeeper-specific helpers of this crate's tests. The
+//! waits, the event recorder and the server script helpers are the testkit's
 //! (`sentinel_core::datasource::testkit`) and test-support's.
-//!
-//! The addresses belong in `sentinel_test_support::addresses` beside the other stores'; they
-//! are here until that module has a `zookeeper` part.
 
 #![allow(dead_code)]
 
@@ -12,31 +10,14 @@ use std::time::Duration;
 
 use sentinel_core::datasource::testkit::WAIT;
 use sentinel_datasource_zookeeper::{ZooKeeperConfig, ZooKeeperConfigBuilder, ZooKeeperRuleWriter};
-use sentinel_test_support::env_or;
 
+// Not every test binary of this crate uses them.
+#[allow(unused_imports)]
+pub(crate) use sentinel_test_support::addresses::zookeeper::{
+    addr, fault_addr, fault_pid_file, freeze_addr, START_HINT,
+};
 #[allow(unused_imports)]
 pub(crate) use sentinel_test_support::{expect_frozen_server_noticed, expect_resumed, retried};
-
-/// What to run when a ZooKeeper server is missing.
-pub(crate) const START_HINT: &str = "start the test servers with `scripts/services.sh start \
-     zookeeper` (from the repository root; `eval \"$(scripts/services.sh env)\"` exports the \
-     addresses)";
-
-/// The plain ZooKeeper most tests share (`SENTINEL_ZOOKEEPER_ADDR`).
-pub(crate) fn addr() -> String {
-    env_or("SENTINEL_ZOOKEEPER_ADDR", "127.0.0.1:12181")
-}
-
-/// The ZooKeeper the fault tests stop, kill and restart (`SENTINEL_ZOOKEEPER_FAULT_ADDR`);
-/// its data survives a restart.
-pub(crate) fn fault_addr() -> String {
-    env_or("SENTINEL_ZOOKEEPER_FAULT_ADDR", "127.0.0.1:12182")
-}
-
-/// The ZooKeeper the frozen-server tests freeze and thaw (`SENTINEL_ZOOKEEPER_FREEZE_ADDR`).
-pub(crate) fn freeze_addr() -> String {
-    env_or("SENTINEL_ZOOKEEPER_FREEZE_ADDR", "127.0.0.1:12183")
-}
 
 /// A znode path no other test (or earlier run) uses, under `/sentinel`.
 pub(crate) fn unique_path(test: &str) -> String {
