@@ -208,12 +208,18 @@ async fn main() -> Result<(), BoxError> {
         env_num("SECONDS", 8),
     );
 
-    // Ours: one process here, on Redis.
+    // Ours, on Redis, on a runtime of its own (2 threads, as the JVM server has its own): the
+    // load below runs on this one.
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let prefix = format!("sentinel:token-server:bench:{}", std::process::id());
     let config = RedisClusterConfig::builder(RedisTarget::Server(redis))
         .prefix(prefix)
         .build()?;
-    let service = Arc::new(RedisTokenService::new(RedisClusterBackend::start(config)?));
+    let backend = RedisClusterBackend::start_on(config, server_runtime.handle());
+    let service = Arc::new(RedisTokenService::new(backend.clone()));
     let rules = Sentinel::builder().build();
     service.follow(&rules);
     rules.flow_rules().load_rules(vec![
@@ -221,10 +227,15 @@ async fn main() -> Result<(), BoxError> {
             .cluster(ClusterFlowConfig::new(ACCURACY_FLOW).global(true)),
         FlowRule::qps("latency", 1e9).cluster(ClusterFlowConfig::new(LATENCY_FLOW).global(true)),
     ])?;
-    let ours = TokenServer::builder()
-        .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .start(service.clone())
-        .await?;
+    let served = service.clone();
+    let ours = server_runtime
+        .spawn(async move {
+            TokenServer::builder()
+                .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .start(served)
+                .await
+        })
+        .await??;
 
     // Sentinel's: two JVMs (the accuracy rule, and a limit that never binds for latency).
     let port = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
@@ -279,7 +290,12 @@ async fn main() -> Result<(), BoxError> {
             println!("| {name} | {clients} | {p50:?} | {p99:?} | {n} |");
         }
     }
-    ours.shutdown().await;
-    service.backend().shutdown().await;
+    server_runtime
+        .spawn(async move {
+            ours.shutdown().await;
+            backend.shutdown().await;
+        })
+        .await?;
+    server_runtime.shutdown_background();
     Ok(())
 }
