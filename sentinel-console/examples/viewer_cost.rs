@@ -7,7 +7,11 @@
 //!
 //! ```text
 //! cargo run --release -p sentinel-console --example viewer_cost [resources] [seconds per phase]
+//! cargo run --release -p sentinel-console --example viewer_cost 10000 300 serve
 //! ```
+//!
+//! With `serve`, it serves the console on 127.0.0.1:8721 with the same traffic for that many
+//! seconds and measures nothing: open it in a browser (the page's main-thread tasks).
 //!
 //! The viewers are plain HTTP readers in this process (a few socket reads a second, no
 //! parsing); the traffic runs on its own thread, the same in every phase.
@@ -66,17 +70,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let resources: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let seconds: u64 = args.next().map_or(Ok(10), |a| a.parse())?;
+    let serve = args.next().is_some_and(|a| a == "serve");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(measure(resources, seconds))
+    runtime.block_on(measure(resources, seconds, serve))
 }
 
-async fn measure(resources: usize, seconds: u64) -> Result<(), Box<dyn std::error::Error>> {
+async fn measure(
+    resources: usize,
+    seconds: u64,
+    serve: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let sentinel = Sentinel::new();
-    let console = Console::builder(&sentinel).build()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let builder = Console::builder(&sentinel);
+    // With the `transport` feature, `serve` also runs the dashboard transport (read-only, on
+    // 127.0.0.1:8719 or the next free port): its refused edits show on the page.
+    #[cfg(feature = "transport")]
+    let (builder, _transport) = if serve {
+        let config = sentinel_transport::TransportConfig::builder("viewer-cost").build()?;
+        let transport = sentinel_transport::Transport::start(sentinel.clone(), config).await?;
+        println!("dashboard transport on port {}", transport.port());
+        (builder.transport(&transport), Some(transport))
+    } else {
+        (builder, None)
+    };
+    let console = builder.build()?;
+    let addr = if serve {
+        sentinel_console::DEFAULT_ADDR
+    } else {
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
     let port = listener.local_addr()?.port();
     let app = console.mount::<()>("/console");
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -109,8 +135,13 @@ async fn measure(resources: usize, seconds: u64) -> Result<(), Box<dyn std::erro
         seconds
     );
     let span = Duration::from_secs(seconds);
+    if serve {
+        println!("serving http://127.0.0.1:{port}/console for {seconds} s");
+        tokio::time::sleep(span).await;
+    }
     let mut baseline = None;
-    for n in [0usize, 1, 5, 10] {
+    let phases: &[usize] = if serve { &[] } else { &[0, 1, 5, 10] };
+    for &n in phases {
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicUsize::new(0));
         let viewers: Vec<_> = (0..n)

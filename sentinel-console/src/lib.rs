@@ -73,9 +73,11 @@
 //!
 //! # Cost
 //! The console reads what the engine already keeps (its windows, breaker states, rule
-//! tables) and listens to its events; nothing is added to a call's path. One viewer costs
-//! one snapshot a second: sorting the resources' newest second and reading the sparklines of
-//! the rows shown.
+//! tables) and listens to its events; nothing is added to a call's path. The resources of
+//! the newest second are read once a second and shared by every viewer; each viewer then
+//! picks its top rows (a selection, not a sort of every resource) and reads their
+//! sparklines. Measured with 10 000 resources (release, the `viewer_cost` example): one
+//! viewer about 0.7 % of a core, 0.2 % each with ten.
 //!
 //! # The dashboard transport
 //! With the `transport` feature, [`ConsoleBuilder::transport`] shows what a
