@@ -208,6 +208,10 @@ pub(crate) struct ResourceNode {
     pub(crate) rule_slot: AtomicU64,
     /// The same for the shadow rule table (see `ShadowSnapshot::slot_of`).
     pub(crate) shadow_slot: AtomicU64,
+    /// The resource's statistics as its shadow rules, enforced, would have left them: the
+    /// calls that passed every shadow rule (`crate::shadow`). Made on the first call a shadow
+    /// rule of the resource checks.
+    pub(crate) shadow_stat: OnceLock<Box<StatNode>>,
     /// What the rule table last seen says of an outbound call of this resource, tagged with
     /// its version, for the common call's fast path (`entry::fast`).
     pub(crate) fast: AtomicU64,
@@ -445,6 +449,7 @@ impl Registry {
                 shared: shared.clone(),
                 rule_slot: AtomicU64::new(u64::MAX),
                 shadow_slot: AtomicU64::new(0),
+                shadow_stat: OnceLock::new(),
                 fast: AtomicU64::new(crate::entry::UNCACHED_FAST),
                 blocks: BlockTally::default(),
                 kept_at: AtomicUsize::new(NOT_KEPT),

@@ -146,6 +146,7 @@ impl SentinelBuilder {
             rules: ArcSwap::from_pointee(RuleSnapshot::default()),
             rules_version: AtomicU64::new(0),
             inbound: StatNode::new(),
+            shadow_inbound: StatNode::new(),
             events: EventBus::default(),
             system_status,
             param_values_in_errors: self.param_values_in_errors,

@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     /// verdict is checked against.
     pub(crate) rules_version: AtomicU64,
     pub(crate) inbound: StatNode,
+    /// The inbound statistics as the shadow system rules, enforced, would have left them.
+    pub(crate) shadow_inbound: StatNode,
     pub(crate) events: EventBus,
     pub(crate) system_status: OnceLock<Arc<dyn SystemStatus>>,
     /// Param-flow block errors carry the hot value.

@@ -10,7 +10,6 @@ use super::builder::{EntryBuilder, EntryType, Target};
 use super::fast::{plain_rule, Fast, LIMIT_CAP};
 use super::guard::{
     count_pass, give_back, queued_bits, Entry, BREAKERS, PARAM_HOLDS, RESERVED_ON_INBOUND,
-    SHADOW_BREAKERS,
 };
 use crate::block::BlockError;
 use crate::circuit_breaker::{Admission, CircuitBreaker};
@@ -388,9 +387,7 @@ impl EntryBuilder<'_> {
                 inbound,
                 args: &self.args,
             };
-            if crate::shadow::check(shadow, node, &call) {
-                verdict.breakers |= SHADOW_BREAKERS;
-            }
+            verdict.breakers |= crate::shadow::check(shadow, node, &call);
         }
         verdict
     }

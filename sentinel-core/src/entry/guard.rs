@@ -97,6 +97,11 @@ impl Entry<'_> {
             if pending & QUEUED_PROBE != 0 {
                 abort_unstarted_probe(node, self.start_ms);
             }
+            if pending & QUEUED != 0 && self.breakers & crate::shadow::SHADOW_STATE != 0 {
+                // The shadow rules counted it when they checked it: its place goes back.
+                let now = node.shared.clock.now_ms();
+                crate::shadow::exit(node, self.breakers, now, 0, u64::from(self.batch), false);
+            }
         }
         pending & QUEUED != 0
     }
@@ -173,8 +178,9 @@ pub(super) fn queued_bits(borrowed: bool, probe: bool) -> u8 {
 /// [`Entry::breakers`]: the resource's enforced circuit breakers get the completion.
 pub(super) const BREAKERS: u8 = 1;
 /// [`Entry::breakers`]: the call passed every shadow rule, and the resource's shadow
-/// breakers get its completion.
-pub(super) const SHADOW_BREAKERS: u8 = 2;
+/// breakers get its completion. The other shadow bits (`crate::shadow::SHADOW_STATE`): its
+/// completion in the shadow rules' counterfactual statistics.
+pub(super) use crate::shadow::SHADOW_BREAKERS;
 
 /// A call that passed every check. Dropping it exits: it records the response time,
 /// success or error, and releases its concurrency.
@@ -283,7 +289,10 @@ impl Entry<'_> {
         if self.inbound {
             shared.inbound.on_complete(now, rt, batch, self.error);
         }
-        if self.breakers != 0 {
+        if self.breakers & crate::shadow::SHADOW_STATE != 0 {
+            crate::shadow::exit(node, self.breakers, now, rt, batch, self.error);
+        }
+        if self.breakers & (BREAKERS | SHADOW_BREAKERS) != 0 {
             // As Sentinel's DegradeSlot does on exit: the resource's current breakers get the
             // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
             // same object unless its rule changed.

@@ -30,7 +30,7 @@ pub(crate) mod manager;
 mod rule;
 
 pub(crate) use cluster::check_rules;
-pub(crate) use concurrency::release_reserved;
+pub(crate) use concurrency::{release_reserved, RESERVED_ON_RESOURCE};
 pub(crate) use golang::{
     into_go_flow_rule, into_go_isolation_rule, GoFlowRuleWire, GoIsolationRuleWire,
 };

@@ -71,12 +71,14 @@ mod promote;
 mod store;
 
 #[cfg(test)]
+mod agreement_tests;
+#[cfg(test)]
 mod store_tests;
 #[cfg(test)]
 mod tests;
 
 use crate::engine::ShadowSnapshot;
-pub(crate) use check::{check, complete, ShadowCall};
+pub(crate) use check::{check, complete, exit, ShadowCall, SHADOW_BREAKERS, SHADOW_STATE};
 pub use promote::{RuleSelector, ShadowMoveError};
 pub use store::{move_stored_rules, ShadowMove, ShadowMoved, ShadowStoreError};
 
