@@ -73,12 +73,13 @@ impl Sketch {
     }
 
     /// Counts one sighting of `fingerprint`: the counters at the row minimum go up by one.
+    /// Returns whether the sketch was halved first (its period began).
     #[inline(never)]
-    pub(super) fn record(&self, fingerprint: u64, now_ms: u64) {
+    pub(super) fn record(&self, fingerprint: u64, now_ms: u64) -> bool {
         if self.words.is_empty() {
-            return;
+            return false;
         }
-        self.age(now_ms);
+        let halved = self.age(now_ms);
         let mut at = [(0usize, 0u32, 0u64); ROWS];
         for (row, slot) in at.iter_mut().enumerate() {
             let (word, shift) = self.counter(row, fingerprint);
@@ -87,7 +88,7 @@ impl Sketch {
         }
         let min = at.iter().map(|&(_, _, v)| v).min().unwrap_or(COUNTER_MAX);
         if min >= COUNTER_MAX {
-            return;
+            return halved;
         }
         for &(word, shift, value) in &at {
             if value == min {
@@ -98,10 +99,11 @@ impl Sketch {
                 }
             }
         }
+        halved
     }
 
-    /// Halves every counter once per `halve_every_ms`.
-    fn age(&self, now_ms: u64) {
+    /// Halves every counter once per `halve_every_ms`; whether it did now.
+    fn age(&self, now_ms: u64) -> bool {
         let due = self.next_halving.load(Ordering::Relaxed);
         if now_ms < due
             || self
@@ -114,11 +116,12 @@ impl Sketch {
                 )
                 .is_err()
         {
-            return;
+            return false;
         }
         for cell in self.words.iter() {
             let halved = (cell.load(Ordering::Relaxed) >> 1) & 0x7777_7777_7777_7777;
             cell.store(halved, Ordering::Relaxed);
         }
+        true
     }
 }

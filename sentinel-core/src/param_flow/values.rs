@@ -47,6 +47,29 @@ pub(crate) const WAYS: usize = 8;
 /// The tag of a slot being filled: lookups miss it, other inserters skip it. Fingerprints
 /// never have their top bit set, so none equals it.
 const BUSY: u64 = u64::MAX;
+/// A slot's `used` word: the last use in milliseconds + 1 in the low bits, the value's hits
+/// in the slot (distinct milliseconds it was used in, halved with the sketch) above.
+const HITS_SHIFT: u32 = 44;
+const USED_MASK: u64 = (1 << HITS_SHIFT) - 1;
+const HITS_MAX: u64 = (1 << (64 - HITS_SHIFT)) - 1;
+
+/// The last use of a `used` word (milliseconds + 1, 0 for never).
+#[inline]
+fn last_use(word: u64) -> u64 {
+    word & USED_MASK
+}
+
+/// The hits of a `used` word.
+#[inline]
+fn hits(word: u64) -> u64 {
+    word >> HITS_SHIFT
+}
+
+/// A `used` word: last used at `now_ms`, with `hits`.
+#[inline]
+fn used_word(now_ms: u64, hits: u64) -> u64 {
+    (now_ms.saturating_add(1) & USED_MASK) | hits.min(HITS_MAX) << HITS_SHIFT
+}
 
 /// When a slot's state is that of a fresh value, so that reusing it changes no decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +98,7 @@ struct Tags([AtomicU64; WAYS]);
 pub(crate) struct ValueTable {
     tags: Box<[Tags]>,
     states: Box<[AtomicU64]>,
-    /// Each slot's last use, in milliseconds + 1.
+    /// Each slot's last use, in milliseconds + 1, and its value's hits (see [`used_word`]).
     used: Box<[AtomicU64]>,
     /// Per bucket: a value whose first bucket this is is being inserted.
     inserting: Box<[AtomicBool]>,
@@ -170,22 +193,40 @@ impl ValueTable {
         self.insert(fingerprint, first, second, now_ms)
     }
 
-    /// Records a use of `slot`: at most one write (and one count in the sketch) per slot and
-    /// millisecond.
+    /// Records a use of `slot`: at most one write (one hit, one count in the sketch) per slot
+    /// and millisecond. A plain load and store: a lost update only undercounts a hit.
     #[inline]
     fn touch(&self, slot: usize, fingerprint: u64, now_ms: u64) {
         let used = &self.used[slot];
-        let stamp = now_ms.saturating_add(1);
-        if used.load(Ordering::Relaxed) != stamp {
-            used.store(stamp, Ordering::Relaxed);
-            self.sketch.record(fingerprint, now_ms);
+        let word = used.load(Ordering::Relaxed);
+        if last_use(word) != last_use(used_word(now_ms, 0)) {
+            used.store(used_word(now_ms, hits(word) + 1), Ordering::Relaxed);
+            if self.sketch.record(fingerprint, now_ms) {
+                self.halve_hits();
+            }
+        }
+    }
+
+    /// Halves every slot's hits, with the sketch: old popularity fades.
+    #[cold]
+    fn halve_hits(&self) {
+        for used in self.used.iter() {
+            let word = used.load(Ordering::Relaxed);
+            if hits(word) > 1 {
+                used.store(
+                    last_use(word) | (hits(word) >> 1) << HITS_SHIFT,
+                    Ordering::Relaxed,
+                );
+            }
         }
     }
 
     #[cold]
     #[inline(never)]
     fn insert(&self, fingerprint: u64, first: usize, second: usize, now_ms: u64) -> Place {
-        self.sketch.record(fingerprint, now_ms);
+        if self.sketch.record(fingerprint, now_ms) {
+            self.halve_hits();
+        }
         // Every insertion of this value goes through its first bucket's flag, so two first
         // calls of one value never take two slots.
         let _flag = InsertFlag::hold(&self.inserting[first]);
@@ -212,7 +253,7 @@ impl ValueTable {
                     // that raced in: its exit gives it back.)
                     self.states[slot].store(0, Ordering::Release);
                 }
-                self.used[slot].store(now_ms.saturating_add(1), Ordering::Relaxed);
+                self.used[slot].store(used_word(now_ms, 1), Ordering::Relaxed);
                 // Published last: whoever finds the fingerprint finds the fresh state.
                 tag.store(fingerprint, Ordering::Release);
                 return Place::Slot(slot);
@@ -226,7 +267,7 @@ impl ValueTable {
         match self.reuse {
             Reuse::WhenIdle => self.states[slot].load(Ordering::Acquire) == 0,
             Reuse::IdleFor(idle_ms) => {
-                let used = self.used[slot].load(Ordering::Relaxed);
+                let used = last_use(self.used[slot].load(Ordering::Relaxed));
                 now_ms.saturating_add(1).saturating_sub(used) > idle_ms
             }
         }
@@ -243,7 +284,8 @@ impl ValueTable {
         };
         // (live values in the bucket, last use, slot, tag): the smallest is taken.
         let mut free: Option<(usize, u64, usize, u64)> = None;
-        let mut rarest: Option<(u64, u64, usize, u64)> = None;
+        // ((hits in its slot, seen lately, last use), slot, tag): the smallest is taken.
+        let mut rarest: Option<((u64, u64, u64), usize, u64)> = None;
         for &bucket in buckets {
             let mut live = 0;
             let mut best: Option<(u64, usize, u64)> = None;
@@ -256,7 +298,7 @@ impl ValueTable {
                     let used = if tag == 0 {
                         0
                     } else {
-                        self.used[slot].load(Ordering::Relaxed)
+                        last_use(self.used[slot].load(Ordering::Relaxed))
                     };
                     if best.is_none_or(|(u, _, _)| used < u) {
                         best = Some((used, slot, tag));
@@ -264,10 +306,10 @@ impl ValueTable {
                 } else {
                     live += 1;
                     if self.reuse != Reuse::WhenIdle {
-                        let seen = self.sketch.estimate(tag);
-                        let used = self.used[slot].load(Ordering::Relaxed);
-                        if rarest.is_none_or(|(s, u, _, _)| (seen, used) < (s, u)) {
-                            rarest = Some((seen, used, slot, tag));
+                        let word = self.used[slot].load(Ordering::Relaxed);
+                        let key = (hits(word), self.sketch.estimate(tag), last_use(word));
+                        if rarest.is_none_or(|(k, _, _)| key < k) {
+                            rarest = Some((key, slot, tag));
                         }
                     }
                 }
@@ -281,7 +323,7 @@ impl ValueTable {
         if let Some((_, _, slot, tag)) = free {
             return Some((slot, tag));
         }
-        rarest.map(|(_, _, slot, tag)| (slot, tag))
+        rarest.map(|(_, slot, tag)| (slot, tag))
     }
 }
 
@@ -380,6 +422,35 @@ mod tests {
                 slot(&table, fp(i), 12),
                 once,
                 "value {i} was seen more often"
+            );
+        }
+    }
+
+    /// Issue #48 part 3: under a flood the sketch's 4-bit counters saturate, so every
+    /// newcomer looks as popular as a value that calls every millisecond, and the least
+    /// recently used of equals went: the value calling after each millisecond's flood was
+    /// the oldest, and was replaced (each of its calls then a fresh first call). Its hits in
+    /// its slot (one per millisecond it calls in) now come before the sketch.
+    #[test]
+    fn a_flood_never_replaces_a_value_that_calls_every_millisecond() {
+        // One bucket of 8 slots; more one-time values a millisecond than it holds.
+        let table = ValueTable::new(4, Reuse::IdleFor(10_000), 1_000);
+        assert_eq!(table.slots(), 8);
+        let hot = fp(1);
+        let home = slot(&table, hot, 0);
+        let mut cold = 1_000;
+        for ms in 1..200 {
+            for _ in 0..12 {
+                cold += 1;
+                slot(&table, fp(cold), ms);
+            }
+            let word = table.used[home].load(Ordering::Relaxed);
+            assert_eq!(
+                table.slot(hot, ms),
+                Place::Slot(home),
+                "replaced at {ms} ms (hits {}, used {})",
+                hits(word),
+                last_use(word)
             );
         }
     }
