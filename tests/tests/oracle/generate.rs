@@ -294,7 +294,40 @@ fn param_rules(rng: &mut StdRng, plan: &mut Plan, params: &mut Params) -> Vec<Va
     if n > 1 {
         plan.used.note(Known::TwoRulesCheckOrder);
     }
-    (0..n).map(|_| param_rule(rng, params, "a")).collect()
+    let mut list: Vec<Value> = Vec::new();
+    for _ in 0..n {
+        let mut rule = param_rule(rng, params, "a");
+        apart_from(plan, &mut rule, &list);
+        list.push(rule);
+    }
+    list
+}
+
+/// Whether two param rules are the same but for `paramIdx`, one of them negative: Sentinel
+/// rewrites a negative index in the rule itself on its first call, and a rule equal to
+/// another then shares its per-value state (its `ParameterMetric` is keyed by the rule).
+fn same_once_resolved(a: &Value, b: &Value) -> bool {
+    let negative = |r: &Value| r["paramIdx"].as_i64().is_some_and(|i| i < 0);
+    if !negative(a) && !negative(b) {
+        return false;
+    }
+    let without_index = |r: &Value| {
+        let mut r = r.clone();
+        if let Some(obj) = r.as_object_mut() {
+            obj.remove("paramIdx");
+        }
+        r
+    };
+    without_index(a) == without_index(b)
+}
+
+/// Changes `rule`'s count until no rule of `others` is the same once Sentinel has resolved a
+/// negative index ([`Known::NegativeIndexRewritten`]).
+fn apart_from(plan: &mut Plan, rule: &mut Value, others: &[Value]) {
+    while others.iter().any(|o| same_once_resolved(rule, o)) {
+        plan.used.note(Known::NegativeIndexRewritten);
+        rule["count"] = json!(rule["count"].as_i64().unwrap_or(0) + 1);
+    }
 }
 
 fn authority_rule(rng: &mut StdRng) -> Value {
@@ -617,15 +650,13 @@ pub(crate) fn scenario(rng: &mut StdRng, name: &str) -> Value {
             }
             let mut list = family_rules(rng, &mut plan, &mut params, family, system_kind);
             if family == "paramFlow" {
-                // Java rewrote a loaded rule's negative paramIdx on its first call, so the same
-                // rule loaded again is a new rule there, with new per-value state, and the same
-                // rule here ([`Known::NegativeIndexRewritten`]): a reload changes it.
+                // Java rewrote a loaded rule's negative paramIdx on its first call, so a rule
+                // loaded again is another rule there than here, with other per-value state
+                // ([`Known::NegativeIndexRewritten`]): a reload changes it.
+                let mut others = param_now.clone();
                 for rule in &mut list {
-                    if rule["paramIdx"].as_i64().is_some_and(|i| i < 0) && param_now.contains(rule)
-                    {
-                        plan.used.note(Known::NegativeIndexRewritten);
-                        rule["count"] = json!(rule["count"].as_i64().unwrap_or(0) + 1);
-                    }
+                    apart_from(&mut plan, rule, &others);
+                    others.push(rule.clone());
                 }
                 param_now.clone_from(&list);
             }
