@@ -100,6 +100,7 @@ fn accuracy(
     limit: u64,
     clients: u64,
     seconds: u64,
+    mode: &str,
 ) -> Result<Vec<u64>, BoxError> {
     let mut jvms = Vec::new();
     for i in 0..clients {
@@ -109,7 +110,8 @@ fn accuracy(
             format!("count={limit}"),
             format!("rate={}", 3 * limit / clients),
             format!("seconds={seconds}"),
-            "mode=token".into(),
+            format!("mode={mode}"),
+            "fallback=false".into(),
             "timeoutMs=500".into(),
         ];
         jvms.push(Jvm::start(
@@ -268,12 +270,21 @@ async fn main() -> Result<(), BoxError> {
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     println!("accuracy: {clients} Java token clients (1.8.9) offering 3 x a global limit of {limit}/s for {seconds} s");
-    println!("| server | admitted per second | min | max | mean (x limit) |");
-    println!("|---|---|---|---|---|");
-    let a = accuracy(&cp, ours.local_addr(), limit, clients, seconds)?;
-    println!("| sentinel-token-server (Redis) | {} |", summary(&a, limit));
-    let b = accuracy(&cp, port(18741), limit, clients, seconds)?;
-    println!("| Sentinel 1.8.9 token server | {} |", summary(&b, limit));
+    println!("(token: the server's OK answers; entry: what SphU.entry admitted, fallbackToLocalWhenFail false)");
+    println!("| server | counted | admitted per second | min | max | mean (x limit) |");
+    println!("|---|---|---|---|---|---|");
+    for mode in ["token", "entry"] {
+        let a = accuracy(&cp, ours.local_addr(), limit, clients, seconds, mode)?;
+        println!(
+            "| sentinel-token-server (Redis) | {mode} | {} |",
+            summary(&a, limit)
+        );
+        let b = accuracy(&cp, port(18741), limit, clients, seconds, mode)?;
+        println!(
+            "| Sentinel 1.8.9 token server | {mode} | {} |",
+            summary(&b, limit)
+        );
+    }
 
     println!();
     println!("latency of a FLOW token request on loopback (Rust client, one request in flight per connection, 3 s each)");
