@@ -80,7 +80,7 @@
 //! viewer about 0.7 % of a core, 0.2 % each with ten.
 //!
 //! # The dashboard transport
-//! With the `transport` feature, [`ConsoleBuilder::transport`] shows what a
+//! With the `transport` feature, `ConsoleBuilder::transport` shows what a
 //! `sentinel_transport::Transport` refused (the stock Sentinel dashboard shows "success" for
 //! some edits the service refused): counts per reason and the latest refusals with their
 //! command, reason, message, caller and time ([`DashboardRefusals`]).

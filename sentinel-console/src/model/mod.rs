@@ -49,7 +49,7 @@ pub struct Snapshot {
     /// Shadow rules and their would-blocks.
     pub shadow: Vec<crate::shadow::ShadowRow>,
     /// What the dashboard transport refused, when the console was given one
-    /// ([`ConsoleBuilder::transport`](crate::ConsoleBuilder::transport)).
+    /// (`ConsoleBuilder::transport`, with the `transport` feature).
     pub transport: Option<DashboardRefusals>,
 }
 

@@ -1,5 +1,5 @@
 //! The dashboard transport's refused commands (with the `transport` feature and
-//! [`ConsoleBuilder::transport`](crate::ConsoleBuilder::transport)): the stock Sentinel
+//! `ConsoleBuilder::transport`): the stock Sentinel
 //! dashboard shows "success" for some edits the service refused (degrade, system and
 //! authority rules), so the console shows what the command center refused, why and when.
 
