@@ -1,6 +1,6 @@
 //! `sentinel-rules`: validate rule files, and read, push, diff, delete and watch the rules kept
-//! in a file, etcd, Redis (a server, a Sentinel master or a cluster), Nacos or NATS, with or
-//! without TLS, as the services guarded by sentinel-core read them.
+//! in a file, etcd, Redis (a server, a Sentinel master or a cluster), Nacos, NATS (with or
+//! without TLS) or ZooKeeper, as the services guarded by sentinel-core read them.
 //!
 //! ```text
 //! sentinel-rules validate rules.json --format combined
@@ -9,6 +9,7 @@
 //! sentinel-rules diff rules.json --from redis://127.0.0.1:6379/rules:flow --family flow
 //! sentinel-rules watch --from nats://127.0.0.1:4222/sentinel/flow --family flow
 //! sentinel-rules delete --from nacos://127.0.0.1:8848/?app=orders
+//! sentinel-rules get  --from zk://10.0.0.1:2181,10.0.0.2:2181/sentinel_rule_config/orders/?children
 //! sentinel-rules promote --at etcd://127.0.0.1:2379/sentinel/rules --family flow --resource GET:/order --replace
 //! sentinel-rules demote --at redis://127.0.0.1:6379/rules --family flow --index 0
 //! ```
@@ -23,7 +24,8 @@
 //! the store holds rules the services reject (`get`, `diff`, `watch`: the store answered, and
 //! services reading it keep their last good rules).
 //!
-//! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS):
+//! `push` compares and sets by default where the store keeps revisions (etcd, Redis, NATS,
+//! ZooKeeper):
 //! it reads the revision, then writes only if it is unchanged, so a push never silently
 //! replaces a newer one. `--no-cas` overwrites instead.
 
@@ -68,7 +70,10 @@ Store URLs:
   nacos://host:8848/dataId?group=...&namespace=...                 one Nacos dataId
   nacos://host:8848/?app=orders                  the dashboard dataIds of an app, as one document
   nats://host:4222/bucket/key                    a NATS KV key (natss:// for TLS; * and > watch many)
-  Ports default to 2379, 6379 (26379 for sentinels), 8848 and 4222. Keys are percent-decoded:
+  zk://host:2181,host2:2181/path/to/znode        a ZooKeeper znode (?chroot=/x; ?acl=creator for
+                                                 the znodes push creates)
+  zk://host:2181/path/to/znode?children          every child of a znode (get, diff, watch)
+  Ports default to 2379, 6379 (26379 for sentinels), 8848, 4222 and 2181. Keys are percent-decoded:
   rules:%7Borders%7D:flow is rules:{orders}:flow.
 
 Examples:
@@ -80,7 +85,7 @@ Examples:
   sentinel-rules completions bash > /etc/bash_completion.d/sentinel-rules
 
 Environment:
-  SENTINEL_RULES_USER       the user to log in as (etcd, Redis ACL, Nacos, NATS)
+  SENTINEL_RULES_USER       the user to log in as (etcd, Redis ACL, Nacos, NATS, ZooKeeper digest)
   SENTINEL_RULES_PASSWORD   its password (or --ask-password, --password-stdin); never in the URL
   SENTINEL_RULES_CA_FILE    the CA certificate of TLS stores (--ca-file)
 

@@ -302,7 +302,7 @@ async fn write(
             WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
             // Asking a file or Nacos for a compare-and-set is a usage error.
             WriteError::NoRevisions { .. } => Failure::Usage(format!(
-                "{}: --cas and --if-revision need etcd, Redis or NATS",
+                "{}: --cas and --if-revision need etcd, Redis, NATS or ZooKeeper",
                 chain(&e)
             )),
             other => store.failed(other),

@@ -20,8 +20,8 @@ use crate::store::{Access, AskPassword, Store};
 /// What `promote` or `demote` moves.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Move {
-    /// The store URL of one key holding a combined document (etcd, Redis or NATS: they keep
-    /// revisions).
+    /// The store URL of one key holding a combined document (etcd, Redis, NATS or a znode:
+    /// they keep revisions).
     #[arg(long)]
     pub(crate) at: String,
     /// The rule family.
@@ -51,7 +51,7 @@ pub(crate) async fn run(
     let store = Store::parse(&what.at)?;
     if !store.keeps_revisions() {
         return Err(Failure::Usage(format!(
-            "{store}: promote and demote compare and set, which needs etcd, Redis or NATS"
+            "{store}: promote and demote compare and set, which needs etcd, Redis, NATS or ZooKeeper"
         )));
     }
     let access = ask.access(&store)?;

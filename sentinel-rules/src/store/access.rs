@@ -12,6 +12,8 @@ use sentinel_datasource_nacos::NacosConfig;
 use sentinel_datasource_nats::NatsConfig;
 #[cfg(feature = "redis")]
 use sentinel_datasource_redis::RedisConfig;
+#[cfg(feature = "zookeeper")]
+use sentinel_datasource_zookeeper::ZooKeeperConfig;
 
 use super::login::Login;
 #[cfg(feature = "redis")]
@@ -190,6 +192,29 @@ impl Store {
             }
             #[cfg(not(feature = "tls"))]
             return Err(no_tls());
+        }
+        config.build().map_err(Failure::store)
+    }
+
+    /// The ZooKeeper config: every server of the connect string, the chroot, and the login
+    /// as digest credentials (`addauth digest user:password`).
+    #[cfg(feature = "zookeeper")]
+    pub(super) fn zookeeper(&self, access: &Access) -> Result<ZooKeeperConfig, Failure> {
+        let Store::ZooKeeper {
+            servers, chroot, ..
+        } = self
+        else {
+            return Err(Failure::Usage("not a ZooKeeper URL".into()));
+        };
+        let mut config = ZooKeeperConfig::builder()
+            .servers(servers)
+            .connect_timeout(access.timeout)
+            .request_timeout(access.timeout);
+        if let Some(chroot) = chroot {
+            config = config.chroot(chroot.as_str());
+        }
+        if let Some((user, password)) = access.login.pair("ZooKeeper")? {
+            config = config.credentials(user, password);
         }
         config.build().map_err(Failure::store)
     }

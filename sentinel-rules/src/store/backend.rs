@@ -2,7 +2,8 @@
 //! command reports them.
 
 //!
-//! Each store's client is a Cargo feature (`etcd`, `redis`, `nacos`, `nats`; all by default);
+//! Each store's client is a Cargo feature (`etcd`, `redis`, `nacos`, `nats`, `zookeeper`; all
+//! by default);
 //! a URL of a store this build lacks is a usage error naming the feature.
 
 use sentinel_core::datasource::{ReadableDataSource, WritableDataSource};
@@ -17,11 +18,15 @@ use sentinel_datasource_nacos::{dashboard_keys, ConfigKey, NacosRuleWriter, Naco
 use sentinel_datasource_nats::{NatsRuleWriter, NatsSource};
 #[cfg(feature = "redis")]
 use sentinel_datasource_redis::{ChangeMode, RedisRuleWriter, RedisSource};
+#[cfg(feature = "zookeeper")]
+use sentinel_datasource_zookeeper::{NodeAcl, ZooKeeperRuleWriter, ZooKeeperSource};
 
 use super::access::Access;
 #[cfg(feature = "nats")]
 use super::url::is_wildcard;
 use super::url::Store;
+#[cfg(feature = "zookeeper")]
+use super::url::ZnodeAcl;
 #[cfg(feature = "nacos")]
 use super::url::{Nacos, NacosKey};
 use crate::failure::{chain, Failure};
@@ -66,6 +71,15 @@ impl Store {
                     Box::new(NatsSource::key(config, bucket.clone(), key.clone()))
                 }
             }
+            #[cfg(feature = "zookeeper")]
+            Store::ZooKeeper { path, children, .. } => {
+                let config = self.zookeeper(access)?;
+                if *children {
+                    Box::new(ZooKeeperSource::children(config, path.clone()))
+                } else {
+                    Box::new(ZooKeeperSource::node(config, path.clone()))
+                }
+            }
             #[allow(unreachable_patterns)]
             _ => {
                 // A build without this store's client reads no access.
@@ -82,7 +96,9 @@ impl Store {
     ) -> Result<Box<dyn WritableDataSource>, Failure> {
         if self.is_many() {
             return Err(Failure::Usage(
-                "push writes one key: not an etcd prefix or a NATS wildcard".into(),
+                "push writes one key: not an etcd prefix, a NATS wildcard or a znode's \
+                 ?children"
+                    .into(),
             ));
         }
         Ok(match self {
@@ -120,6 +136,17 @@ impl Store {
                     .await
                     .map_err(|e| self.failed(e))?
                     .at(key.clone()),
+            ),
+            #[cfg(feature = "zookeeper")]
+            Store::ZooKeeper { path, acl, .. } => Box::new(
+                ZooKeeperRuleWriter::connect(self.zookeeper(access)?)
+                    .await
+                    .map_err(|e| self.failed(e))?
+                    .with_acl(match acl {
+                        ZnodeAcl::Open => NodeAcl::Open,
+                        ZnodeAcl::Creator => NodeAcl::CreatorAll,
+                    })
+                    .at(path.clone()),
             ),
             #[allow(unreachable_patterns)]
             _ => {
@@ -168,6 +195,11 @@ impl Store {
     /// Deletes what this URL names (every key of a prefix or wildcard, every dataId of an
     /// app). Returns the keys deleted.
     pub(crate) async fn delete(&self, access: &Access) -> Result<Vec<String>, Failure> {
+        if let Store::ZooKeeper { children: true, .. } = self {
+            return Err(Failure::Usage(
+                "delete takes one znode: ?children is for get, diff and watch".into(),
+            ));
+        }
         let keys = self.stored_keys(access).await?;
         match self {
             Store::File(path) => match std::fs::remove_file(path) {
@@ -222,6 +254,15 @@ impl Store {
                     writer.delete(key).await.map_err(|e| self.failed(e))?;
                 }
             }
+            #[cfg(feature = "zookeeper")]
+            Store::ZooKeeper { path, .. } => {
+                ZooKeeperRuleWriter::connect(self.zookeeper(access)?)
+                    .await
+                    .map_err(|e| self.failed(e))?
+                    .delete(path)
+                    .await
+                    .map_err(|e| self.failed(e))?;
+            }
             #[allow(unreachable_patterns)]
             _ => return Err(self.not_built()),
         }
@@ -271,7 +312,8 @@ impl Store {
             feature = "etcd",
             feature = "redis",
             feature = "nacos",
-            feature = "nats"
+            feature = "nats",
+            feature = "zookeeper"
         ),
         allow(dead_code)
     )]
@@ -281,6 +323,7 @@ impl Store {
             Store::Redis { .. } => "redis",
             Store::Nacos { .. } => "nacos",
             Store::Nats { .. } => "nats",
+            Store::ZooKeeper { .. } => "zookeeper",
             Store::File(_) => "file",
         };
         Failure::Usage(format!(

@@ -33,7 +33,8 @@ impl Login {
             feature = "etcd",
             feature = "redis",
             feature = "nacos",
-            feature = "nats"
+            feature = "nats",
+            feature = "zookeeper"
         )),
         allow(dead_code)
     )]

@@ -67,7 +67,7 @@ async fn answer(address: &str, hello: &[u8]) -> Vec<u8> {
 
 impl Store {
     /// The server's address and whether this URL asks for TLS, for a store that has both
-    /// schemes (etcd, Redis, NATS).
+    /// schemes (etcd, Redis, NATS; ZooKeeper is plain only).
     fn address(&self) -> Option<(String, bool)> {
         let strip = |url: &str| url.split("://").nth(1).unwrap_or(url).to_owned();
         match self {
@@ -81,7 +81,7 @@ impl Store {
                 Some((first.clone(), *tls))
             }
             Store::Nats { server, tls, .. } => Some((strip(server), *tls)),
-            Store::File(_) | Store::Nacos { .. } => None,
+            Store::File(_) | Store::Nacos { .. } | Store::ZooKeeper { .. } => None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! A store URL: which backend, where, which key. Its grammar (`file`, `etcd(s)`, `redis(s)`,
-//! `nacos`, `nats(s)`), default ports and percent-decoded keys, and how a message names it.
+//! `nacos`, `nats(s)`, `zk`), default ports and percent-decoded keys, and how a message names
+//! it.
 
 use std::path::PathBuf;
 
@@ -39,6 +40,15 @@ pub(crate) struct NacosKey {
     pub(crate) group: String,
 }
 
+/// The ACL a ZooKeeper URL gives the znodes a push creates (`?acl=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ZnodeAcl {
+    /// `world:anyone` may do everything (`?acl=open`, the default).
+    Open,
+    /// Only the digest user that created it (`?acl=creator`).
+    Creator,
+}
+
 /// The group Sentinel's dashboard writes to, and the default of a Nacos URL.
 pub(crate) const SENTINEL_GROUP: &str = "SENTINEL_GROUP";
 
@@ -76,17 +86,28 @@ pub(crate) enum Store {
         key: String,
         tls: bool,
     },
+    /// `zk://host:2181[,host2:2181]/path/to/znode` (`?chroot=/x`; `?children` for every
+    /// child of the znode; `?acl=creator` for the znodes a push creates).
+    ZooKeeper {
+        servers: Vec<String>,
+        path: String,
+        chroot: Option<String>,
+        children: bool,
+        acl: ZnodeAcl,
+    },
 }
 
 impl Store {
-    /// Whether the store keeps a revision per write (etcd, Redis, NATS), so a push can
+    /// Whether the store keeps a revision per write (etcd, Redis, NATS, ZooKeeper), so a push can
     /// compare and set; a file and Nacos keep none.
     pub(crate) fn keeps_revisions(&self) -> bool {
         !matches!(self, Store::File(_) | Store::Nacos { .. })
     }
-    /// Whether the URL names several keys (an etcd prefix, a NATS wildcard, a Nacos app).
+    /// Whether the URL names several keys (an etcd prefix, a NATS wildcard, a Nacos app,
+    /// a znode's children).
     pub(crate) fn is_many(&self) -> bool {
         match self {
+            Store::ZooKeeper { children, .. } => *children,
             Store::Etcd { prefix, .. } => *prefix,
             Store::Nats { key, .. } => is_wildcard(key),
             Store::Nacos { target, .. } => matches!(target, Nacos::App(_)),
@@ -134,6 +155,24 @@ impl std::fmt::Display for Store {
                 key,
                 ..
             } => write!(f, "NATS {server} bucket {bucket} key {key}"),
+            Store::ZooKeeper {
+                servers,
+                path,
+                chroot,
+                children,
+                ..
+            } => {
+                let what = if *children {
+                    "children of znode"
+                } else {
+                    "znode"
+                };
+                let chroot = chroot
+                    .as_deref()
+                    .map(|c| format!(" chroot {c}"))
+                    .unwrap_or_default();
+                write!(f, "ZooKeeper {}{chroot} {what} {path}", servers.join(","))
+            }
         }
     }
 }
@@ -143,12 +182,13 @@ pub(super) fn is_wildcard(key: &str) -> bool {
 }
 
 /// The ports a store URL without one uses: each server's usual port.
-pub(crate) const DEFAULT_PORTS: [(&str, u16); 5] = [
+pub(crate) const DEFAULT_PORTS: [(&str, u16); 6] = [
     ("etcd", 2379),
     ("redis", 6379),
     ("redis sentinel", 26379),
     ("nacos", 8848),
     ("nats", 4222),
+    ("zookeeper", 2181),
 ];
 
 fn default_port(server: &str) -> u16 {
@@ -168,8 +208,14 @@ impl Store {
             return Ok(Store::File(PathBuf::from(text)));
         }
         let bad = |why: &str| Failure::Usage(format!("store URL {text:?}: {why}"));
-        let url = Url::parse(text).map_err(|e| bad(&e.to_string()))?;
-        if !url.username().is_empty() || url.password().is_some() {
+        // A ZooKeeper connect string names several servers in one authority, which a URL
+        // parser refuses: the URL is parsed with the first, and the others are kept.
+        let (parsed, more_servers) = zookeeper_servers(text);
+        let url = Url::parse(&parsed).map_err(|e| bad(&e.to_string()))?;
+        if !url.username().is_empty()
+            || url.password().is_some()
+            || more_servers.iter().any(|server| server.contains('@'))
+        {
             // Not echoed: the URL holds the secret.
             return Err(Failure::Usage(format!(
                 "a store URL with a user or password ({}://...@{}): credentials do not belong \
@@ -293,11 +339,66 @@ impl Store {
                     _ => Err(bad("a bucket and a key: nats://host:port/bucket/key")),
                 }
             }
+            "zk" => {
+                if path.is_empty() {
+                    return Err(bad("no znode: zk://host:2181/path/to/znode"));
+                }
+                let mut servers = vec![host("zookeeper")?];
+                for server in &more_servers {
+                    servers.push(zookeeper_server(server).map_err(|e| bad(&e))?);
+                }
+                let chroot = match query("chroot") {
+                    Some(chroot) if !chroot.starts_with('/') || chroot.len() < 2 => {
+                        return Err(bad("?chroot= is an absolute path: ?chroot=/sentinel"))
+                    }
+                    other => other,
+                };
+                let acl = match query("acl").as_deref() {
+                    None | Some("open") => ZnodeAcl::Open,
+                    Some("creator") => ZnodeAcl::Creator,
+                    Some(_) => return Err(bad("?acl= is open (the default) or creator")),
+                };
+                Ok(Store::ZooKeeper {
+                    servers,
+                    path: format!("/{}", path.trim_end_matches('/')),
+                    chroot,
+                    children: flag("children"),
+                    acl,
+                })
+            }
             other => Err(bad(&format!(
-                "unknown scheme {other}: use file, etcd, etcds, redis, rediss, nacos, nats or natss"
+                "unknown scheme {other}: use file, etcd, etcds, redis, rediss, nacos, nats, \
+                 natss or zk"
             ))),
         }
     }
+}
+
+/// A `zk://` URL with only the first server of its authority (what a URL parser reads), and
+/// the other servers; any other URL as it is.
+fn zookeeper_servers(text: &str) -> (String, Vec<String>) {
+    let Some(rest) = text.strip_prefix("zk://") else {
+        return (text.to_owned(), Vec::new());
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let mut servers = authority.split(',');
+    let first = servers.next().unwrap_or_default();
+    let more = servers.map(str::to_owned).collect();
+    (format!("zk://{first}{tail}"), more)
+}
+
+/// One `host[:port]` of a ZooKeeper connect string, with the default port.
+fn zookeeper_server(server: &str) -> Result<String, String> {
+    let url = Url::parse(&format!("zk://{server}/")).map_err(|e| format!("{server:?}: {e}"))?;
+    let host = url
+        .host_str()
+        .filter(|_| !server.is_empty())
+        .ok_or_else(|| "an empty server in the connect string".to_owned())?;
+    Ok(format!(
+        "{host}:{}",
+        url.port().unwrap_or_else(|| default_port("zookeeper"))
+    ))
 }
 
 /// A percent-decoded key: `%7B` is `{`, `%20` a space, `%2F` a slash.
@@ -392,6 +493,27 @@ mod tests {
                 tls: false,
             })
         );
+        assert_eq!(
+            parse("zk://10.0.0.1,10.0.0.2:2182/sentinel_rule_config/orders/flow?chroot=/prod&acl=creator"),
+            Some(Store::ZooKeeper {
+                servers: vec!["10.0.0.1:2181".into(), "10.0.0.2:2182".into()],
+                path: "/sentinel_rule_config/orders/flow".into(),
+                chroot: Some("/prod".into()),
+                children: false,
+                acl: ZnodeAcl::Creator,
+            })
+        );
+        assert_eq!(
+            parse("zk://127.0.0.1:12181/sentinel/orders/?children"),
+            Some(Store::ZooKeeper {
+                servers: vec!["127.0.0.1:12181".into()],
+                path: "/sentinel/orders".into(),
+                chroot: None,
+                children: true,
+                acl: ZnodeAcl::Open,
+            })
+        );
+        assert!(Store::parse("zk://h/a?children").is_ok_and(|s| s.is_many()));
         // A bare path is a file.
         assert_eq!(
             parse("rules/prod.json"),
@@ -404,6 +526,12 @@ mod tests {
             "nacos://h/?app=",
             "nacos://h/id?app=orders",
             "redis://h/k?master=m&cluster",
+            "zk://h:2181",
+            "zk://h:2181/",
+            "zk://h:2181,/a",
+            "zk://h:2181,h2:x/a",
+            "zk://h/a?chroot=relative",
+            "zk://h/a?acl=everyone",
             "",
         ] {
             assert!(Store::parse(bad).is_err(), "{bad}");
@@ -426,12 +554,22 @@ mod tests {
         assert_eq!(key("nats://h/bucket/rules.>"), "rules.>");
         assert_eq!(key("nats://h/bucket/rules.*.flow"), "rules.*.flow");
         assert_eq!(key("nats://h/bucket/a/b"), "a/b");
+        assert!(matches!(
+            Store::parse("zk://h/rules/%7Borders%7D%20flow"),
+            Ok(Store::ZooKeeper { path, .. }) if path == "/rules/{orders} flow"
+        ));
         assert!(Store::parse("nats://h/bucket/rules.>").is_ok_and(|s| s.is_many()));
     }
 
     #[test]
     fn credentials_in_a_url_are_refused_naming_the_variables() {
-        for url in ["redis://:pw@h/k", "etcd://ops:pw@h/k", "nats://ops@h/b/k"] {
+        for url in [
+            "redis://:pw@h/k",
+            "etcd://ops:pw@h/k",
+            "nats://ops@h/b/k",
+            "zk://ops:pw@h/k",
+            "zk://h1,ops:pw@h2/k",
+        ] {
             match Store::parse(url) {
                 Err(Failure::Usage(message)) => {
                     assert!(message.contains(USER_VAR), "{message}");

@@ -4,7 +4,7 @@
 use super::*;
 
 /// `push --if-revision` with the revision our `push --json` printed, after someone else wrote:
-/// exit 5 naming the conflict, and the other writer's rules stay (etcd, Redis, NATS).
+/// exit 5 naming the conflict, and the other writer's rules stay (etcd, Redis, NATS, ZooKeeper).
 #[test]
 fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -40,7 +40,7 @@ fn a_push_that_loses_a_cas_race_exits_5_and_writes_nothing() {
 
 /// `promote` moves a shadow rule into the enforced set and `demote` moves it back, with
 /// compare-and-set; a `promote --if-revision` that lost the race exits 5 and writes nothing
-/// (every store that keeps revisions: etcd, Redis, NATS, with and without TLS).
+/// (every store that keeps revisions: etcd, Redis, NATS with and without TLS, ZooKeeper).
 #[test]
 fn promote_and_demote_move_shadow_rules_and_a_lost_race_changes_nothing() {
     const SHADOWED: &str = r#"{"flow": [{"resource": "GET:/order", "count": 100}],
@@ -108,7 +108,7 @@ fn promote_and_demote_move_shadow_rules_and_a_lost_race_changes_nothing() {
     }
 }
 
-/// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS),
+/// A plain `push` compares and sets wherever the store keeps revisions (etcd, Redis, NATS, ZooKeeper),
 /// and `--no-cas` opts out; a file and Nacos, which keep none, are overwritten.
 #[test]
 fn push_compares_and_sets_by_default_where_the_store_keeps_revisions() {

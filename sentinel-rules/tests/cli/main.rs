@@ -1,7 +1,8 @@
 //! The built `sentinel-rules` binary against the real servers of `scripts/services.sh`: exit
 //! codes of `validate`; `push`, `get`, `diff`, `delete` and `watch` on every store (a file,
 //! etcd with and without TLS, Redis with and without TLS, through a Sentinel and a Cluster,
-//! one Nacos dataId and an app's dashboard dataIds, NATS with and without TLS); keys with
+//! one Nacos dataId and an app's dashboard dataIds, NATS with and without TLS, a ZooKeeper
+//! znode, a znode's children, a chroot, a digest login and a creator-only ACL); keys with
 //! special characters; a `push --cas` that loses a race; the messages a user reads; a
 //! password read from standard input; stored rules the services reject (exit 6); shadow
 //! rules in `diff`, the counts and `promote`/`demote`. A missing server fails the test naming the command
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use sentinel_core::datasource::{CombinedJson, Converter};
 use sentinel_core::RuleSet;
-use sentinel_test_support::{env_or, run_services, unique_key, OutputLines};
+use sentinel_test_support::{addresses, env_or, run_services, unique_key, OutputLines};
 use serde_json::Value;
 
 mod cas;
@@ -24,6 +25,7 @@ mod shadow;
 mod stores;
 mod validate;
 mod watch;
+mod zookeeper;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sentinel-rules");
 
@@ -62,6 +64,34 @@ fn stored(store: &Store) -> RuleSet {
     CombinedJson::new()
         .convert(&bytes)
         .expect("the stored rules convert")
+}
+
+/// Three rules files in `dir`: a flow rule, a degrade rule, and both (what two keys holding
+/// the first two read as, merged).
+fn family_files(dir: &Path) -> [String; 3] {
+    const FLOW: &str = r#"{"resource": "GET:/order", "count": 20}"#;
+    const DEGRADE: &str = r#"{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}"#;
+    [
+        write(dir, "flow.json", &format!(r#"{{"flow": [{FLOW}]}}"#)),
+        write(
+            dir,
+            "degrade.json",
+            &format!(r#"{{"degrade": [{DEGRADE}]}}"#),
+        ),
+        write(
+            dir,
+            "both.json",
+            &format!(r#"{{"flow": [{FLOW}], "degrade": [{DEGRADE}]}}"#),
+        ),
+    ]
+}
+
+/// The keys of the entries of a `get --json` document.
+fn entry_keys(doc: &Value) -> Vec<&str> {
+    doc["entries"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["key"].as_str()).collect())
+        .unwrap_or_default()
 }
 
 fn stderr(out: &Output) -> String {
@@ -212,6 +242,15 @@ fn stores(dir: &Path, test: &str) -> Vec<Store> {
             true,
         )
         .ca("SENTINEL_NATS_TLS_CA"),
+        Store::new(
+            format!(
+                "zk://{}{}",
+                addresses::zookeeper::addr(),
+                unique_key("/sentinel-test", &id)
+            ),
+            "zookeeper-main",
+            true,
+        ),
     ]
 }
 

@@ -1,20 +1,23 @@
 //! A store's text as it is, past `push` (which validates and encodes): a broken payload put
 //! in place, a hand-written document, and the exact text a command left behind. For a file,
-//! etcd, Redis and NATS (plain), through the backends' own writers and sources.
+//! etcd, Redis, NATS (plain) and a ZooKeeper znode, through the backends' own writers and
+//! sources.
 
 use sentinel_core::datasource::{Expected, ReadableDataSource, WritableDataSource};
 use sentinel_datasource_etcd::{EtcdConfig, EtcdRuleWriter, EtcdSource};
 use sentinel_datasource_nats::{NatsConfig, NatsRuleWriter, NatsSource};
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisRuleWriter, RedisSource};
+use sentinel_datasource_zookeeper::{ZooKeeperConfig, ZooKeeperRuleWriter, ZooKeeperSource};
 
 use super::*;
 
-/// The stores whose text these helpers reach: a file, etcd, Redis and NATS, without TLS.
+/// The stores whose text these helpers reach: a file, etcd, Redis, NATS (without TLS) and
+/// one znode.
 pub(crate) fn raw_stores(dir: &Path, test: &str) -> Vec<Store> {
     stores(dir, test)
         .into_iter()
         .filter(|s| {
-            ["file://", "etcd://", "nats://"]
+            ["file://", "etcd://", "nats://", "zk://"]
                 .iter()
                 .any(|scheme| s.url.starts_with(scheme))
                 || (s.url.starts_with("redis://") && !s.url.contains('?'))
@@ -91,6 +94,23 @@ async fn open(store: &Store) -> (Box<dyn WritableDataSource>, Box<dyn ReadableDa
             (
                 Box::new(writer),
                 Box::new(NatsSource::key(config(), bucket, key)),
+            )
+        }
+        "zk" => {
+            let config = || {
+                ZooKeeperConfig::builder()
+                    .servers([host])
+                    .build()
+                    .expect("a ZooKeeper config")
+            };
+            let path = format!("/{path}");
+            let writer = ZooKeeperRuleWriter::connect(config())
+                .await
+                .unwrap_or_else(|e| panic!("{}", up(&e)))
+                .at(path.clone());
+            (
+                Box::new(writer),
+                Box::new(ZooKeeperSource::node(config(), path)),
             )
         }
         other => panic!("no raw access to {other} stores"),

@@ -11,7 +11,7 @@ const TRUNCATED: &str = r#"{"flow": [{"resource": "GET:/order", "count": 20}"#;
 /// `get` prints rules the services reject, warns with the reason and exits 6 (`--json`:
 /// `"ok": false` and the error beside the entries); `diff` exits 6 where it exited 4; a
 /// per-family list is checked with `--family` (`get --family flow` is no usage error), and
-/// only noted as unchecked without it. File, etcd, Redis and NATS.
+/// only noted as unchecked without it. File, etcd, Redis, NATS and ZooKeeper.
 #[test]
 fn get_and_diff_exit_6_on_stored_rules_the_services_reject() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -79,7 +79,7 @@ fn get_and_diff_exit_6_on_stored_rules_the_services_reject() {
 
 /// `watch` on a store holding rules the services reject prints the rejection and keeps
 /// following: the fix is applied, a new bad write is reported, and a watch that stops on
-/// it exits 6. File, etcd, Redis and NATS.
+/// it exits 6. File, etcd, Redis, NATS and ZooKeeper.
 #[test]
 fn watch_reports_stored_rules_the_services_reject_and_keeps_following() {
     let dir = tempfile::tempdir().expect("a temporary directory");

@@ -102,7 +102,7 @@ const DEMOTED: &str = "{\n  \"flow\": [],\n  \"degrade\": [{\"resource\": \"GET:
 
 /// `promote` and `demote` change the moved rule only: the stored text is otherwise byte for
 /// byte what it was (no defaults spelt out, the unknown key and the layout kept, no
-/// `"shadow": {"flow": []}` left behind). etcd, Redis and NATS.
+/// `"shadow": {"flow": []}` left behind). etcd, Redis, NATS and ZooKeeper.
 #[test]
 fn promote_and_demote_change_the_moved_rule_and_keep_the_rest_of_the_text() {
     let dir = tempfile::tempdir().expect("a temporary directory");

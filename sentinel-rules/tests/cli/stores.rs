@@ -142,10 +142,7 @@ fn keys_with_special_characters_are_stored_as_written() {
     ]);
     assert!(out.status.success(), "{out:?}");
     let doc: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
-    let keys: Vec<&str> = doc["entries"]
-        .as_array()
-        .map(|e| e.iter().filter_map(|e| e["key"].as_str()).collect())
-        .unwrap_or_default();
+    let keys = entry_keys(&doc);
     assert_eq!(keys.len(), 2, "{doc}");
     assert!(
         keys.iter()
@@ -161,22 +158,7 @@ fn keys_with_special_characters_are_stored_as_written() {
 #[test]
 fn an_etcd_prefix_reads_diffs_watches_and_deletes_every_key_under_it() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let flow = write(
-        dir.path(),
-        "flow.json",
-        r#"{"flow": [{"resource": "GET:/order", "count": 20}]}"#,
-    );
-    let degrade = write(
-        dir.path(),
-        "degrade.json",
-        r#"{"degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
-    );
-    let both = write(
-        dir.path(),
-        "both.json",
-        r#"{"flow": [{"resource": "GET:/order", "count": 20}],
-            "degrade": [{"resource": "GET:/order", "grade": 2, "count": 5, "timeWindow": 10}]}"#,
-    );
+    let [flow, degrade, both] = family_files(dir.path());
     let changed = write(dir.path(), "changed.json", CHANGED);
     let etcd =
         env_or("SENTINEL_ETCD_ENDPOINTS", "http://127.0.0.1:23790").replace("http://", "etcd://");
