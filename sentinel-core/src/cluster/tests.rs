@@ -339,3 +339,21 @@ fn a_lease_is_never_spent_after_the_end_of_its_window() {
     assert_eq!(plain.lease_end_ms(), ClusterSlot::NO_END);
     assert_eq!(plain.try_lease(2), ClusterDecision::Pass);
 }
+
+/// Issue #49 point 4: global or per instance is said by the constructor's name.
+#[test]
+fn shared_and_per_instance_constructors_say_which_limit_they_are() {
+    let spec = |config: ClusterFlowConfig| {
+        ClusterRuleSpec::of(&FlowRule::qps("r", 100.0).cluster(config)).expect("a cluster rule")
+    };
+    let shared = spec(ClusterFlowConfig::shared_limit(1));
+    let per_instance = spec(ClusterFlowConfig::per_instance_limit(2));
+    assert!(shared.global && !per_instance.global);
+    assert_eq!(shared.window_limit(4), 100, "all replicas together");
+    assert_eq!(per_instance.window_limit(4), 400, "each replica");
+    assert_eq!(
+        ClusterFlowConfig::per_instance_limit(2),
+        ClusterFlowConfig::new(2),
+        "new stays Sentinel's default"
+    );
+}

@@ -32,11 +32,34 @@ impl ClusterRuleSpec {
 impl ClusterFlowConfig {
     /// A cluster config for `flow_id` with Sentinel's defaults: per-instance threshold
     /// (`thresholdType` 0), local fallback on, a 1 s window of 10 samples.
+    ///
+    /// **Per instance**: the rule's `count` is then multiplied by the live replicas, so N
+    /// replicas admit N x `count`. For one limit shared by the whole cluster use
+    /// [`shared_limit`](Self::shared_limit) (or add `.global(true)`); say which you mean
+    /// with [`per_instance_limit`](Self::per_instance_limit) otherwise.
     pub fn new(flow_id: i64) -> Self {
         Self {
             flow_id: Some(flow_id),
             ..Self::default()
         }
+    }
+
+    /// One limit for the whole cluster (`thresholdType` 1): the rule's `count` is what all
+    /// replicas together admit. Otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
+    /// let rule = FlowRule::qps("GET:/order", 1000.0).cluster(ClusterFlowConfig::shared_limit(7));
+    /// assert_eq!(rule.cluster_config.as_ref().map(|c| c.threshold_type), Some(1));
+    /// ```
+    pub fn shared_limit(flow_id: i64) -> Self {
+        Self::new(flow_id).global(true)
+    }
+
+    /// A limit per replica (`thresholdType` 0): the cluster admits `count` x live replicas.
+    /// The same as [`new`](Self::new), named for what it does.
+    pub fn per_instance_limit(flow_id: i64) -> Self {
+        Self::new(flow_id).global(false)
     }
 
     /// `thresholdType`: 1 (`true`) for a global limit, 0 for a per-instance one.
