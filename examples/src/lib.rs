@@ -4,8 +4,8 @@
 //! it cannot go stale.
 //!
 //! Each program is a binary behind the feature of the same name (`quickstart`, `memory` and
-//! `custom_converter` need none): `etcd`, `redis`, `nacos`, `nats` (a rule source and a
-//! simulated workload), `service` (axum behind `sentinel-tower`), `transport` (the dashboard),
+//! `custom_converter` need none): `etcd`, `redis`, `nacos`, `nats`, `zookeeper` (a rule
+//! source and a simulated workload), `service` (axum behind `sentinel-tower`), `transport` (the dashboard),
 //! `otel`, `cluster` and `console`. Run one with, for example,
 //! `cargo run -p examples --features etcd --bin etcd -- --help`; the README gives the
 //! commands, the servers come from `scripts/services.sh`. The pieces here:
@@ -134,7 +134,7 @@ impl Login {
 
 /// The store clients' own logs the examples keep quiet unless `RUST_LOG` asks for them.
 const QUIET_CLIENTS: &str =
-    "async_nats=warn,h2=warn,hyper=warn,hyper_util=warn,reqwest=warn,tonic=warn,tower=warn,redis=warn,rustls=warn";
+    "async_nats=warn,h2=warn,hyper=warn,hyper_util=warn,reqwest=warn,tonic=warn,tower=warn,redis=warn,rustls=warn,zookeeper_client=warn";
 
 /// Logs to stderr through `tracing-subscriber`, at `RUST_LOG` or else `default` with the
 /// store clients' chatter turned down; colours only when stderr is a terminal (an example
