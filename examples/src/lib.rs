@@ -13,6 +13,7 @@
 //! - [`Load`] and [`report`]: the workload's arguments and its one-line report per second;
 //! - [`Login`]: a store's user and password from the environment, or asked on the terminal;
 //! - [`main`]: a live example's `main` (logging, arguments, runtime, exit status);
+//! - [`rules_source`]: a store's source read as a combined document or a flow list;
 //! - [`init_tracing`], [`exit_on_error`], [`exit_with`] and [`error_chain`]: a program's
 //!   logging, exit status and error message.
 
@@ -24,7 +25,9 @@ pub mod service_routes;
 use std::error::Error;
 use std::time::Duration;
 
-use sentinel_core::datasource::{DataSource, Secret};
+use sentinel_core::datasource::{
+    CombinedJson, DataSource, DataSourceBuilder, FlowJson, ReadableDataSource, Secret,
+};
 use sentinel_core::Sentinel;
 
 /// Runs a simulated resource under steady load: `rate` calls per second, each taking
@@ -199,6 +202,16 @@ pub fn main<A: clap::Parser>(
         .build()
         .expect("Failed building the Runtime");
     exit_on_error(runtime.block_on(run(args)))
+}
+
+/// A data source over `backend` whose payload is a combined document `{"flow":[...],...}`
+/// (`combined`) or Sentinel's flow rule list, as the store examples' `--combined` chooses.
+pub fn rules_source(backend: impl ReadableDataSource, combined: bool) -> DataSourceBuilder {
+    if combined {
+        DataSource::builder(backend, CombinedJson::new())
+    } else {
+        DataSource::builder(backend, FlowJson::new())
+    }
 }
 
 /// Guards `resource` with the simulated `load` and prints, once a second, the passes and

@@ -13,7 +13,6 @@
 //! `--help` lists the options: the endpoints, the key, a combined document instead of a flow
 //! list, credentials, the load.
 
-use sentinel_core::datasource::{CombinedJson, DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_etcd::{EtcdConfig, EtcdSource};
 
@@ -45,11 +44,7 @@ fn main() -> std::process::ExitCode {
 
         let sentinel = Sentinel::new();
         let backend = EtcdSource::key(config, args.key.clone());
-        let builder = if args.combined {
-            DataSource::builder(backend, CombinedJson::new())
-        } else {
-            DataSource::builder(backend, FlowJson::new())
-        };
+        let builder = examples::rules_source(backend, args.combined);
         let source = builder.name("etcd").start(&sentinel).await?;
         println!(
             "watching {} at {} ({}); guarding {RESOURCE} at {} calls/s",

@@ -13,9 +13,7 @@
 //! the active rules and any rejected payload. `put` stores a payload, validated first, with
 //! a compare-and-set on the revision it read. `--help` lists the options.
 
-use sentinel_core::datasource::{
-    CombinedJson, Converter, DataSource, FlowJson, ReadableDataSource,
-};
+use sentinel_core::datasource::{CombinedJson, Converter, FlowJson, ReadableDataSource};
 use sentinel_core::Sentinel;
 use sentinel_datasource_nats::{NatsConfig, NatsRuleWriter, NatsSource};
 
@@ -86,11 +84,7 @@ fn main() -> std::process::ExitCode {
                     NatsSource::key(config, &args.bucket, &args.key)
                 };
                 println!("watching {}", backend.describe());
-                let builder = if combined {
-                    DataSource::builder(backend, CombinedJson::new())
-                } else {
-                    DataSource::builder(backend, FlowJson::new())
-                };
+                let builder = examples::rules_source(backend, combined);
                 let sentinel = Sentinel::new();
                 let source = builder.name("nats").start(&sentinel).await?;
                 println!("guarding {RESOURCE} at {} calls/s", load.rate);

@@ -15,7 +15,7 @@
 //! `--help` lists the options: a server or Redis Sentinel deployment, the key and channel,
 //! the change mode, credentials, the database, the load.
 
-use sentinel_core::datasource::{CombinedJson, DataSource, FlowJson, ReadableDataSource};
+use sentinel_core::datasource::ReadableDataSource;
 use sentinel_core::Sentinel;
 use sentinel_datasource_redis::{ChangeMode, RedisConfig, RedisSource};
 
@@ -92,11 +92,7 @@ fn main() -> std::process::ExitCode {
         let sentinel = Sentinel::new();
         let backend = RedisSource::new(config, args.key.clone(), mode);
         println!("watching {}", backend.describe());
-        let builder = if args.combined {
-            DataSource::builder(backend, CombinedJson::new())
-        } else {
-            DataSource::builder(backend, FlowJson::new())
-        };
+        let builder = examples::rules_source(backend, args.combined);
         let source = builder.name("redis").start(&sentinel).await?;
         println!("guarding {RESOURCE} at {} calls/s", args.load.rate);
         examples::live(&sentinel, &source, RESOURCE, &args.load).await;

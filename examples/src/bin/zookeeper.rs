@@ -19,7 +19,7 @@
 //! `--help` lists the options: the servers, the znode, its children, a chroot, a combined
 //! document instead of a flow list, the load.
 
-use sentinel_core::datasource::{CombinedJson, DataSource, FlowJson};
+use sentinel_core::datasource::ReadableDataSource;
 use sentinel_core::Sentinel;
 use sentinel_datasource_zookeeper::{ZooKeeperConfig, ZooKeeperSource};
 
@@ -64,28 +64,18 @@ fn main() -> std::process::ExitCode {
         } else {
             ZooKeeperSource::node(config, args.path.clone())
         };
-        let builder = if args.combined {
-            DataSource::builder(backend, CombinedJson::new())
+        let what = if args.combined {
+            "a combined document"
         } else {
-            DataSource::builder(backend, FlowJson::new())
+            "flow rules"
         };
-        let source = builder.name("zookeeper").start(&sentinel).await?;
         println!(
-            "watching {}{} at {} ({}); guarding {RESOURCE} at {} calls/s",
-            if args.children {
-                "the children of "
-            } else {
-                ""
-            },
-            args.path,
-            args.server,
-            if args.combined {
-                "combined document"
-            } else {
-                "flow rules"
-            },
+            "watching {} ({what}); guarding {RESOURCE} at {} calls/s",
+            backend.describe(),
             args.load.rate
         );
+        let builder = examples::rules_source(backend, args.combined);
+        let source = builder.name("zookeeper").start(&sentinel).await?;
 
         examples::live(&sentinel, &source, RESOURCE, &args.load).await;
         source.close().await;
