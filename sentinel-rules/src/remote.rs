@@ -295,18 +295,35 @@ async fn write(
     } else {
         Encoding::Auto
     };
-    let revision = writer
-        .write_as(&rules.set, encoding, expected)
-        .await
-        .map_err(|e| match e {
-            WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
-            // Asking a file or Nacos for a compare-and-set is a usage error.
-            WriteError::NoRevisions { .. } => Failure::Usage(format!(
-                "{}: --cas and --if-revision need etcd, Redis, NATS or ZooKeeper",
-                chain(&e)
-            )),
-            other => store.failed(other),
-        })?;
+    let written = writer.write_as(&rules.set, encoding, expected).await;
+    // ZooKeeper refuses to create a znode whose parent is missing, which only a chroot
+    // leaves missing (the writer makes the parents under it): the write then looks like a
+    // lost race, but nobody wrote, and nothing is there still.
+    if let (
+        Err(WriteError::Conflict { .. }),
+        Store::ZooKeeper {
+            chroot: Some(chroot),
+            ..
+        },
+        Expected::Revision(None),
+    ) = (&written, store, expected)
+    {
+        if matches!(writer.revision().await, Ok(None)) {
+            return Err(Failure::Store(format!(
+                "{store}: cannot create it: is there a znode {chroot}? ZooKeeper creates nothing \
+                 above a chroot: create {chroot} first (push to a URL without ?chroot=)"
+            )));
+        }
+    }
+    let revision = written.map_err(|e| match e {
+        WriteError::Conflict { .. } => Failure::Conflict(chain(&e)),
+        // Asking a file or Nacos for a compare-and-set is a usage error.
+        WriteError::NoRevisions { .. } => Failure::Usage(format!(
+            "{}: --cas and --if-revision need etcd, Redis, NATS or ZooKeeper",
+            chain(&e)
+        )),
+        other => store.failed(other),
+    })?;
     Ok((writer.describe(), revision))
 }
 

@@ -115,6 +115,13 @@ fn a_digest_login_a_creator_acl_a_chroot_and_several_servers() {
     let chrooted = format!("zk://127.0.0.1:1,{addr}/rules?chroot={root}&acl=creator");
     let full = format!("zk://{addr}{root}/rules");
     let app = Some(("app", "apppw"));
+    // A chroot that is no znode: a store failure naming it, not a lost race.
+    let out = run_as(app, &["push", &rules, "--to", &chrooted]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(
+        stderr(&out).contains(&format!("is there a znode {root}?")),
+        "{out:?}"
+    );
     // A chroot is a znode that exists (as for ZooKeeper's own clients): made here by a push
     // under it, with the open ACL.
     let seed = format!("zk://{addr}{root}/seed");
