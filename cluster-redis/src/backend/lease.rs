@@ -167,7 +167,10 @@ impl Inner {
         st.last_call = Some(now);
         flow.slot
             .set_live_replicas(u32::try_from(reply.live).unwrap_or(u32::MAX));
-        if st.known_window.is_some_and(|(known, _)| reply.window < known) {
+        if st
+            .known_window
+            .is_some_and(|(known, _)| reply.window < known)
+        {
             // A late reply of a window that is over (a later reply saw the next one): its
             // grant is stranded, and it must not take the lease's window back (that would
             // drain the current lease and forget what was admitted in the current window).
