@@ -90,6 +90,19 @@ pub enum SentinelEvent {
         /// What tripped it, as in [`BreakerStateChanged`](Self::BreakerStateChanged).
         value: Option<f64>,
     },
+    /// A command port (such as `sentinel-transport`, the dashboard's protocol) refused a
+    /// command: read-only, not allowed, an invalid rule, a conflict. Sent through
+    /// [`Sentinel::report_command_refused`](crate::Sentinel::report_command_refused).
+    CommandRefused {
+        /// What refused it (`transport`, `console`...).
+        component: String,
+        /// The command (`setRules`...).
+        command: String,
+        /// Why, in a word (`read_only`, `forbidden`, `invalid`, `conflict`...).
+        reason: String,
+        /// What the caller was told. Never carries a rule payload.
+        message: String,
+    },
 }
 
 /// Receives [`SentinelEvent`]s. Any `Fn(&SentinelEvent) + Send + Sync` is a listener.
@@ -176,6 +189,14 @@ impl EventBus {
                 resource, from, to, ..
             } => {
                 tracing::info!(resource = %resource, from = %from, to = %to, "shadow circuit breaker would change state")
+            }
+            SentinelEvent::CommandRefused {
+                component,
+                command,
+                reason,
+                message,
+            } => {
+                tracing::warn!(component = %component, command = %command, reason = %reason, message = %message, "command refused")
             }
         }
         for listener in self.listeners.load().iter() {

@@ -282,6 +282,28 @@ impl Sentinel {
         self.inner.shared.events.add(Arc::new(listener));
     }
 
+    /// Reports that a command port refused a command: listeners receive
+    /// [`SentinelEvent::CommandRefused`](crate::SentinelEvent::CommandRefused) and a `tracing`
+    /// warning is logged. For components outside the engine (the transport, the console) so
+    /// that refusals reach the same listeners as the engine's own events.
+    pub fn report_command_refused(
+        &self,
+        component: &str,
+        command: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        self.inner
+            .shared
+            .events
+            .emit(crate::events::SentinelEvent::CommandRefused {
+                component: component.to_owned(),
+                command: command.to_owned(),
+                reason: reason.to_owned(),
+                message: message.to_owned(),
+            });
+    }
+
     /// Every circuit breaker with its rule and current state. A regex rule's breakers are
     /// listed once per matched resource entered since the rules last changed, each with the
     /// rule as that resource's own (its `resource` the matched name).

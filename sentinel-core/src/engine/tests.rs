@@ -481,3 +481,31 @@ fn the_snapshot_finds_flow_resources_in_the_flow_table_s_own_map() {
     assert!(snapshot.index.contains_key("d") && !snapshot.index.contains_key("e"));
     assert_eq!(snapshot.index.key("c").map(|k| &**k), Some("c"));
 }
+
+#[test]
+fn a_refused_command_reaches_the_listeners() {
+    use std::sync::Mutex;
+    let clock = FakeClock::at_ms(100_000);
+    let s = engine(&clock);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    s.add_listener(move |event: &crate::SentinelEvent| {
+        if let crate::SentinelEvent::CommandRefused {
+            component,
+            command,
+            reason,
+            message,
+        } = event
+        {
+            if let Ok(mut seen) = sink.lock() {
+                seen.push(format!("{component} {command} {reason} {message}"));
+            }
+        }
+    });
+    s.report_command_refused("transport", "setRules", "read_only", "read-only transport");
+    let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_eq!(
+        seen,
+        vec!["transport setRules read_only read-only transport"]
+    );
+}
