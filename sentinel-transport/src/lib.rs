@@ -67,9 +67,14 @@
 //! # Refusals
 //! The stock dashboard shows "success" for degrade, system and authority edits the machine
 //! refused. So every refused edit command (and every caller refused with 403) is counted in
-//! [`Transport::status`] (per [`RefusalReason`], with the latest [`Refusal`]), logged as a
-//! `tracing` warning, and counted in the `metrics` facade's
-//! `sentinel_transport_refused_total` (labels `app`, `command`, `reason`). The latest 50
+//! [`Transport::status`] (per [`RefusalReason`], with the latest [`Refusal`]), sent to the
+//! engine's listeners as
+//! [`SentinelEvent::CommandRefused`](sentinel_core::SentinelEvent::CommandRefused)
+//! (component `transport`, the command, the reason's label and the answer's message, never
+//! a rule payload), logged as the engine's `tracing` warning inside a `transport` span
+//! naming the caller, and counted in the `metrics` facade's
+//! `sentinel_transport_refused_total` (labels `app`, `command`, `reason`). A caller refused
+//! with 403 is an event and a warning once per address, and counted every time. The latest 50
 //! refusals (command, reason, message, caller, time) are in the status too, and
 //! [`Transport::status_watch`] tells a page of each as it happens: sentinel-console (with
 //! its `transport` feature) shows them in its "Dashboard commands refused" card.
@@ -200,7 +205,7 @@ impl Transport {
         let dashboards = config
             .allow_dashboards
             .then(|| admission.dashboards.clone());
-        let refusals = Arc::new(status::Refusals::new(&config.app));
+        let refusals = Arc::new(status::Refusals::new(&config.app, sentinel.clone()));
         let center = Arc::new(server::Center {
             sentinel: sentinel.clone(),
             metrics: metrics.clone(),

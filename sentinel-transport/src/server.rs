@@ -189,8 +189,8 @@ pub(crate) async fn handle(
         .admits(caller, peer.local.map(|local| local.ip()))
     {
         let message = format!(
-            "Forbidden: {caller} is not an allowed dashboard address \
-             (TransportConfigBuilder::allow_clients)"
+            "Forbidden: {caller} is not loopback, this host, a configured dashboard or an \
+             allowed client; TransportConfigBuilder::allow_clients admits it"
         );
         center
             .refusals

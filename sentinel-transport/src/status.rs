@@ -1,8 +1,12 @@
 //! Refused commands, counted where an operator looks: [`TransportStatus`] (through
 //! [`Transport::status`](crate::Transport::status), and
 //! [`Transport::status_watch`](crate::Transport::status_watch) for a page such as
-//! sentinel-console's), a `tracing` warning and the `sentinel_transport_refused_total`
-//! counter of the `metrics` facade.
+//! sentinel-console's), the engine's
+//! [`SentinelEvent::CommandRefused`](sentinel_core::SentinelEvent::CommandRefused) (to its
+//! listeners, with the engine's `tracing` warning, logged inside a `transport` span that
+//! names the caller) and the `sentinel_transport_refused_total` counter of the `metrics`
+//! facade. A caller refused with 403 is an event and a warning once per address (a
+//! scanner must not flood the log or the listeners); every such refusal is counted.
 //!
 //! The stock dashboard shows "success" for degrade, system and authority edits even when
 //! the machine refused them (the error reaches only the dashboard's log), so a refusal
@@ -16,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+use sentinel_core::Sentinel;
 use tokio::sync::watch;
 
 use crate::metric::epoch_now_ms;
@@ -111,6 +116,7 @@ impl TransportStatus {
 #[derive(Debug)]
 pub(crate) struct Refusals {
     app: String,
+    sentinel: Sentinel,
     status: watch::Sender<TransportStatus>,
 }
 
@@ -118,9 +124,13 @@ impl Refusals {
     /// The forbidden addresses remembered (each is logged at `warn` once).
     pub(crate) const CALLERS: usize = 256;
 
-    pub(crate) fn new(app: &str) -> Self {
+    /// The component name the engine's events carry.
+    pub(crate) const COMPONENT: &'static str = "transport";
+
+    pub(crate) fn new(app: &str, sentinel: Sentinel) -> Self {
         Self {
             app: app.to_owned(),
+            sentinel,
             status: watch::Sender::new(TransportStatus::default()),
         }
     }
@@ -133,7 +143,9 @@ impl Refusals {
         self.status.subscribe()
     }
 
-    /// Counts a refusal: status, metric, and a warning (for 403, once per address).
+    /// Counts a refusal: status and metric; and tells the engine (its event and warning; for
+    /// 403, once per address). `message` is the answer's body, which never holds a rule
+    /// payload (see [`EditError`](crate::EditError)).
     pub(crate) fn refused(
         &self,
         command: &str,
@@ -169,18 +181,18 @@ impl Refusals {
             "reason" => reason.as_str(),
         )
         .increment(1);
-        if reason != RefusalReason::Forbidden {
-            tracing::warn!(%caller, command, %reason, %message, "command refused");
-        } else if first_from_caller {
-            tracing::warn!(
-                %caller,
+        if reason != RefusalReason::Forbidden || first_from_caller {
+            // The engine logs the warning; the span names who called.
+            let span = tracing::warn_span!("transport", app = %self.app, %caller);
+            let _entered = span.enter();
+            self.sentinel.report_command_refused(
+                Self::COMPONENT,
                 command,
-                "command refused (403): {caller} is not loopback, this host, a configured \
-                 dashboard or an allowed client; to accept it, add it with \
-                 TransportConfigBuilder::allow_clients (logged once per address)"
+                reason.as_str(),
+                message,
             );
         } else {
-            tracing::debug!(%caller, command, "command refused (403)");
+            tracing::debug!(%caller, command, "command refused (403), logged once per address");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Every refused command is counted where an operator looks, since the stock dashboard
 //! shows "success" for some refused edits: `Transport::status()`, a `tracing` warning and
-//! the `sentinel_transport_refused_total` counter (issue #46, point 3); and a caller
+//! the `sentinel_transport_refused_total` counter, and the engine's `CommandRefused` event to
+//! its listeners (issue #46, point 3); and a caller
 //! refused with 403 is logged once per address with the setting that admits it (point 5).
 //!
 //! These tests run on a current-thread runtime so that the command center's task records
@@ -147,6 +148,78 @@ async fn every_refused_command_is_counted_in_status_a_warning_and_a_metric() {
         warnings.iter().any(|l| l.contains("reason=no_store")),
         "{warnings:#?}"
     );
+    assert!(
+        warnings.iter().all(|l| l.contains("caller=127.0.0.1")),
+        "each warning names the caller: {warnings:#?}"
+    );
+}
+
+/// The `CommandRefused` events `sentinel`'s listeners receive, as
+/// `component command reason message`.
+fn refused_events(sentinel: &Sentinel) -> Arc<Mutex<Vec<String>>> {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = seen.clone();
+    sentinel.add_listener(move |event: &sentinel_core::SentinelEvent| {
+        if let sentinel_core::SentinelEvent::CommandRefused {
+            component,
+            command,
+            reason,
+            message,
+        } = event
+        {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("{component} {command} {reason} {message}"));
+        }
+    });
+    seen
+}
+
+#[tokio::test]
+async fn every_refused_command_reaches_the_engine_s_listeners_without_the_rules_sent() {
+    let sentinel = Sentinel::new();
+    let events = refused_events(&sentinel);
+    let read_only = start(&sentinel, config("refusals-event-ro")).await;
+    let dashboard = Dashboard::calling(local(&read_only));
+    let payload = dashboard_flow_rule("payload-marker-resource", 5.0);
+    let (status, _) = dashboard
+        .post(
+            "setRules",
+            &[("type", "flow"), ("data", &format!("[{payload}]"))],
+        )
+        .await;
+    assert_eq!(status, 400);
+    let seen = events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    assert!(
+        seen[0].starts_with("transport setRules read_only ") && seen[0].contains("read-only"),
+        "{seen:#?}"
+    );
+    assert!(!seen[0].contains("payload-marker"), "{seen:#?}");
+    read_only.shutdown().await;
+
+    // An invalid rule: the event names the rule's index and field, not what was sent.
+    let writable = start(
+        &sentinel,
+        config("refusals-event-rw")
+            .access(Access::ReadWrite)
+            .memory_only_edits(true),
+    )
+    .await;
+    let dashboard = Dashboard::calling(local(&writable));
+    let invalid = r#"[{"resource":"r","count":-1,"limitApp":"payload-marker-app","grade":1}]"#;
+    let (status, body) = dashboard
+        .post("setRules", &[("type", "flow"), ("data", invalid)])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let seen = events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    assert!(
+        seen[1].starts_with("transport setRules invalid_rules ") && seen[1].contains("count"),
+        "{seen:#?}"
+    );
+    assert!(!seen[1].contains("payload-marker"), "{seen:#?}");
+    writable.shutdown().await;
 }
 
 #[tokio::test]
@@ -155,6 +228,7 @@ async fn a_refused_caller_is_counted_and_logged_once_with_the_setting_that_admit
     let _logs = logs.install();
     let ip = outward_ip();
     let sentinel = Sentinel::new();
+    let events = refused_events(&sentinel);
     // A caller that is not this host: this host's outward address calling loopback while
     // the service advertises another address (a documentation address).
     let transport = start(
@@ -180,13 +254,20 @@ async fn a_refused_caller_is_counted_and_logged_once_with_the_setting_that_admit
     let warnings: Vec<String> = logs
         .lines()
         .into_iter()
-        .filter(|l| l.contains("WARN") && l.contains("403"))
+        .filter(|l| l.contains("WARN") && l.contains("forbidden"))
         .collect();
     assert_eq!(warnings.len(), 1, "once per address: {warnings:#?}");
     assert!(
         warnings[0].contains("allow_clients") && warnings[0].contains(&ip.to_string()),
         "{}",
         warnings[0]
+    );
+    // The engine's listeners hear of it once per address too.
+    let seen = events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    assert!(
+        seen[0].starts_with("transport version forbidden ") && seen[0].contains(&ip.to_string()),
+        "{seen:#?}"
     );
     transport.shutdown().await;
 }
