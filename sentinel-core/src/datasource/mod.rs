@@ -16,10 +16,14 @@
 //! and lenient mode can skip rules; the engine runs it on what comes from
 //! `load_rules` and from converters that do not validate (a [`converter_fn`]).
 //!
+//! [`backend`] holds what every backend's configuration shares: credentials, TLS, timeouts,
+//! address checks and the builder's errors.
+//!
 //! [`MemoryStore`] is an in-memory backend. With the `testkit` feature, `testkit` holds the
 //! conformance kit that backend crates run against their servers, and the helpers their
 //! tests wait with.
 
+pub mod backend;
 mod converter;
 mod driver;
 mod memory;
