@@ -11,6 +11,7 @@ use sentinel_core::datasource::WritableDataSource;
 use sentinel_core::series::MetricSeries;
 use sentinel_core::RuleFamily;
 
+use crate::commands::{CommandHandler, Registered};
 use crate::error::TransportError;
 
 /// What the command center lets the dashboard change.
@@ -46,6 +47,7 @@ pub struct TransportConfig {
     pub(crate) series: Option<Arc<MetricSeries>>,
     pub(crate) stores: BTreeMap<FamilyKey, Arc<dyn WritableDataSource>>,
     pub(crate) memory_only_edits: bool,
+    pub(crate) commands: Vec<Registered>,
 }
 
 /// [`RuleFamily`] as an ordered map key.
@@ -74,6 +76,10 @@ impl fmt::Debug for TransportConfig {
             .field("dashboards", &self.dashboards)
             .field("stores", &stores)
             .field("memory_only_edits", &self.memory_only_edits)
+            .field(
+                "commands",
+                &self.commands.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -110,6 +116,7 @@ impl TransportConfig {
                 series: None,
                 stores: BTreeMap::new(),
                 memory_only_edits: false,
+                commands: Vec::new(),
             },
         }
     }
@@ -259,9 +266,68 @@ impl TransportConfigBuilder {
         self
     }
 
+    /// Serves the read command `name` (a path such as `cluster/server/info`) with
+    /// `handler`, listed by `api` with `description`: answered whatever the
+    /// [`access`](Self::access). A component beside the engine (the token server) answers
+    /// the dashboard's commands for it this way. `name` must not be a built-in command
+    /// (except `getClusterMode`, which a token server answers as Sentinel's mode 1), nor
+    /// registered twice: [`build`](Self::build) says so.
+    pub fn command(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: impl CommandHandler,
+    ) -> Self {
+        self.register(name.into(), description.into(), false, Arc::new(handler))
+    }
+
+    /// Serves the command `name` that changes state: as [`command`](Self::command), but
+    /// refused (400 "read-only", counted in [`Transport::status`](crate::Transport::status)
+    /// and sent to the engine's listeners) unless the access is [`Access::ReadWrite`].
+    pub fn write_command(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: impl CommandHandler,
+    ) -> Self {
+        self.register(name.into(), description.into(), true, Arc::new(handler))
+    }
+
+    fn register(
+        mut self,
+        name: String,
+        description: String,
+        writes: bool,
+        handler: Arc<dyn CommandHandler>,
+    ) -> Self {
+        self.config.commands.push(Registered {
+            name,
+            description,
+            writes,
+            handler,
+        });
+        self
+    }
+
     /// Checks and returns the config.
     pub fn build(self) -> Result<TransportConfig, TransportError> {
         let config = self.config;
+        for (i, command) in config.commands.iter().enumerate() {
+            let duplicate = config.commands[..i]
+                .iter()
+                .any(|earlier| earlier.name == command.name);
+            let problem = if duplicate {
+                Err(format!("{:?} is registered twice", command.name))
+            } else {
+                crate::commands::check_name(&command.name)
+            };
+            if let Err(message) = problem {
+                return Err(TransportError::Config {
+                    setting: "command",
+                    message,
+                });
+            }
+        }
         if config.app.trim().is_empty() || config.app.len() > 256 {
             return Err(TransportError::Config {
                 setting: "builder",

@@ -53,7 +53,7 @@ pub enum EditError {
     )]
     ReadOnly {
         /// The refused command.
-        command: &'static str,
+        command: String,
     },
     /// No rule store is configured for the family and memory-only edits are not chosen.
     #[error(

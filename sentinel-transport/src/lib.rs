@@ -37,6 +37,15 @@
 //! (see [`metric`](crate#metric-timestamps) below), followed by the `__system_load__` and
 //! `__cpu_usage__` rows, and the inbound node's rows are `__total_inbound_traffic__`.
 //!
+//! A component beside the engine adds its own commands with
+//! [`TransportConfigBuilder::command`] (a read, answered whatever the access) and
+//! [`TransportConfigBuilder::write_command`] (refused as read-only unless
+//! [`Access::ReadWrite`]), each a [`CommandHandler`] (any
+//! `Fn(&CommandRequest) -> CommandResponse`); `api` lists them. The token server
+//! (`sentinel-token-server`) registers Sentinel's cluster server commands
+//! (`cluster/server/info`...) and replaces `getClusterMode`, the one built-in command that
+//! can be replaced, to say it is a token server.
+//!
 //! # Rule edits
 //! With [`Access::ReadWrite`] and a [`rule_store`](TransportConfigBuilder::rule_store) for a
 //! family, `setRules` reads the dashboard's list with the family's Sentinel JSON converter
@@ -117,6 +126,7 @@
 //! `transport` bench), on the transport's task, never on the calls.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod commands;
 mod config;
 mod error;
 mod heartbeat;
@@ -136,6 +146,7 @@ use sentinel_core::Sentinel;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use commands::{CommandHandler, CommandRequest, CommandResponse};
 pub use config::{Access, TransportConfig, TransportConfigBuilder};
 pub use error::{EditError, TransportError, Written};
 pub use heartbeat::PROTOCOL_VERSION;
@@ -214,6 +225,12 @@ impl Transport {
             refusals: refusals.clone(),
             hostname: hostname.clone(),
             ip,
+            app: config.app.clone(),
+            commands: config
+                .commands
+                .iter()
+                .map(|c| (c.name.clone(), c.clone()))
+                .collect(),
         });
         let mut tasks = Vec::new();
         let collector = {

@@ -234,7 +234,9 @@ impl Edits {
         caller: IpAddr,
     ) -> Result<Edited, EditError> {
         if !self.writable() {
-            return Err(EditError::ReadOnly { command });
+            return Err(EditError::ReadOnly {
+                command: command.to_owned(),
+            });
         }
         let data = data.ok_or(EditError::NoData)?;
         let store = self.stores.get(&FamilyKey::of(family));

@@ -20,6 +20,7 @@ use axum::serve::IncomingStream;
 use sentinel_core::{RuleFamily, Sentinel};
 use serde_json::json;
 
+use crate::commands::{CommandRequest, CommandResponse, Registered};
 use crate::error::EditError;
 use crate::heartbeat::PROTOCOL_VERSION;
 use crate::metric::{MetricQuery, Metrics};
@@ -37,6 +38,20 @@ pub(crate) struct Center {
     pub(crate) refusals: Arc<Refusals>,
     pub(crate) hostname: String,
     pub(crate) ip: IpAddr,
+    pub(crate) app: String,
+    /// The registered commands, by name.
+    pub(crate) commands: HashMap<String, Registered>,
+}
+
+impl Center {
+    /// The command a path names, as a bounded label: a built-in or registered command's
+    /// name, `other` for none.
+    pub(crate) fn label<'a>(&'a self, path: &str) -> &'a str {
+        match self.commands.get_key_value(path) {
+            Some((name, _)) => name,
+            None => known_command(path),
+        }
+    }
 }
 
 /// Who may call: loopback, this host, the configured dashboards and the allowed clients.
@@ -85,7 +100,7 @@ impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Peer {
     }
 }
 
-/// The command a path names, as a bounded label: `other` for none.
+/// The built-in command a path names, as a bounded label: `other` for none.
 pub(crate) fn known_command(path: &str) -> &'static str {
     COMMANDS
         .iter()
@@ -192,9 +207,12 @@ pub(crate) async fn handle(
             "Forbidden: {caller} is not loopback, this host, a configured dashboard or an \
              allowed client; TransportConfigBuilder::allow_clients admits it"
         );
-        center
-            .refusals
-            .refused(&command, RefusalReason::Forbidden, caller, &message);
+        center.refusals.refused(
+            center.label(&command),
+            RefusalReason::Forbidden,
+            caller,
+            &message,
+        );
         return answer(StatusCode::FORBIDDEN, message);
     }
     let mut params = HashMap::new();
@@ -243,7 +261,7 @@ fn refused(center: &Center, command: &str, caller: IpAddr, error: &EditError) ->
     let message = error.to_string();
     center
         .refusals
-        .refused(command, error.reason(), caller, &message);
+        .refused(center.label(command), error.reason(), caller, &message);
     failure(message)
 }
 
@@ -254,11 +272,21 @@ async fn dispatch(
     caller: IpAddr,
 ) -> Response {
     let sentinel = &center.sentinel;
+    if let Some(registered) = center.commands.get(command) {
+        return registered_command(center, registered, params, caller);
+    }
     match command {
         "version" => ok(PROTOCOL_VERSION),
         "api" => {
+            let registered = center
+                .commands
+                .values()
+                .filter(|c| !COMMANDS.iter().any(|(name, _)| *name == c.name))
+                .map(|c| (c.name.as_str(), c.description.as_str()));
             let list: Vec<_> = COMMANDS
                 .iter()
+                .map(|(name, desc)| (*name, *desc))
+                .chain(registered)
                 .map(|(name, desc)| json!({ "url": format!("/{name}"), "desc": desc }))
                 .collect();
             ok(serde_json::Value::Array(list).to_string())
@@ -312,7 +340,7 @@ async fn dispatch(
                     EditError::InvalidType
                 } else {
                     EditError::ReadOnly {
-                        command: "setRules",
+                        command: "setRules".into(),
                     }
                 };
                 return refused(center, command, caller, &error);
@@ -348,7 +376,7 @@ async fn dispatch(
                     command,
                     caller,
                     &EditError::ReadOnly {
-                        command: "setSwitch",
+                        command: "setSwitch".into(),
                     },
                 );
             }
@@ -363,6 +391,30 @@ async fn dispatch(
             ))
         }
         other => failure(format!("Unknown command `{other}`")),
+    }
+}
+
+/// A registered command: a write one only with read-write access.
+fn registered_command(
+    center: &Center,
+    registered: &Registered,
+    params: &HashMap<String, String>,
+    caller: IpAddr,
+) -> Response {
+    if registered.writes && !center.edits.writable() {
+        let error = EditError::ReadOnly {
+            command: registered.name.clone(),
+        };
+        return refused(center, &registered.name, caller, &error);
+    }
+    let request = CommandRequest {
+        params,
+        caller,
+        app: &center.app,
+    };
+    match registered.handler.handle(&request) {
+        CommandResponse::Success(body) => ok(body),
+        CommandResponse::Failure(message) => failure(message),
     }
 }
 

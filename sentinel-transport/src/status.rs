@@ -143,7 +143,8 @@ impl Refusals {
         self.status.subscribe()
     }
 
-    /// Counts a refusal: status and metric; and tells the engine (its event and warning; for
+    /// Counts a refusal of `command` (a served command's name, or `other`: a bounded
+    /// label): status and metric; and tells the engine (its event and warning; for
     /// 403, once per address). `message` is the answer's body, which never holds a rule
     /// payload (see [`EditError`](crate::EditError)).
     pub(crate) fn refused(
@@ -153,7 +154,6 @@ impl Refusals {
         caller: IpAddr,
         message: &str,
     ) {
-        let command = crate::server::known_command(command);
         let refusal = Refusal {
             command: command.to_owned(),
             reason,
@@ -177,7 +177,7 @@ impl Refusals {
         metrics::counter!(
             "sentinel_transport_refused_total",
             "app" => self.app.clone(),
-            "command" => command,
+            "command" => command.to_owned(),
             "reason" => reason.as_str(),
         )
         .increment(1);

@@ -30,6 +30,7 @@ mod callers;
 mod commands;
 mod edits;
 mod refusals;
+mod registered;
 mod stale_views;
 
 const START_HINT: &str = "start the test servers with `scripts/services.sh start etcd redis` \
@@ -403,4 +404,25 @@ async fn write_directly(
         flow_of(sentinel) == want
     })
     .await;
+}
+
+/// The `CommandRefused` events `sentinel`'s listeners receive, as
+/// `component command reason message`.
+fn refused_events(sentinel: &Sentinel) -> Arc<Mutex<Vec<String>>> {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = seen.clone();
+    sentinel.add_listener(move |event: &sentinel_core::SentinelEvent| {
+        if let sentinel_core::SentinelEvent::CommandRefused {
+            component,
+            command,
+            reason,
+            message,
+        } = event
+        {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("{component} {command} {reason} {message}"));
+        }
+    });
+    seen
 }

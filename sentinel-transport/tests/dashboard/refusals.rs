@@ -154,27 +154,6 @@ async fn every_refused_command_is_counted_in_status_a_warning_and_a_metric() {
     );
 }
 
-/// The `CommandRefused` events `sentinel`'s listeners receive, as
-/// `component command reason message`.
-fn refused_events(sentinel: &Sentinel) -> Arc<Mutex<Vec<String>>> {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let sink = seen.clone();
-    sentinel.add_listener(move |event: &sentinel_core::SentinelEvent| {
-        if let sentinel_core::SentinelEvent::CommandRefused {
-            component,
-            command,
-            reason,
-            message,
-        } = event
-        {
-            sink.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(format!("{component} {command} {reason} {message}"));
-        }
-    });
-    seen
-}
-
 #[tokio::test]
 async fn every_refused_command_reaches_the_engine_s_listeners_without_the_rules_sent() {
     let sentinel = Sentinel::new();
