@@ -1,36 +1,50 @@
-//! Connection settings for etcd: endpoints, credentials, timeouts and TLS.
+//! Connection settings for etcd: endpoints, credentials, timeouts and TLS. What every store
+//! shares (credentials, timeouts, the payload cap, TLS, address checks) is
+//! [`sentinel_core::datasource::backend`]'s; this module keeps etcd's own: its endpoint
+//! schemes, keep-alive pings, the watch's health check and the gRPC client options.
 
-use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::{address_list, Secret};
+use sentinel_core::datasource::address_list;
+use sentinel_core::datasource::backend::{
+    self, parse_addresses, AddressRules, BackendSettings, Credentials, CredentialsEnv, HealthCheck,
+    Timeouts,
+};
 
 use etcd_client::{Client, ConnectOptions};
+
+#[cfg(feature = "tls")]
+pub use sentinel_core::datasource::backend::TlsConfig;
+/// Default interval between the progress requests a source sends on its open watch, to learn
+/// that the server still answers (1 s), and the time one may go unanswered (no message at
+/// all on the watch) before the connection counts as broken (2 s): a frozen server is
+/// reported disconnected within 3 s.
+pub use sentinel_core::datasource::backend::{
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT,
+};
+/// Default cap on the total size of the values a source reads: the data-source framework's
+/// cap (4 MiB), which the driver enforces too. etcd's own default request limit
+/// (`--max-request-bytes`, 1.5 MiB) is lower, so a larger value needs that server setting.
+pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 
 /// Default time allowed to open a TCP (and TLS) connection to one endpoint.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one request (GET, PUT, authenticate, opening a watch).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default interval between the progress requests a source sends on its open watch, to learn
-/// that the server still answers.
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-/// Default time a progress request may go unanswered (no message at all on the watch) before
-/// the connection counts as broken. With [`DEFAULT_HEALTH_CHECK_INTERVAL`], a frozen server is
-/// reported disconnected within 3 s; a server must stay silent for 2 s to be taken for dead.
-pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The former name of [`DEFAULT_HEALTH_CHECK_INTERVAL`].
 #[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_INTERVAL")]
 pub const DEFAULT_WATCH_CHECK_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
 /// The former name of [`DEFAULT_HEALTH_CHECK_TIMEOUT`].
 #[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_TIMEOUT")]
 pub const DEFAULT_WATCH_CHECK_TIMEOUT: Duration = DEFAULT_HEALTH_CHECK_TIMEOUT;
-/// Default cap on the total size of the values a source reads: the data-source framework's
-/// cap (4 MiB), which the driver enforces too. etcd's own default request limit
-/// (`--max-request-bytes`, 1.5 MiB) is lower, so a larger value needs that server setting.
-pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 
 /// Room for keys and framing on top of the payload cap when sizing gRPC messages.
 const MESSAGE_OVERHEAD_BYTES: usize = 1024 * 1024;
+
+/// What an endpoint may be: `http://host:port`, `https://host:port` or a bare `host:port`.
+const ENDPOINT: AddressRules = AddressRules::new("etcd endpoint")
+    .schemes(&["http", "https"])
+    .path(true);
 
 /// A configuration that [`EtcdConfigBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +56,7 @@ pub enum ConfigError {
     /// An endpoint is malformed.
     #[error("invalid etcd endpoint {endpoint:?}: {reason}")]
     InvalidEndpoint {
-        /// The endpoint as given.
+        /// The endpoint as given, with any credentials in it masked.
         endpoint: String,
         /// What is wrong with it.
         reason: &'static str,
@@ -56,114 +70,39 @@ pub enum ConfigError {
         /// The setting that is zero.
         field: &'static str,
     },
+    /// Another shared setting is refused: half a login in the environment, a TLS PEM or
+    /// file.
+    #[error(transparent)]
+    Settings(backend::ConfigError),
 }
 
-/// A user name and password for etcd's authentication. The password never appears in `Debug`
-/// output, logs or error messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Credentials {
-    pub(crate) user: String,
-    pub(crate) password: Secret,
-}
-
-/// TLS settings for `https://` endpoints (the `tls` feature).
-///
-/// Certificates and keys are PEM bytes. Without a CA certificate the built-in roots of the TLS
-/// stack are not loaded, so for a private CA pass it here.
-#[cfg(feature = "tls")]
-#[derive(Clone, Default)]
-pub struct TlsConfig {
-    ca_pem: Option<Vec<u8>>,
-    identity: Option<(Vec<u8>, Vec<u8>)>,
-    domain_name: Option<String>,
-}
-
-#[cfg(feature = "tls")]
-impl TlsConfig {
-    /// Empty TLS settings.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Trusts this CA certificate (PEM) for the server's certificate.
-    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca_pem = Some(pem.into());
-        self
-    }
-
-    /// Presents this client certificate and private key (both PEM) to the server.
-    pub fn client_identity_pem(
-        mut self,
-        cert: impl Into<Vec<u8>>,
-        key: impl Into<Vec<u8>>,
-    ) -> Self {
-        self.identity = Some((cert.into(), key.into()));
-        self
-    }
-
-    /// Checks the server certificate against this name instead of the endpoint's host.
-    pub fn domain_name(mut self, name: impl Into<String>) -> Self {
-        self.domain_name = Some(name.into());
-        self
-    }
-
-    fn to_options(&self) -> etcd_client::TlsOptions {
-        let mut tls = etcd_client::TlsOptions::new();
-        if let Some(ca) = &self.ca_pem {
-            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(ca));
+impl From<backend::ConfigError> for ConfigError {
+    fn from(error: backend::ConfigError) -> Self {
+        use backend::ConfigError as Shared;
+        match error {
+            Shared::NoAddress { .. } => Self::NoEndpoints,
+            Shared::InvalidAddress {
+                address, reason, ..
+            } => Self::InvalidEndpoint {
+                endpoint: address,
+                reason,
+            },
+            Shared::EmptyUser => Self::EmptyUser,
+            Shared::Zero { field } => Self::Zero { field },
+            other => Self::Settings(other),
         }
-        if let Some((cert, key)) = &self.identity {
-            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
-        }
-        if let Some(name) = &self.domain_name {
-            tls = tls.domain_name(name.clone());
-        }
-        tls
-    }
-}
-
-#[cfg(feature = "tls")]
-impl fmt::Debug for TlsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsConfig")
-            .field("ca_certificate", &self.ca_pem.is_some())
-            .field("client_identity", &self.identity.is_some())
-            .field("domain_name", &self.domain_name)
-            .finish()
     }
 }
 
 /// How to reach an etcd cluster. Built with [`EtcdConfig::builder`].
 ///
 /// `Debug` shows the user name but never the password.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct EtcdConfig {
     pub(crate) endpoints: Vec<String>,
-    pub(crate) credentials: Option<Credentials>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
-    pub(crate) keep_alive: Option<(Duration, Duration)>,
-    pub(crate) health_check: (Duration, Duration),
-    pub(crate) max_payload_bytes: usize,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<TlsConfig>,
-}
-
-impl fmt::Debug for EtcdConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("EtcdConfig");
-        d.field("endpoints", &self.endpoints)
-            .field("user", &self.credentials.as_ref().map(|c| c.user.as_str()))
-            .field("password", &self.credentials.as_ref().map(|_| "<redacted>"))
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("keep_alive", &self.keep_alive)
-            .field("health_check", &self.health_check)
-            .field("max_payload_bytes", &self.max_payload_bytes);
-        #[cfg(feature = "tls")]
-        d.field("tls", &self.tls);
-        d.finish()
-    }
+    settings: BackendSettings,
+    keep_alive: Option<(Duration, Duration)>,
+    health_check: HealthCheck,
 }
 
 impl EtcdConfig {
@@ -179,46 +118,52 @@ impl EtcdConfig {
 
     /// The user name, if credentials are set.
     pub fn user(&self) -> Option<&str> {
-        self.credentials.as_ref().map(|c| c.user.as_str())
+        self.settings.user()
+    }
+
+    /// Whether the client authenticates.
+    pub(crate) fn has_credentials(&self) -> bool {
+        self.settings.credentials.is_some()
     }
 
     /// Time allowed to open a connection to one endpoint.
     pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
+        self.settings.timeouts.connect
     }
 
     /// Time allowed for one request.
     pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
+        self.settings.timeouts.request
     }
 
     /// How often a source sends a progress request on its open watch, and how long it waits
     /// for an answer (see [`EtcdConfigBuilder::health_check`]).
     pub fn health_check(&self) -> (Duration, Duration) {
-        self.health_check
+        (self.health_check.interval, self.health_check.timeout)
     }
 
     /// The former name of [`health_check`](Self::health_check).
     #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn watch_check(&self) -> (Duration, Duration) {
-        self.health_check
+        self.health_check()
     }
 
     /// The longest a frozen server (one that keeps the connection open but answers nothing)
     /// goes unnoticed by a watching source: the health check's interval + timeout, 3 s by
     /// default.
     pub fn frozen_server_detection(&self) -> Duration {
-        self.health_check.0 + self.health_check.1
+        self.health_check.frozen_server_detection()
     }
 
     /// Cap on the total size of the values one read returns.
     pub fn max_payload_bytes(&self) -> usize {
-        self.max_payload_bytes
+        self.settings.max_payload_bytes
     }
 
     /// Largest gRPC message the client accepts: the payload cap plus room for keys.
     pub(crate) fn max_message_bytes(&self) -> usize {
-        self.max_payload_bytes
+        self.settings
+            .max_payload_bytes
             .saturating_add(MESSAGE_OVERHEAD_BYTES)
     }
 
@@ -234,20 +179,20 @@ impl EtcdConfig {
         &self,
         endpoints: &[String],
     ) -> Result<Client, etcd_client::Error> {
-        let mut options = ConnectOptions::new().with_connect_timeout(self.connect_timeout);
+        let mut options = ConnectOptions::new().with_connect_timeout(self.connect_timeout());
         if let Some((interval, timeout)) = self.keep_alive {
             options = options.with_keep_alive(interval, timeout);
         }
-        if let Some(creds) = &self.credentials {
+        if let Some(creds) = &self.settings.credentials {
             // etcd's simple tokens expire after --auth-token-ttl of inactivity and are lost on a
             // server restart. The client then re-authenticates once and retries the request.
             options = options
-                .with_user(creds.user.clone(), creds.password.expose())
+                .with_user(creds.user().unwrap_or_default(), creds.password().expose())
                 .with_auto_token_refresh(true);
         }
         #[cfg(feature = "tls")]
-        if let Some(tls) = &self.tls {
-            options = options.with_tls(tls.to_options());
+        if let Some(tls) = &self.settings.tls {
+            options = options.with_tls(tls_options(tls));
         }
         Client::connect(endpoints, Some(options)).await
     }
@@ -258,43 +203,45 @@ impl EtcdConfig {
     }
 }
 
+/// etcd-client's TLS options for these settings.
+#[cfg(feature = "tls")]
+fn tls_options(tls: &TlsConfig) -> etcd_client::TlsOptions {
+    let mut options = etcd_client::TlsOptions::new();
+    if let Some(ca) = tls.ca_certificate() {
+        options = options.ca_certificate(etcd_client::Certificate::from_pem(ca));
+    }
+    if let Some((cert, key)) = tls.client_identity() {
+        options = options.identity(etcd_client::Identity::from_pem(cert, key));
+    }
+    if let Some(name) = tls.server_name() {
+        options = options.domain_name(name);
+    }
+    options
+}
+
 /// Builder for [`EtcdConfig`].
-#[derive(Clone)]
+///
+/// `Debug` shows the user name but never the password.
+#[derive(Debug, Clone)]
 pub struct EtcdConfigBuilder {
     endpoints: Vec<String>,
-    credentials: Option<Credentials>,
-    connect_timeout: Duration,
-    request_timeout: Duration,
+    settings: BackendSettings,
     keep_alive: Option<(Duration, Duration)>,
-    health_check: (Duration, Duration),
-    max_payload_bytes: usize,
-    #[cfg(feature = "tls")]
-    tls: Option<TlsConfig>,
+    health_check: HealthCheck,
 }
 
 impl Default for EtcdConfigBuilder {
     fn default() -> Self {
         Self {
             endpoints: Vec::new(),
-            credentials: None,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            settings: BackendSettings::with_timeouts(Timeouts::new(
+                DEFAULT_CONNECT_TIMEOUT,
+                DEFAULT_REQUEST_TIMEOUT,
+            )),
             // etcd refuses pings more often than --grpc-keepalive-min-time (5 s by default).
             keep_alive: Some((Duration::from_secs(10), Duration::from_secs(10))),
-            health_check: (DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT),
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
-            #[cfg(feature = "tls")]
-            tls: None,
+            health_check: HealthCheck::default(),
         }
-    }
-}
-
-impl fmt::Debug for EtcdConfigBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EtcdConfigBuilder")
-            .field("endpoints", &self.endpoints)
-            .field("user", &self.credentials.as_ref().map(|c| c.user.as_str()))
-            .finish_non_exhaustive()
     }
 }
 
@@ -319,16 +266,21 @@ impl EtcdConfigBuilder {
 
     /// Authenticates as this user. The password is never logged.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials {
-            user: user.into(),
-            password: Secret::new(password),
-        });
+        self.settings.credentials = Some(Credentials::new(user, password));
+        self
+    }
+
+    /// Without [`credentials`](Self::credentials), reads them from the environment when
+    /// [`build`](Self::build) runs: `CredentialsEnv::default()` reads `SENTINEL_RULES_USER`
+    /// and `SENTINEL_RULES_PASSWORD` (both or neither; neither means no login).
+    pub fn credentials_from_env(mut self, env: CredentialsEnv) -> Self {
+        self.settings.credentials_env = Some(env);
         self
     }
 
     /// Time allowed to open a connection to one endpoint (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.settings.timeouts.connect = timeout;
         self
     }
 
@@ -336,7 +288,7 @@ impl EtcdConfigBuilder {
     /// (default 10 s). Waiting on an open watch has no timeout; keep-alive pings detect a dead
     /// connection instead.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.settings.timeouts.request = timeout;
         self
     }
 
@@ -363,7 +315,7 @@ impl EtcdConfigBuilder {
     /// unanswered while the watch is still catching up on old revisions, which then costs
     /// one reconnect and re-read, nothing more.
     pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
-        self.health_check = (interval, timeout);
+        self.health_check = HealthCheck::new(interval, timeout);
         self
     }
 
@@ -375,118 +327,51 @@ impl EtcdConfigBuilder {
 
     /// Cap on the total size of the values one read returns (default 4 MiB).
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
+        self.settings.max_payload_bytes = limit;
         self
     }
 
     /// Connects with TLS. Every endpoint must then be `https://` or a bare `host:port`.
+    /// A CA or client certificate that holds no PEM certificate is refused by
+    /// [`build`](Self::build).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
-        self.tls = Some(tls);
+        self.settings.tls = Some(tls);
         self
     }
 
     /// Checks the settings.
     pub fn build(self) -> Result<EtcdConfig, ConfigError> {
-        if self.endpoints.is_empty() {
-            return Err(ConfigError::NoEndpoints);
+        let tls = self.settings.tls.is_some();
+        let parsed = parse_addresses(&self.endpoints, &ENDPOINT)?;
+        for (text, endpoint) in self.endpoints.iter().zip(parsed) {
+            check_scheme(endpoint.scheme.as_deref(), tls, text)?;
         }
-        for e in &self.endpoints {
-            check_endpoint(e, self.has_tls())?;
-        }
-        if let Some(c) = &self.credentials {
-            if c.user.is_empty() {
-                return Err(ConfigError::EmptyUser);
-            }
-        }
-        if self.connect_timeout.is_zero() {
-            return Err(ConfigError::Zero {
-                field: "connect_timeout",
-            });
-        }
-        if self.request_timeout.is_zero() {
-            return Err(ConfigError::Zero {
-                field: "request_timeout",
-            });
-        }
-        if self.max_payload_bytes == 0 {
-            return Err(ConfigError::Zero {
-                field: "max_payload_bytes",
-            });
-        }
-        for (field, value) in [
-            ("health_check interval", self.health_check.0),
-            ("health_check timeout", self.health_check.1),
-        ] {
-            if value.is_zero() {
-                return Err(ConfigError::Zero { field });
-            }
-        }
+        let settings = self.settings.build()?;
+        self.health_check.check()?;
         Ok(EtcdConfig {
             endpoints: self.endpoints,
-            credentials: self.credentials,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
+            settings,
             keep_alive: self.keep_alive,
             health_check: self.health_check,
-            max_payload_bytes: self.max_payload_bytes,
-            #[cfg(feature = "tls")]
-            tls: self.tls,
         })
-    }
-
-    #[cfg(feature = "tls")]
-    fn has_tls(&self) -> bool {
-        self.tls.is_some()
-    }
-
-    #[cfg(not(feature = "tls"))]
-    fn has_tls(&self) -> bool {
-        false
     }
 }
 
-fn check_endpoint(endpoint: &str, tls: bool) -> Result<(), ConfigError> {
-    let invalid = |reason| ConfigError::InvalidEndpoint {
+/// etcd's own rules on an endpoint's scheme: `https://` needs the `tls` feature, and with
+/// TLS configured `http://` is refused.
+fn check_scheme(scheme: Option<&str>, tls: bool, endpoint: &str) -> Result<(), ConfigError> {
+    let reason = match scheme.map(str::to_ascii_lowercase).as_deref() {
+        Some("https") if !cfg!(feature = "tls") => {
+            "https:// needs the `tls` feature of datasource-etcd"
+        }
+        Some("http") if tls => "TLS is configured, so the endpoint must be https://",
+        _ => return Ok(()),
+    };
+    Err(ConfigError::InvalidEndpoint {
         endpoint: endpoint.to_owned(),
         reason,
-    };
-    if endpoint.is_empty() || endpoint.chars().any(char::is_whitespace) {
-        return Err(invalid("empty or contains whitespace"));
-    }
-    let rest = if let Some(rest) = endpoint.strip_prefix("https://") {
-        if !cfg!(feature = "tls") {
-            return Err(invalid(
-                "https:// needs the `tls` feature of datasource-etcd",
-            ));
-        }
-        rest
-    } else if let Some(rest) = endpoint.strip_prefix("http://") {
-        if tls {
-            return Err(invalid(
-                "TLS is configured, so the endpoint must be https://",
-            ));
-        }
-        rest
-    } else if endpoint.contains("://") {
-        return Err(invalid("the scheme must be http:// or https://"));
-    } else {
-        endpoint
-    };
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err(invalid("no host"));
-    }
-    let authority = rest.split('/').next().unwrap_or(rest);
-    if let Some(at) = authority.rfind('@') {
-        // User info in the URL would reach logs and Debug output: refuse it, and keep the
-        // secret out of the error too.
-        let scheme_len = endpoint.len() - rest.len();
-        return Err(ConfigError::InvalidEndpoint {
-            endpoint: format!("{}***@{}", &endpoint[..scheme_len], &rest[at + 1..]),
-            reason: "credentials in the endpoint; set them with credentials(user, password)",
-        });
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ impl EtcdSource {
         if let Some(client) = &self.client {
             if self.reauthenticate {
                 let client = client.clone();
-                let timeout = self.config.request_timeout;
+                let timeout = self.config.request_timeout();
                 match tokio::time::timeout(timeout, client.refresh_token()).await {
                     Ok(Ok(())) => {
                         self.reauthenticate = false;
@@ -162,7 +162,7 @@ impl EtcdSource {
             }
             return Ok(client.clone());
         }
-        let timeout = self.config.connect_timeout + self.config.request_timeout;
+        let timeout = self.config.connect_timeout() + self.config.request_timeout();
         let endpoints = self.config.endpoints();
         let endpoint = endpoints
             .get(self.endpoint % endpoints.len().max(1))
@@ -229,7 +229,7 @@ impl EtcdSource {
 
     fn check_size(&self, entries: &BTreeMap<String, Vec<u8>>) -> Result<(), SourceError> {
         let size: usize = entries.values().map(Vec::len).sum();
-        let limit = self.config.max_payload_bytes;
+        let limit = self.config.max_payload_bytes();
         if size > limit {
             return Err(SourceError::TooLarge { size, limit });
         }
@@ -247,7 +247,7 @@ impl EtcdSource {
             .watch_client()
             .max_decoding_message_size(self.config.max_message_bytes());
         let key = self.target.name().to_owned();
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.request_timeout();
         match tokio::time::timeout(timeout, watch_client.watch(key, Some(options))).await {
             Ok(Ok(stream)) => {
                 tracing::debug!(
@@ -256,7 +256,7 @@ impl EtcdSource {
                     "etcd watch opened"
                 );
                 self.watch = Some(stream);
-                self.check_at = Instant::now() + self.config.health_check.0;
+                self.check_at = Instant::now() + self.config.health_check().0;
                 self.check_sent = None;
                 Ok(())
             }

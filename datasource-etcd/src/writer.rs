@@ -47,7 +47,7 @@ impl fmt::Debug for EtcdRuleWriter {
 impl EtcdRuleWriter {
     /// Connects (and authenticates, with credentials).
     pub async fn connect(config: EtcdConfig) -> Result<Self, SourceError> {
-        let timeout = config.connect_timeout + config.request_timeout;
+        let timeout = config.connect_timeout() + config.request_timeout();
         let client = match tokio::time::timeout(timeout, config.connect()).await {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => return Err(map_error("connect", e).0),
@@ -110,7 +110,7 @@ impl EtcdRuleWriter {
         op: &str,
         fut: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
     ) -> Result<T, SourceError> {
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.request_timeout();
         match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(map_error(op, e).0),

@@ -83,6 +83,16 @@ pub(crate) trait Family:
     /// converters that do not validate).
     fn validate(&self, index: usize) -> Vec<RuleIssue>;
 
+    /// Lenient loading, before [`validate`](Family::validate): drops the parts of the rule
+    /// that Sentinel skips while it keeps the rule (a param-flow exception item it cannot
+    /// use), and takes out of `found` (the issues decoding found) those about parts decoding
+    /// already left out. Returns an issue per dropped part, naming the rule's index and the
+    /// part's field: warnings, not reasons to skip the rule. None by default.
+    fn skip_parts(&mut self, index: usize, found: &mut Vec<RuleIssue>) -> Vec<RuleIssue> {
+        let _ = (index, found);
+        Vec::new()
+    }
+
     /// Whether the family has checks that span the rules of one payload
     /// ([`keep_together`](Family::keep_together)).
     const CHECKED_TOGETHER: bool = false;
@@ -310,6 +320,10 @@ impl Family for ParamFlowRule {
 
     fn validate(&self, index: usize) -> Vec<RuleIssue> {
         ParamFlowRule::validate(self, index)
+    }
+
+    fn skip_parts(&mut self, index: usize, found: &mut Vec<RuleIssue>) -> Vec<RuleIssue> {
+        self.skip_unusable_items(index, found)
     }
 
     fn compile(

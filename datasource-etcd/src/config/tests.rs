@@ -87,3 +87,48 @@ fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_i
     let field = "health_check timeout";
     assert_refused(zero_timeout.build(), ConfigError::Zero { field });
 }
+
+#[test]
+fn credentials_come_from_the_environment_only_when_asked_and_given_ones_win() {
+    // Cargo and nextest set CARGO_PKG_NAME and CARGO_MANIFEST_DIR for every test run.
+    let env = || CredentialsEnv::new("CARGO_PKG_NAME", "CARGO_MANIFEST_DIR");
+    let base = || EtcdConfig::builder().endpoint("127.0.0.1:2379");
+    assert_eq!(base().build().expect("valid").user(), None);
+    let from_env = base().credentials_from_env(env()).build().expect("valid");
+    assert_eq!(from_env.user(), Some(env!("CARGO_PKG_NAME")));
+    let given = base().credentials_from_env(env()).credentials("app", "pw");
+    assert_eq!(given.build().expect("valid").user(), Some("app"));
+    let half = CredentialsEnv::new("CARGO_PKG_NAME", "SENTINEL_TEST_UNSET_PASSWORD");
+    let err = base().credentials_from_env(half).build().expect_err("half");
+    assert!(matches!(err, ConfigError::Settings(_)), "{err:?}");
+}
+
+#[test]
+fn a_port_out_of_range_is_refused() {
+    let err = EtcdConfig::builder().endpoint("http://h:99999").build();
+    assert!(
+        matches!(err, Err(ConfigError::InvalidEndpoint { .. })),
+        "{err:?}"
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_ca_that_is_no_pem_certificate_is_refused_by_the_builder() {
+    let tls = TlsConfig::new().ca_certificate_pem("not a certificate");
+    let err = EtcdConfig::builder()
+        .endpoint("https://h:2379")
+        .tls(tls)
+        .build();
+    let Err(ConfigError::Settings(backend::ConfigError::Tls { field, .. })) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(field, "ca_certificate");
+    let plain = EtcdConfig::builder()
+        .endpoint("http://h:2379")
+        .tls(TlsConfig::new());
+    assert!(matches!(
+        plain.build(),
+        Err(ConfigError::InvalidEndpoint { .. })
+    ));
+}

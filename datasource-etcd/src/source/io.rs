@@ -34,7 +34,7 @@ impl EtcdSource {
             .kv_client()
             .max_decoding_message_size(self.config.max_message_bytes());
         let key = self.target.name().to_owned();
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.request_timeout();
         let mut resp = match tokio::time::timeout(timeout, kv.get(key, self.get_options())).await {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => return Err(self.fail("get", e)),
@@ -95,7 +95,7 @@ impl EtcdSource {
             let Some(stream) = self.watch.as_mut() else {
                 continue;
             };
-            let (interval, timeout) = self.config.health_check;
+            let (interval, timeout) = self.config.health_check();
             let answer_by = self.check_sent.map(|sent| sent + timeout);
             let waited = tokio::select! {
                 message = stream.message() => Waited::Message(message),
@@ -136,7 +136,7 @@ impl EtcdSource {
                     Ok(Some(event)) => return Ok(event),
                     Ok(None) => {}
                     Err(SourceError::PermissionDenied { .. } | SourceError::Auth { .. })
-                        if !reauthenticated && self.config.credentials.is_some() =>
+                        if !reauthenticated && self.config.has_credentials() =>
                     {
                         reauthenticated = true;
                     }

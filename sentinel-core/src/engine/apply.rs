@@ -157,7 +157,7 @@ impl Sentinel {
             set,
             mut skipped,
             mut skipped_rules,
-            warnings,
+            mut warnings,
             validate,
             replaces_source,
         } = incoming;
@@ -177,6 +177,9 @@ impl Sentinel {
         let mut set = match validate {
             None => set,
             Some(mode) => {
+                if mode == Validation::Lenient {
+                    warnings.append(&mut set.skip_parts());
+                }
                 let (set, mut found) = set.checked(mode).map_err(|issues| RuleError::Invalid {
                     payload: payload.to_owned(),
                     issues,

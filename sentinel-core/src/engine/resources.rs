@@ -11,7 +11,7 @@
 //! engine: no reference count is taken or given back per call ([`NodeRef::Borrowed`]).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -217,6 +217,10 @@ pub(crate) struct ResourceNode {
     pub(crate) fast: AtomicU64,
     /// Blocks by reason, since the node was made.
     pub(crate) blocks: BlockTally,
+    /// A call entered the resource (see [`OwnsStat::entered`]): set where an entry first
+    /// finds the node's rules ([`ResourceNode::rules_in`] past a reload, which every first
+    /// entry of a node takes), so the hot path pays nothing for it.
+    entered: AtomicBool,
     /// Its index in the registry's kept list ([`NOT_KEPT`]: none, or not yet).
     kept_at: AtomicUsize,
     #[cfg(feature = "metrics")]
@@ -260,6 +264,10 @@ impl ResourceNode {
     #[cold]
     #[inline(never)]
     fn look_up<'s>(&self, snapshot: &'s RuleSnapshot) -> Option<&'s ResourceRules> {
+        // Only entries read a node's rules: this one enters it.
+        if !self.entered.load(Ordering::Relaxed) {
+            self.entered.store(true, Ordering::Relaxed);
+        }
         let tag = snapshot.version << SLOT_INDEX_BITS;
         let index = snapshot
             .resolve_regex(self)
@@ -320,6 +328,10 @@ impl ResourceNode {
 impl OwnsStat for ResourceNode {
     fn stat(&self) -> &StatNode {
         &self.stat
+    }
+
+    fn entered(&self) -> bool {
+        self.entered.load(Ordering::Relaxed)
     }
 }
 
@@ -452,6 +464,7 @@ impl Registry {
                 shadow_stat: OnceLock::new(),
                 fast: AtomicU64::new(crate::entry::UNCACHED_FAST),
                 blocks: BlockTally::default(),
+                entered: AtomicBool::new(false),
                 kept_at: AtomicUsize::new(NOT_KEPT),
             }
         })?;

@@ -61,6 +61,9 @@ impl<'a> EntryBuilder<'a> {
             return Ok(Entry::untracked());
         }
         let now = shared.clock.now_ms();
+        // The rule table's version the checks start from: an exit under a later one looks
+        // for breakers loaded since (see `Entry::version`).
+        let version = shared.rules_version.load(Ordering::Acquire);
         let origin_node = self.origin.and_then(|o| node.origin_node(o));
         let context_node = self.context.and_then(|c| node.context_node(c));
         let inbound = self.entry_type == EntryType::Inbound;
@@ -72,7 +75,7 @@ impl<'a> EntryBuilder<'a> {
         let fast = if inbound {
             Fast::Full
         } else {
-            match Fast::cached(node) {
+            match Fast::cached(node, version) {
                 Some(fast) => fast,
                 None => with_rules(&node.shared, |snapshot| Fast::refresh(snapshot, node)),
             }
@@ -93,7 +96,7 @@ impl<'a> EntryBuilder<'a> {
                 node_ref,
                 origin_node,
                 context_node,
-                now,
+                (now, version as u32),
                 verdict,
                 ManuallyDrop::new(Holds::None),
                 wait_out,
@@ -158,7 +161,7 @@ impl<'a> EntryBuilder<'a> {
             node_ref,
             origin_node,
             context_node.or(default_context),
-            now,
+            (now, version as u32),
             verdict,
             holds,
             wait_out,
@@ -174,7 +177,7 @@ impl<'a> EntryBuilder<'a> {
         node_ref: NodeRef<'e>,
         origin_node: Option<Arc<StatNode>>,
         context_node: Option<Arc<StatNode>>,
-        now: u64,
+        (now, version): (u64, u32),
         verdict: Verdict,
         holds: ManuallyDrop<Holds>,
         wait_out: &mut Duration,
@@ -222,6 +225,7 @@ impl<'a> EntryBuilder<'a> {
             params: holds,
             start_ms: now,
             batch: self.batch,
+            version,
             inbound,
             error: false,
         }

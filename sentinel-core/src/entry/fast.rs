@@ -56,13 +56,12 @@ impl Fast {
         }
     }
 
-    /// The verdict `node` cached for the current rule table, if it did.
+    /// The verdict `node` cached for the rule table of `version` (the engine's
+    /// `rules_version`, read with acquire: a reload publishes its table, then its version,
+    /// so a call that sees the new version finds the new table), if it did.
     #[inline(always)]
-    pub(super) fn cached(node: &ResourceNode) -> Option<Self> {
+    pub(super) fn cached(node: &ResourceNode, version: u64) -> Option<Self> {
         let word = node.fast.load(Ordering::Relaxed);
-        // A reload publishes its table, then its version: a call that sees the new version
-        // finds the new table (acquire).
-        let version = node.shared.rules_version.load(Ordering::Acquire);
         ((word >> 32) as u32 == version as u32).then_some(match word & PASS {
             PASS => Fast::Pass,
             FULL => Fast::Full,

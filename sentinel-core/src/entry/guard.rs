@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::engine::{with_rules, NodeRef, ResourceNode};
@@ -200,6 +201,11 @@ pub struct Entry<'a> {
     pub(super) params: ManuallyDrop<Holds>,
     pub(super) start_ms: u64,
     pub(super) batch: u32,
+    /// The rule table's version (low 32 bits) when the call was checked. A call that did not
+    /// pass under breakers ([`BREAKERS`] unset) and exits under another table reports its
+    /// completion to the breakers loaded since, as Sentinel's `DegradeSlot.exit` reports to
+    /// the breakers of the resource at exit.
+    pub(super) version: u32,
     pub(super) inbound: bool,
     pub(super) error: bool,
     /// What the exit must undo or skip, one byte so a plain exit tests it once: the nodes a
@@ -229,6 +235,7 @@ impl<'a> Entry<'a> {
             params: ManuallyDrop::new(Holds::None),
             start_ms: 0,
             batch: 0,
+            version: 0,
             inbound: false,
             error: false,
             pending: 0,
@@ -266,6 +273,7 @@ impl<'a> Entry<'a> {
             params: ManuallyDrop::new(std::mem::take(&mut *self.params)),
             start_ms: self.start_ms,
             batch: self.batch,
+            version: self.version,
             inbound: self.inbound,
             error: self.error,
             pending: std::mem::take(&mut self.pending),
@@ -277,7 +285,7 @@ impl Entry<'_> {
     /// The exit's work past the resource's own statistics: the origin's and context's
     /// statistics, the inbound node, the circuit breakers.
     #[inline(never)]
-    fn exit_more(&self, node: &ResourceNode, now: u64, rt: u64) {
+    fn exit_more(&self, node: &ResourceNode, now: u64, rt: u64, late: bool) {
         let shared = &*node.shared;
         let batch = u64::from(self.batch);
         for n in [&self.origin_node, &self.context_node]
@@ -292,11 +300,13 @@ impl Entry<'_> {
         if self.breakers & crate::shadow::SHADOW_STATE != 0 {
             crate::shadow::exit(node, self.breakers, now, rt, batch, self.error);
         }
-        if self.breakers & (BREAKERS | SHADOW_BREAKERS) != 0 {
+        if late || self.breakers & (BREAKERS | SHADOW_BREAKERS) != 0 {
             // As Sentinel's DegradeSlot does on exit: the resource's current breakers get the
-            // completion. A reload keeps equal rules' breakers, so the probe's breaker is the
-            // same object unless its rule changed.
-            let (error, events, which) = (self.error, &shared.events, self.breakers);
+            // completion, those of a call entered before they were loaded (`late`) too. A
+            // reload keeps equal rules' breakers, so the probe's breaker is the same object
+            // unless its rule changed.
+            let (error, events) = (self.error, &shared.events);
+            let which = self.breakers | if late { BREAKERS } else { 0 };
             with_rules(
                 &node.shared,
                 #[inline(always)]
@@ -347,12 +357,16 @@ impl Drop for Entry<'_> {
         let rt = now.saturating_sub(self.start_ms);
         let batch = u64::from(self.batch);
         node.stat.on_complete(now, rt, batch, self.error);
+        // Rules reloaded since the call was checked, which may have brought breakers.
+        let late = self.breakers & BREAKERS == 0
+            && node.shared.rules_version.load(Ordering::Acquire) as u32 != self.version;
         if self.origin_node.is_some()
             || self.context_node.is_some()
             || self.inbound
             || self.breakers != 0
+            || late
         {
-            self.exit_more(node, now, rt);
+            self.exit_more(node, now, rt, late);
         }
         #[cfg(feature = "metrics")]
         {

@@ -396,8 +396,9 @@ impl ResourceFlowRules {
                 Some((cx.stat, RESERVED_ON_RESOURCE))
             }
             FlowStrategy::Direct => cx.origin_node.map(|n| (n, RESERVED_ON_ORIGIN)),
-            // This call does not enter the related resource: nothing to reserve there.
-            FlowStrategy::Relate => c.ref_node().map(|n| (n.stat(), 0)),
+            // This call does not enter the related resource: nothing to reserve there. A
+            // related resource never entered has no node in Sentinel: the rule passes.
+            FlowStrategy::Relate => c.ref_node().filter(|n| n.entered()).map(|n| (n.stat(), 0)),
             FlowStrategy::Chain => {
                 // A call without a context is in the default one (it has that context's
                 // node when a chain rule of the resource names it).

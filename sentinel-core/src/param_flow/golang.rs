@@ -103,7 +103,18 @@ pub(crate) fn into_go_hotspot_rule(
         let (class, object) = match wire::int(item.val_kind).unwrap_or(-1) {
             0 => ("long", text),
             1 => ("String", text),
-            2 => ("boolean", text),
+            // Go's strconv.ParseBool, written as Java reads it.
+            2 => match text.as_str() {
+                "1" | "t" | "T" | "TRUE" | "true" | "True" => ("boolean", "true".to_owned()),
+                "0" | "f" | "F" | "FALSE" | "false" | "False" => ("boolean", "false".to_owned()),
+                _ => {
+                    issues.add(
+                        &field("valStr"),
+                        format!("{text:?} is not a boolean (1, t, T, TRUE, true, True, or 0, f, F, FALSE, false, False)"),
+                    );
+                    continue;
+                }
+            },
             3 => match text.trim().parse::<f64>() {
                 Ok(v) => ("double", ((v * 1e5).round() / 1e5).to_string()),
                 Err(_) => {

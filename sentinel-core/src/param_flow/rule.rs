@@ -54,12 +54,17 @@ pub(crate) const MAX_CAPACITY: u32 = 1_000_000;
 /// `classType` its Java type.
 ///
 /// `classType` `int`, `long`, `short`, `byte` (or their `java.lang` boxes) read `object` as
-/// an integer, `double` and `float` as a number (a `float` in 32 bits, so that it matches an
-/// `f32` argument), `boolean` as a boolean; anything else (blank, `String`, `char`) as a
-/// string. Booleans take sentinel-golang's spellings (`strconv.ParseBool`: `1`, `t`, `T`,
-/// `TRUE`, `true`, `True` and their false counterparts) and `true`/`false` in any case (Java's
-/// `Boolean.parseBoolean`); any other text is refused, where Java would read it as `false`.
-/// When two items name one value, the last one counts, as in Sentinel and sentinel-golang.
+/// an integer of that width (as Java's `Integer.parseInt`... do: no spaces), `double` and
+/// `float` as a number (a `float` in 32 bits, so that it matches an `f32` argument),
+/// `boolean` as a boolean; anything else (blank, `String`, `char`) as a string. A boolean is
+/// read as Java's `Boolean.parseBoolean` reads it: `true` in any case is true, any other
+/// text false (sentinel-golang's `1` and `t` come through its converter as `true`). When two
+/// items name one value, the last one counts, as in Sentinel and sentinel-golang.
+///
+/// An item whose `object` its `classType` cannot read, or whose count is negative, is an
+/// issue of its rule: strict loading refuses the rule; lenient loading skips the item, as
+/// Sentinel does, and keeps the rule, with a warning naming the rule's index and the item's
+/// field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -110,14 +115,13 @@ impl ParamFlowItem {
         let text = self.object.as_str();
         let class = self.class_type.as_deref().unwrap_or("").trim();
         let class = class.strip_prefix("java.lang.").unwrap_or(class);
-        let int = |text: &str| {
-            text.trim()
-                .parse::<i128>()
-                .map(OwnedValue::Int)
-                .map_err(|_| format!("{text:?} is not an integer ({class})"))
-        };
+        let not_int = || format!("{text:?} is not an integer ({class})");
+        let int = |parsed: Result<i128, _>| parsed.map(OwnedValue::Int).map_err(|_| not_int());
         match class {
-            "int" | "Integer" | "long" | "Long" | "short" | "Short" | "byte" | "Byte" => int(text),
+            "int" | "Integer" => int(text.parse::<i32>().map(i128::from)),
+            "long" | "Long" => int(text.parse::<i64>().map(i128::from)),
+            "short" | "Short" => int(text.parse::<i16>().map(i128::from)),
+            "byte" | "Byte" => int(text.parse::<i8>().map(i128::from)),
             "double" | "Double" => text
                 .trim()
                 .parse::<f64>()
@@ -130,15 +134,7 @@ impl ParamFlowItem {
                 .parse::<f32>()
                 .map(|v| OwnedValue::Float(f64::from(v)))
                 .map_err(|_| format!("{text:?} is not a number ({class})")),
-            "boolean" | "Boolean" => match text.trim() {
-                "1" | "t" | "T" => Ok(OwnedValue::Bool(true)),
-                "0" | "f" | "F" => Ok(OwnedValue::Bool(false)),
-                t if t.eq_ignore_ascii_case("true") => Ok(OwnedValue::Bool(true)),
-                t if t.eq_ignore_ascii_case("false") => Ok(OwnedValue::Bool(false)),
-                _ => Err(format!(
-                    "{text:?} is not a boolean (true, false, 1, 0, t, f, in any case)"
-                )),
-            },
+            "boolean" | "Boolean" => Ok(OwnedValue::Bool(text.eq_ignore_ascii_case("true"))),
             _ => Ok(OwnedValue::Str(text.to_owned())),
         }
     }
@@ -264,7 +260,66 @@ impl Hash for ParamFlowRule {
     }
 }
 
+/// The field of item `i` of a rule's `paramFlowItemList`, followed by `.` and the item's own
+/// field.
+fn item_field(i: usize) -> String {
+    format!("paramFlowItemList[{i}]")
+}
+
+/// The item of the list a field of `paramFlowItemList` names, if it does.
+fn item_of_field(field: &str) -> Option<usize> {
+    let rest = field.strip_prefix("paramFlowItemList[")?;
+    rest[..rest.find(']')?].parse().ok()
+}
+
 impl ParamFlowRule {
+    /// Lenient loading: drops the exception items Sentinel skips (one whose `object` its
+    /// `classType` cannot read, a negative count) and keeps the rule, as Sentinel's
+    /// `ParamFlowRuleUtil` does; takes out of `found` the issues of items decoding already
+    /// left out (an absent or mistyped `object` or `count`), which Sentinel skips too.
+    /// Returns a warning per item dropped, naming the rule's index and the item's field (its
+    /// position in the payload).
+    pub(crate) fn skip_unusable_items(
+        &mut self,
+        index: usize,
+        found: &mut Vec<RuleIssue>,
+    ) -> Vec<RuleIssue> {
+        let skipped = |mut issue: RuleIssue| {
+            issue.message = format!("{}: the item is skipped, as Sentinel does", issue.message);
+            issue
+        };
+        let mut warnings = Vec::new();
+        let mut left_out = Vec::new();
+        found.retain(|issue| match item_of_field(&issue.field) {
+            Some(i) => {
+                left_out.push(i);
+                warnings.push(skipped(issue.clone()));
+                false
+            }
+            None => true,
+        });
+        left_out.sort_unstable();
+        left_out.dedup();
+        // The payload positions of the items decoding kept.
+        let mut positions = (0..).filter(|i| left_out.binary_search(i).is_err());
+        let mut issues = Issues::new(RuleFamily::ParamFlow, index, Some(&self.resource));
+        self.param_flow_item_list.retain(|item| {
+            let at = positions.next().unwrap_or_default();
+            let value = item.value();
+            if let Err(message) = &value {
+                issues.add(&format!("{}.object", item_field(at)), message.clone());
+            } else if item.count < 0 {
+                issues.add(
+                    &format!("{}.count", item_field(at)),
+                    format!("must be >= 0, got {}", item.count),
+                );
+            }
+            value.is_ok() && item.count >= 0
+        });
+        warnings.extend(issues.into_vec().into_iter().map(skipped));
+        warnings
+    }
+
     /// At most `count` calls per second for each value of argument `param_idx`.
     pub fn qps(resource: impl Into<String>, param_idx: i32, count: f64) -> Self {
         Self {

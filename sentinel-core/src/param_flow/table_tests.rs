@@ -283,30 +283,119 @@ fn of_two_items_for_one_value_the_last_counts() {
 }
 
 #[test]
-fn boolean_items_take_go_and_java_spellings() {
+fn boolean_items_read_as_java_reads_them() {
+    // Java's Boolean.parseBoolean: `true` in any case, anything else is false.
     for (text, value) in [
-        ("1", true),
-        ("t", true),
-        ("T", true),
-        ("True", true),
+        ("true", true),
         ("TRUE", true),
         ("tRuE", true),
-        ("0", false),
-        ("f", false),
-        ("F", false),
-        ("False", false),
+        ("false", false),
+        ("yes", false),
+        ("t", false),
+        ("1", false),
     ] {
         let item = ParamFlowItem::new(text, "boolean", 3);
         let clock = FakeClock::new();
         let s = engine(&clock);
         load(&s, vec![ParamFlowRule::qps("r", 0, 1.0).item(item)]);
         assert_eq!(passes(&s, &[value.into()], 10), 3, "{text:?}");
+        assert_eq!(passes(&s, &[(!value).into()], 10), 1, "{text:?}");
     }
-    let wrong = ParamFlowRule::qps("r", 0, 1.0).item(ParamFlowItem::new("yes", "boolean", 3));
-    assert!(Sentinel::new()
-        .param_flow_rules()
-        .load_rules(vec![wrong])
-        .is_err());
+    // sentinel-golang's spellings, through its converter.
+    for (text, value) in [
+        ("t", true),
+        ("1", true),
+        ("T", true),
+        ("f", false),
+        ("0", false),
+    ] {
+        let json = format!(
+            r#"[{{"resource":"r","metricType":1,"paramIndex":0,"threshold":1,"durationInSec":1,
+                 "specificItems":[{{"valKind":2,"valStr":"{text}","threshold":3}}]}}]"#
+        );
+        let rules = GoHotspotJson::new()
+            .convert(json.as_bytes())
+            .expect("a Go hotspot rule")
+            .param_flow
+            .unwrap_or_default();
+        let clock = FakeClock::new();
+        let s = engine(&clock);
+        load(&s, rules);
+        assert_eq!(passes(&s, &[value.into()], 10), 3, "Go {text:?}");
+    }
+    let yes = r#"[{"resource":"r","paramIndex":0,"threshold":1,"durationInSec":1,
+                   "specificItems":[{"valKind":2,"valStr":"yes","threshold":3}]}]"#;
+    assert!(
+        GoHotspotJson::new().convert(yes.as_bytes()).is_err(),
+        "Go refuses it"
+    );
+}
+
+/// Issue #48 2.2: one item Java skips (a count of -1, a value its classType cannot read, an
+/// absent count) no longer makes lenient loading drop the whole rule, whose limit would then
+/// disappear for every value: the item is skipped with a warning naming the rule's index and
+/// the item's field, as Sentinel skips it; strict loading still refuses the rule.
+#[test]
+fn lenient_loading_skips_an_unusable_item_and_keeps_the_rule() {
+    let json = r#"[{"resource":"other","paramIdx":0,"count":5},
+        {"resource":"r","paramIdx":0,"count":1,"paramFlowItemList":[
+            {"object":"v1","classType":"String"},
+            {"object":"v2","classType":"String","count":-1},
+            {"object":"x","classType":"int","count":5},
+            {"object":"v3","classType":"String","count":4}]}]"#;
+    assert!(
+        ParamFlowJson::new().convert(json.as_bytes()).is_err(),
+        "strict refuses it"
+    );
+    let converted = ParamFlowJson::lenient()
+        .convert_with(json.as_bytes(), crate::Validation::Lenient)
+        .expect("lenient loads it");
+    let fields: Vec<(usize, &str)> = converted.warnings.iter().map(|w| w.position()).collect();
+    assert_eq!(
+        fields,
+        [
+            (1, "paramFlowItemList[0].count"),
+            (1, "paramFlowItemList[1].count"),
+            (1, "paramFlowItemList[2].object"),
+        ],
+        "{:?}",
+        converted.warnings
+    );
+    assert!(converted.skipped.is_empty(), "{:?}", converted.skipped);
+    let rules = converted.value.param_flow.unwrap_or_default();
+    assert_eq!(rules[1].param_flow_item_list.len(), 1, "v3 stays");
+    let typed = rules[1].clone();
+    for (how, s) in [("converted", rules), ("typed", Vec::new())] {
+        let clock = FakeClock::new();
+        let engine = engine(&clock);
+        if how == "converted" {
+            load(&engine, s);
+        } else {
+            // The API's lenient load skips the same items, with the same warnings.
+            let mut rule = typed.clone();
+            rule.param_flow_item_list
+                .push(ParamFlowItem::new("x", "int", 5));
+            let report = engine
+                .param_flow_rules()
+                .load_rules_lenient(vec![rule])
+                .expect("loads");
+            assert_eq!(report.skipped_rules, 0);
+            let fields: Vec<(usize, &str)> = report.warnings.iter().map(|w| w.position()).collect();
+            assert_eq!(fields, [(0, "paramFlowItemList[1].object")]);
+        }
+        for value in ["v1", "v2", "x"] {
+            assert_eq!(
+                passes(&engine, &[value.into()], 3),
+                1,
+                "{how}: {value} at count 1"
+            );
+        }
+        assert_eq!(
+            passes(&engine, &["v3".into()], 6),
+            4,
+            "{how}: v3 keeps its item"
+        );
+    }
 }
 
 #[test]

@@ -100,6 +100,20 @@ macro_rules! rule_set {
                 }
             }
 
+            /// Lenient loading, before validation: drops the parts of rules Sentinel skips
+            /// while it keeps the rule ([`Family::skip_parts`]), shadow rules' too. Returns a
+            /// warning per part dropped.
+            pub(crate) fn skip_parts(&mut self) -> Vec<RuleIssue> {
+                let mut warnings = Vec::new();
+                $(for (index, rule) in self.$field.iter_mut().flatten().enumerate() {
+                    warnings.extend(rule.skip_parts(index, &mut Vec::new()));
+                })*
+                if let Some(shadow) = self.shadow.as_deref_mut() {
+                    warnings.extend(shadow.skip_parts().into_iter().map(RuleIssue::in_shadow));
+                }
+                warnings
+            }
+
             /// The validation stage of the pipeline: keeps the rules that may load and
             /// collects the issues of the others (see [`Family::validate`]).
             pub(crate) fn keep_valid(self, issues: &mut Vec<RuleIssue>) -> RuleSet {
@@ -375,11 +389,12 @@ fn decode_list<F: Family>(
         };
         vec![RuleIssue::new(family, 0, None, family.as_str(), message)]
     })?;
-    let parsed = wire::parse_family(
+    let parsed = wire::parse_family_skipping(
         items,
         &WireShape::java(family, validation, keys),
         F::decode,
         F::validate,
+        F::skip_parts,
     )?;
     let mut skipped = parsed.skipped;
     // Checks across the payload's rules (one authority rule per resource).

@@ -2,6 +2,7 @@
 //! and one global inbound node.
 
 mod fold;
+mod folded;
 mod hot;
 mod minute;
 mod node;
@@ -23,4 +24,9 @@ pub(crate) use window::Event;
 pub(crate) trait OwnsStat: Send + Sync + std::fmt::Debug {
     /// The statistics.
     fn stat(&self) -> &StatNode;
+
+    /// Whether a call ever entered it. A relate rule passes every call until its related
+    /// resource has been entered: Sentinel has no node for a resource never entered
+    /// (`FlowRuleChecker` passes a rule whose node it does not find).
+    fn entered(&self) -> bool;
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::OnceLock;
 
-use super::fold::Fold;
+use super::folded::Fold;
 use super::hot::HotStripe;
 use super::stripe::{made, STRIPES};
 

@@ -172,14 +172,36 @@ pub(crate) fn parse_family<W, R>(
 where
     W: DeserializeOwned + RuleWire,
 {
+    parse_family_skipping(items, shape, decode, validate, |_, _, _| Vec::new())
+}
+
+/// [`parse_family`], where lenient loading first drops with `skip_parts` the parts of a rule
+/// Sentinel skips while it keeps the rule (see [`Family::skip_parts`]); their issues are
+/// returned as warnings.
+///
+/// [`Family::skip_parts`]: crate::family::Family::skip_parts
+pub(crate) fn parse_family_skipping<W, R>(
+    items: Vec<Value>,
+    shape: &WireShape,
+    decode: impl Fn(W, usize) -> (R, Vec<RuleIssue>),
+    validate: impl Fn(&R, usize) -> Vec<RuleIssue>,
+    skip_parts: impl Fn(&mut R, usize, &mut Vec<RuleIssue>) -> Vec<RuleIssue>,
+) -> ParsedFamily<R>
+where
+    W: DeserializeOwned + RuleWire,
+{
     let mut parsed = Parsed {
         rules: Vec::with_capacity(items.len()),
         skipped: Vec::new(),
         warnings: Vec::new(),
     };
     for (index, item) in items.into_iter().enumerate() {
-        let (rule, issues) =
-            parse_rule(item, index, shape, &decode, &validate, &mut parsed.warnings);
+        let checks = RuleChecks {
+            decode: &decode,
+            validate: &validate,
+            skip_parts: &skip_parts,
+        };
+        let (rule, issues) = parse_rule(item, index, shape, &checks, &mut parsed.warnings);
         match rule {
             Some(rule) if issues.is_empty() => parsed.rules.push((index, rule)),
             _ => parsed.skipped.extend(issues),
@@ -195,16 +217,18 @@ where
 /// removed and decoding retried, then the keys it does not know are checked (see
 /// `wire::keys`), the rule is built (an unknown code read as its default) and validated. A
 /// problem of a field found early is not reported again by the later steps.
-fn parse_rule<W, R>(
+fn parse_rule<W, R, D, V, S>(
     item: Value,
     index: usize,
     shape: &WireShape,
-    decode: &impl Fn(W, usize) -> (R, Vec<RuleIssue>),
-    validate: &impl Fn(&R, usize) -> Vec<RuleIssue>,
+    checks: &RuleChecks<'_, D, V, S>,
     warnings: &mut Vec<RuleIssue>,
 ) -> (Option<R>, Vec<RuleIssue>)
 where
     W: DeserializeOwned + RuleWire,
+    D: Fn(W, usize) -> (R, Vec<RuleIssue>),
+    V: Fn(&R, usize) -> Vec<RuleIssue>,
+    S: Fn(&mut R, usize, &mut Vec<RuleIssue>) -> Vec<RuleIssue>,
 {
     let family = shape.family;
     let mut item = unwrap_entity(item);
@@ -279,19 +303,37 @@ where
             ));
         }
     }
-    let (rule, found) = decode(wire, index);
-    for later in [found, validate(&rule, index)] {
-        let known = issues.len();
-        for issue in later {
-            if !issues[..known].iter().any(|i| i.field == issue.field) {
-                issues.push(issue);
-            }
+    let (mut rule, found) = (checks.decode)(wire, index);
+    add_new(&mut issues, found);
+    if shape.validation == Validation::Lenient {
+        for mut issue in (checks.skip_parts)(&mut rule, index, &mut issues) {
+            issue.field = as_written(&item, &issue.field);
+            warnings.push(issue);
         }
     }
+    add_new(&mut issues, (checks.validate)(&rule, index));
     for issue in &mut issues {
         issue.field = as_written(&item, &issue.field);
     }
     (Some(rule), issues)
+}
+
+/// What [`parse_rule`] does with a decoded rule (see [`parse_family`]).
+struct RuleChecks<'a, D, V, S> {
+    decode: &'a D,
+    validate: &'a V,
+    skip_parts: &'a S,
+}
+
+/// Adds the issues of `later` whose field has none in `issues` yet: a problem of a field
+/// found early is not reported again by the later steps.
+fn add_new(issues: &mut Vec<RuleIssue>, later: Vec<RuleIssue>) {
+    let known = issues.len();
+    for issue in later {
+        if !issues[..known].iter().any(|i| i.field == issue.field) {
+            issues.push(issue);
+        }
+    }
 }
 
 /// `field` (`specificItems[0].valStr`) spelt as the payload spells its keys, for formats

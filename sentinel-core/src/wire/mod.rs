@@ -11,8 +11,8 @@ pub(crate) use formats::Format;
 #[cfg(test)]
 pub(crate) use formats::{formats_of, TELLS_NOTHING};
 pub(crate) use json::{
-    format_error, invalid, kind, not_a_rule_list, parse_document, parse_family, rule_list,
-    WireShape,
+    format_error, invalid, kind, not_a_rule_list, parse_document, parse_family,
+    parse_family_skipping, rule_list, WireShape,
 };
 #[cfg(feature = "schema")]
 pub(crate) use keys::CARRIED_BY_STORES;

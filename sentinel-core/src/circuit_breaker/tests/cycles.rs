@@ -227,3 +227,38 @@ fn a_slow_call_threshold_is_rounded_to_whole_milliseconds() {
     calls(&s, &clock, 1, 0, 102);
     assert_eq!(state(&s), BreakerState::Open);
 }
+
+/// As Sentinel's `DegradeSlot.exit`, which reports every completion to the breakers the
+/// resource has at exit: calls entered before a breaker was loaded (through the fast path,
+/// and through the full checks of another rule) count when they complete after it.
+#[test]
+fn a_breaker_counts_calls_that_were_in_flight_when_it_was_loaded() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![crate::flow::FlowRule::thread("held", 100.0)])
+        .unwrap();
+    let mut inside: Vec<_> = (0..3)
+        .flat_map(|_| {
+            [
+                s.entry("r").enter().unwrap(),
+                s.entry("held").enter().unwrap(),
+            ]
+        })
+        .collect();
+    s.degrade_rules()
+        .load_rules(vec![
+            DegradeRule::error_count("r", 2.0, 5).min_request_amount(1),
+            DegradeRule::error_count("held", 2.0, 5).min_request_amount(1),
+        ])
+        .unwrap();
+    for entry in &mut inside {
+        entry.set_error();
+    }
+    drop(inside);
+    assert!(
+        s.entry("r").enter().is_err(),
+        "three errors opened r's breaker"
+    );
+    assert!(s.entry("held").enter().is_err(), "and held's");
+}

@@ -20,6 +20,46 @@ fn relate_strategy_reads_the_related_resource() {
     );
 }
 
+/// As in Sentinel, which has no node for a resource never entered: a relate rule passes
+/// every call (whatever its count, batch or controller) until its related resource has been
+/// entered once, even by a call that was blocked.
+#[test]
+fn a_relate_rule_passes_until_its_related_resource_is_entered() {
+    let clock = FakeClock::at_ms(10_000);
+    let s = engine(&clock);
+    s.flow_rules()
+        .load_rules(vec![
+            FlowRule::qps("write", 0.0).relate("read"),
+            FlowRule::qps("sync", 1.0).relate("upload"),
+            FlowRule::qps("read", 0.0),
+        ])
+        .unwrap();
+    assert_eq!(burst(&s, "write", 3), 3, "read was never entered");
+    assert!(
+        s.entry("sync").batch(3).enter().is_ok(),
+        "upload was never entered"
+    );
+    assert!(
+        s.entry("read").enter().is_err(),
+        "read's own rule blocks it"
+    );
+    assert_eq!(
+        burst(&s, "write", 3),
+        0,
+        "read was entered: a count of 0 blocks"
+    );
+    drop(s.resource("upload"));
+    assert!(
+        s.entry("sync").batch(3).enter().is_ok(),
+        "a handle does not enter the resource"
+    );
+    drop(s.entry("upload").enter());
+    assert!(
+        s.entry("sync").batch(3).enter().is_err(),
+        "a batch over the count"
+    );
+}
+
 #[test]
 fn chain_strategy_counts_only_its_entrance() {
     let clock = FakeClock::at_ms(10_000);
