@@ -1,6 +1,10 @@
 //! The console service (`--bin console`): the axum service guarded by `sentinel-tower`, its
 //! rules in etcd, with the sentinel console mounted at `/console`. Built here, as a library
 //! function, so that the browser tests run the very service the binary serves.
+//!
+//! With the `transport` feature the service can also serve the Sentinel dashboard's commands
+//! (`sentinel-transport`, read-only: rules are edited in the console, through etcd), and the
+//! console's page shows every command the dashboard sent that the service refused.
 
 use std::error::Error;
 use std::sync::Arc;
@@ -26,6 +30,11 @@ pub struct ConsoleServiceConfig {
     pub key: String,
     /// Editing is on for requests carrying `Authorization: Bearer <token>`; off when `None`.
     pub edit_token: Option<String>,
+    /// With the `transport` feature: the Sentinel dashboard's command center to start (its
+    /// metric series shared with the console), whose refused commands the page shows.
+    /// `None` serves no dashboard.
+    #[cfg(feature = "transport")]
+    pub transport: Option<sentinel_transport::TransportConfig>,
 }
 
 /// The running pieces: the engine, the app to serve, the data source and the console.
@@ -39,6 +48,9 @@ pub struct ConsoleService {
     pub source: DataSource,
     /// The console.
     pub console: Console,
+    /// The dashboard's command center, when configured (shut it down on exit).
+    #[cfg(feature = "transport")]
+    pub transport: Option<sentinel_transport::Transport>,
 }
 
 /// Connects to etcd (storing [`DEFAULT_RULES`] if the key is missing), starts the data
@@ -73,6 +85,19 @@ pub async fn console_service(
         )
         // The editor starts from the key's text as stored, not the engine's normalised rules.
         .stored_text(SOURCE_NAME, EtcdSource::key(etcd, config.key.clone()));
+    #[cfg(feature = "transport")]
+    let transport = match config.transport.clone() {
+        Some(transport) => {
+            let transport =
+                sentinel_transport::Transport::start(sentinel.clone(), transport).await?;
+            // One metric series per process: the console reads the transport's.
+            console = console
+                .series(transport.series().clone())
+                .transport(&transport);
+            Some(transport)
+        }
+        None => None,
+    };
     if let Some(token) = config.edit_token.clone() {
         let expected = format!("Bearer {token}");
         console = console.editing(move |headers: &HeaderMap| {
@@ -89,5 +114,7 @@ pub async fn console_service(
         app,
         source,
         console,
+        #[cfg(feature = "transport")]
+        transport,
     })
 }
