@@ -85,7 +85,7 @@ mod resource;
 mod service;
 
 pub use middleware::SentinelMiddleware;
-pub use param::ParamSource;
+pub use param::{ActixRequest, ParamSource};
 pub use resource::ResourceKey;
-pub use sentinel_tower::{BlockAnswer, BlockResponses};
+pub use sentinel_tower::{BlockAnswer, BlockResponses, ParamSourceOf};
 pub use service::{ResponseFuture, SentinelService};

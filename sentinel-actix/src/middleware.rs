@@ -9,10 +9,10 @@ use actix_web::http::header::HeaderName;
 use actix_web::http::StatusCode;
 use actix_web::{body::EitherBody, HttpResponse};
 use sentinel_core::{BlockError, Sentinel};
-use sentinel_tower::BlockResponses;
+use sentinel_tower::{push_arg, BlockResponses};
 
 use crate::answer::BlockAnswerer;
-use crate::param::{ParamSource, MAX_ARGS};
+use crate::param::ParamSource;
 use crate::resource::ResourceKey;
 use crate::service::SentinelService;
 
@@ -106,15 +106,7 @@ impl SentinelMiddleware {
     /// own resource: the first call gives `paramIdx` 0, up to four (a fifth is ignored,
     /// with a warning).
     pub fn arg(mut self, source: ParamSource) -> Self {
-        let args = &mut self.config().args;
-        if args.len() < MAX_ARGS {
-            args.push(source);
-        } else {
-            tracing::warn!(
-                ?source,
-                "the middleware reads at most {MAX_ARGS} arguments; ignored"
-            );
-        }
+        push_arg(&mut self.config().args, source);
         self
     }
 

@@ -10,11 +10,10 @@ use std::task::{ready, Context, Poll};
 use actix_web::body::EitherBody;
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use pin_project_lite::pin_project;
-use sentinel_core::param_flow::ParamFlowRule;
-use sentinel_core::{Admission, BlockError, Entry};
+use sentinel_core::{Admission, BlockError};
+use sentinel_tower::{try_enter_with_args, InFlight};
 
 use crate::middleware::{Config, ErrorIf};
-use crate::param::{Required, Value, MAX_ARGS, MISSING};
 
 /// The service of a [`SentinelMiddleware`](crate::SentinelMiddleware) wrapping `S`.
 pub struct SentinelService<S> {
@@ -47,31 +46,7 @@ fn admit(config: &Config, request: &ServiceRequest) -> Result<Admission<'static>
         .and_then(|value| value.to_str().ok())
         .unwrap_or("");
     let entry = config.sentinel.entry(&resource).origin(origin).inbound();
-    if config.args.is_empty() {
-        return entry.try_enter_owned();
-    }
-    let mut read: [Option<Value<'_>>; MAX_ARGS] = std::array::from_fn(|_| None);
-    for ((i, source), value) in config.args.iter().enumerate().zip(&mut read) {
-        match source.value(request) {
-            Ok(found) => *value = found,
-            Err(Required) => return Err(missing_argument(&resource, i)),
-        }
-    }
-    let args: [_; MAX_ARGS] =
-        std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, Value::param));
-    entry.args(&args[..config.args.len()]).try_enter_owned()
-}
-
-/// The block of a request without argument `index`, which its source requires: a
-/// param-flow block by a rule the middleware makes for it.
-#[cold]
-fn missing_argument(resource: &str, index: usize) -> BlockError {
-    let index = i32::try_from(index).unwrap_or(i32::MAX);
-    BlockError::ParamFlow {
-        resource: Arc::from(resource),
-        rule: Arc::new(ParamFlowRule::thread(resource, index, 0.0)),
-        value: None,
-    }
+    try_enter_with_args(entry, &resource, &config.args, request)
 }
 
 impl<S, B> Service<ServiceRequest> for SentinelService<S>
@@ -91,7 +66,7 @@ where
             Ok(Admission::Now(entry)) => {
                 // Made first, so that a panic in the inner service's `call` exits the entry
                 // as an error.
-                let in_flight = InFlight(Some(entry));
+                let in_flight = InFlight::new(entry);
                 ResponseFuture::running(self.inner.call(request), in_flight, config)
             }
             Ok(Admission::Queued(queued)) => {
@@ -99,7 +74,7 @@ where
                 let error_if = config.error_if.clone();
                 ResponseFuture::queued(Box::pin(async move {
                     tokio::time::sleep(queued.wait()).await;
-                    let mut in_flight = InFlight(Some(queued.start()));
+                    let mut in_flight = InFlight::new(queued.start());
                     let result = inner.call(request).await;
                     in_flight.exit(failed(&error_if, &result));
                     result.map(ServiceResponse::map_into_left_body)
@@ -146,7 +121,7 @@ pin_project! {
     #[project = StateProj]
     enum State<F, B> {
         Blocked { answer: Option<ServiceResponse<EitherBody<B>>> },
-        Running { #[pin] future: F, in_flight: InFlight, error_if: ErrorIf },
+        Running { #[pin] future: F, in_flight: InFlight<'static>, error_if: ErrorIf },
         Queued { future: QueuedFuture<B> },
     }
 }
@@ -160,7 +135,7 @@ impl<F, B> ResponseFuture<F, B> {
         }
     }
 
-    fn running(future: F, in_flight: InFlight, config: &Config) -> Self {
+    fn running(future: F, in_flight: InFlight<'static>, config: &Config) -> Self {
         Self {
             state: State::Running {
                 future,
@@ -215,28 +190,5 @@ impl<F, B> std::fmt::Debug for ResponseFuture<F, B> {
         f.debug_struct("ResponseFuture")
             .field("state", &state)
             .finish_non_exhaustive()
-    }
-}
-
-/// An entry whose request is being served. Dropped before [`exit`](Self::exit), it exits
-/// as an error, as sentinel-core's `EntryBuilder::run` does.
-struct InFlight(Option<Entry<'static>>);
-
-impl InFlight {
-    #[inline]
-    fn exit(&mut self, failed: bool) {
-        if let Some(mut entry) = self.0.take() {
-            if failed {
-                entry.set_error();
-            }
-        }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Some(entry) = self.0.as_mut() {
-            entry.set_error();
-        }
     }
 }

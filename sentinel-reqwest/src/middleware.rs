@@ -7,6 +7,9 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 use sentinel_core::{Admission, Entry, Sentinel};
+// An entry whose call is on the wire; dropped before its exit (the caller dropped the
+// call's future, as `tokio::time::timeout` does), it exits as an error.
+use sentinel_tower::InFlight;
 
 use crate::error::SentinelError;
 use crate::outcome::{ErrorIf, Outcome};
@@ -107,28 +110,6 @@ impl SentinelMiddleware {
     }
 }
 
-/// An entry whose call is on the wire. Dropped before [`exit`](Self::exit) (the caller
-/// dropped the call's future, as `tokio::time::timeout` does), it exits as an error.
-struct InFlight<'a>(Option<Entry<'a>>);
-
-impl InFlight<'_> {
-    fn exit(&mut self, failed: bool) {
-        if let Some(mut entry) = self.0.take() {
-            if failed {
-                entry.set_error();
-            }
-        }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Some(entry) = self.0.as_mut() {
-            entry.set_error();
-        }
-    }
-}
-
 #[async_trait::async_trait]
 impl Middleware for SentinelMiddleware {
     async fn handle(
@@ -145,7 +126,7 @@ impl Middleware for SentinelMiddleware {
                 return Err(reqwest_middleware::Error::middleware(held));
             }
         };
-        let mut in_flight = InFlight(Some(entry));
+        let mut in_flight = InFlight::new(entry);
         let result = next.run(request, extensions).await;
         let outcome = match &result {
             Ok(response) => Outcome::Response(response),

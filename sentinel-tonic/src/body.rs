@@ -7,6 +7,7 @@ use std::task::{ready, Context, Poll};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use sentinel_core::Entry;
+use sentinel_tower::InFlight;
 use tonic::Code;
 
 use crate::status::{grpc_status, ErrorCodes};
@@ -17,7 +18,7 @@ use crate::status::{grpc_status, ErrorCodes};
 /// client cancelled the call, or went away), the call ends as `CANCELLED`, an error only if
 /// the set says so; dropped by a panic, it is an error.
 pub(crate) struct CallGuard {
-    entry: Option<Entry<'static>>,
+    call: InFlight<'static>,
     codes: ErrorCodes,
 }
 
@@ -25,7 +26,7 @@ impl CallGuard {
     #[inline]
     pub(crate) fn new(entry: Entry<'static>, codes: ErrorCodes) -> Self {
         Self {
-            entry: Some(entry),
+            call: InFlight::new(entry),
             codes,
         }
     }
@@ -40,17 +41,13 @@ impl CallGuard {
     /// Exits the entry, as an error if `failed`.
     #[inline]
     pub(crate) fn finish(&mut self, failed: bool) {
-        if let Some(mut entry) = self.entry.take() {
-            if failed {
-                entry.set_error();
-            }
-        }
+        self.call.exit(failed);
     }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if self.entry.is_some() {
+        if !self.call.is_exited() {
             if std::thread::panicking() {
                 // The inner service panicked: an error whatever the set says.
                 self.finish(true);
@@ -127,7 +124,10 @@ impl<B: Body> Body for GuardedBody<B> {
 
     fn is_end_stream(&self) -> bool {
         // While the entry is held, the end must be polled to be seen.
-        let held = self.call.as_ref().is_some_and(|call| call.entry.is_some());
+        let held = self
+            .call
+            .as_ref()
+            .is_some_and(|call| !call.call.is_exited());
         !held && self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
@@ -143,7 +143,10 @@ impl<B> std::fmt::Debug for GuardedBody<B> {
         f.debug_struct("GuardedBody")
             .field(
                 "in_flight",
-                &self.call.as_ref().is_some_and(|call| call.entry.is_some()),
+                &self
+                    .call
+                    .as_ref()
+                    .is_some_and(|call| !call.call.is_exited()),
             )
             .finish_non_exhaustive()
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http::HeaderName;
 use sentinel_core::{BlockError, Sentinel};
-use sentinel_tower::{ParamSource, ResourceKey};
+use sentinel_tower::{push_arg, ParamSource, ResourceKey};
 use tonic::Status;
 use tower::Layer;
 
@@ -114,14 +114,7 @@ impl<K> SentinelGrpcLayer<K> {
     /// unless the source says otherwise. Message fields are not read (they are decoded in
     /// the handler: guard them there).
     pub fn arg(mut self, source: ParamSource) -> Self {
-        if self.config.args.len() < MAX_ARGS {
-            self.config.args.push(source);
-        } else {
-            tracing::warn!(
-                ?source,
-                "a layer reads at most {MAX_ARGS} arguments; ignored"
-            );
-        }
+        push_arg(&mut self.config.args, source);
         self
     }
 
@@ -153,9 +146,6 @@ impl<K> SentinelGrpcLayer<K> {
         self
     }
 }
-
-/// The most arguments a layer reads per call (sentinel-tower's limit).
-const MAX_ARGS: usize = 4;
 
 impl<S, K: Clone> Layer<S> for SentinelGrpcLayer<K> {
     type Service = SentinelGrpcService<S, K>;

@@ -10,11 +10,12 @@ use std::task::{ready, Context, Poll};
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
-use sentinel_core::{Entry, Queued};
+use sentinel_core::Queued;
 use tower::Service;
 
 use crate::block::BlockHandler;
 use crate::error_if::ErrorIf;
+use crate::in_flight::InFlight;
 use crate::queued::QueuedRequest;
 
 pin_project! {
@@ -66,7 +67,7 @@ pin_project! {
         Running {
             #[pin]
             future: F,
-            in_flight: InFlight,
+            in_flight: InFlight<'static>,
             error_if: ErrorIf,
         },
         // The response was returned (or a queued request is starting).
@@ -97,7 +98,11 @@ where
 
     /// A passed request, being served by `future`.
     #[inline]
-    pub(crate) fn running(future: S::Future, in_flight: InFlight, error_if: ErrorIf) -> Self {
+    pub(crate) fn running(
+        future: S::Future,
+        in_flight: InFlight<'static>,
+        error_if: ErrorIf,
+    ) -> Self {
         Self::new(State::Running {
             future,
             in_flight,
@@ -153,7 +158,7 @@ where
                     };
                     // The entry is held first, so that a panic in the inner service's `call`
                     // exits it as an error.
-                    let (in_flight, future) = waiting.start(|entry| InFlight(Some(entry)));
+                    let (in_flight, future) = waiting.start(InFlight::new);
                     state.set(State::Running {
                         future,
                         in_flight,
@@ -188,29 +193,5 @@ where
         f.debug_struct("ResponseFuture")
             .field("state", &state)
             .finish_non_exhaustive()
-    }
-}
-
-/// An entry whose request is being served. Dropped before [`exit`](Self::exit) (the
-/// response future was dropped, or the inner service panicked), it exits as an error, as
-/// sentinel-core's `EntryBuilder::run` does.
-pub(crate) struct InFlight(pub(crate) Option<Entry<'static>>);
-
-impl InFlight {
-    #[inline]
-    fn exit(&mut self, failed: bool) {
-        if let Some(mut entry) = self.0.take() {
-            if failed {
-                entry.set_error();
-            }
-        }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Some(entry) = self.0.as_mut() {
-            entry.set_error();
-        }
     }
 }

@@ -9,7 +9,7 @@ use tower::Layer;
 
 use crate::block::{BlockAsError, BlockAsResponse};
 use crate::error_if::{ErrorIf, Statuses};
-use crate::param::{ParamSource, MAX_ARGS};
+use crate::param::{push_arg, ParamSource};
 use crate::resource::ResourceKey;
 use crate::respond::BlockResponses;
 use crate::service::{Config, SentinelService};
@@ -95,14 +95,7 @@ impl<K, H> SentinelLayer<K, H> {
     ///
     /// A fifth argument is ignored, with a warning.
     pub fn arg(mut self, source: ParamSource) -> Self {
-        if self.config.args.len() < MAX_ARGS {
-            self.config.args.push(source);
-        } else {
-            tracing::warn!(
-                ?source,
-                "a layer reads at most {MAX_ARGS} arguments; ignored"
-            );
-        }
+        push_arg(&mut self.config.args, source);
         self
     }
 

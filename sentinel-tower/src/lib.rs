@@ -136,6 +136,7 @@ mod blocked;
 mod error;
 mod error_if;
 mod future;
+mod in_flight;
 mod layer;
 mod param;
 mod queued;
@@ -149,8 +150,12 @@ pub use block::{BlockAnswer, BlockAsError, BlockAsResponse, BlockHandler};
 pub use blocked::Blocked;
 pub use error::SentinelError;
 pub use future::ResponseFuture;
+pub use in_flight::InFlight;
 pub use layer::SentinelLayer;
-pub use param::{try_enter_request, ParamSource, RequestHead};
+pub use param::{
+    push_arg, try_enter_request, try_enter_with_args, HttpRequest, ParamRequest, ParamSource,
+    ParamSourceOf, RequestHead, MAX_ARGS,
+};
 pub use queued::QueuedRequest;
 pub use resource::{ExtractResource, ResourceKey, ResourceKeyFn};
 pub use respond::BlockResponses;

@@ -12,7 +12,8 @@ use tower::Service;
 
 use crate::block::{BlockAnswer, BlockAsError, BlockHandler};
 use crate::error_if::ErrorIf;
-use crate::future::{InFlight, ResponseFuture};
+use crate::future::ResponseFuture;
+use crate::in_flight::InFlight;
 use crate::param::{try_enter_request, ParamSource};
 use crate::resource::{ExtractResource, ResourceKey};
 
@@ -160,7 +161,7 @@ where
             Ok(Admission::Now(entry)) => {
                 // Made first, so that a panic in the inner service's `call` exits the entry
                 // as an error.
-                let in_flight = InFlight(Some(entry));
+                let in_flight = InFlight::new(entry);
                 let future = self.inner.call(request);
                 ResponseFuture::running(future, in_flight, config.error_if.clone())
             }

@@ -1,20 +1,48 @@
 //! Request values for hot-parameter (param-flow) rules: which parts of a request become the
 //! entry's arguments, so that "5 requests a second per user" holds through the layer.
+//!
+//! The sources are generic over the framework whose requests they read
+//! ([`ParamRequest`]): [`ParamSource`] reads `http` requests (this layer's, and
+//! sentinel-tonic's metadata); sentinel-actix reads actix-web's with the same code.
+
+mod http_request;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use http::{HeaderName, Request};
 use sentinel_core::param_flow::{ParamFlowRule, ParamValue};
 use sentinel_core::{Admission, BlockError, EntryBuilder};
 
-/// One argument of a request's entry: where its value comes from.
+pub use self::http_request::{try_enter_request, HttpRequest, ParamSource, RequestHead};
+
+/// A framework's request as [`ParamSourceOf`] reads it: how a header, the query string, the
+/// path and the client's address are found. Implemented by a type that names the framework
+/// ([`HttpRequest`] here; sentinel-actix has one for actix-web), never instantiated.
+pub trait ParamRequest: 'static {
+    /// The header names of the framework's `http` version.
+    type HeaderName: Clone + fmt::Debug + Send + Sync + 'static;
+    /// What the sources read, and what a [`ParamSourceOf::from_fn`] closure gets.
+    type Request<'r>: ?Sized;
+
+    /// The first value of header `name`, if it is visible ASCII.
+    fn header<'a>(request: &'a Self::Request<'_>, name: &Self::HeaderName) -> Option<&'a str>;
+    /// The query string, without the `?`.
+    fn query<'a>(request: &'a Self::Request<'_>) -> Option<&'a str>;
+    /// The path.
+    fn path<'a>(request: &'a Self::Request<'_>) -> &'a str;
+    /// The client's IP address, where the server gave it.
+    fn peer_ip(request: &Self::Request<'_>) -> Option<IpAddr>;
+}
+
+/// One argument of a request's entry: where its value comes from, for requests of the
+/// framework `R` (see [`ParamSource`] for `http` requests).
 ///
-/// The layer's [`arg`](crate::SentinelLayer::arg) calls give the arguments in order (the
-/// first is `paramIdx` 0). Values are read while the request is checked and borrowed from
-/// it: nothing is allocated, except a query value with escapes, which is decoded.
+/// The adapter's `arg` calls give the arguments in order (the first is `paramIdx` 0).
+/// Values are read while the request is checked and borrowed from it: nothing is
+/// allocated, except a query value with escapes, which is decoded, and the value of a
+/// [`from_fn`](Self::from_fn) closure.
 ///
 /// # A request without the value
 ///
@@ -31,27 +59,14 @@ use sentinel_core::{Admission, BlockError, EntryBuilder};
 ///
 /// The three chain: `header(..).or(query("user")).or_block()` tries the header, then the
 /// query, and blocks a request with neither.
-///
-/// ```
-/// use http::HeaderName;
-/// use sentinel_tower::{ParamSource, SentinelLayer};
-///
-/// // Argument 0: the user from a header; argument 1: the client's IP address.
-/// let layer = SentinelLayer::new(sentinel_core::Sentinel::new())
-///     .arg(ParamSource::header(HeaderName::from_static("x-user-id")))
-///     .arg(ParamSource::peer_ip());
-/// # let _ = layer;
-/// ```
-#[derive(Clone)]
-pub struct ParamSource {
-    source: Source,
+pub struct ParamSourceOf<R: ParamRequest> {
+    source: Source<R>,
     kind: Kind,
-    missing: Missing,
+    missing: Missing<R>,
 }
 
 /// What a request without the value gets.
-#[derive(Clone)]
-enum Missing {
+enum Missing<R: ParamRequest> {
     /// An empty argument: no rule checks it.
     Pass,
     /// Blocked before it enters.
@@ -59,12 +74,12 @@ enum Missing {
     /// This value (read as the source's kind).
     Value(Arc<str>),
     /// The value of another source.
-    Or(Box<ParamSource>),
+    Or(Box<ParamSourceOf<R>>),
 }
 
-/// A request has no value for a source that requires one ([`ParamSource::or_block`]).
+/// A request has no value for a source that requires one ([`ParamSourceOf::or_block`]).
 #[derive(Debug)]
-pub(crate) struct Required;
+struct Required;
 
 /// How a text value is handed to the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,20 +88,20 @@ enum Kind {
     Int,
 }
 
-#[derive(Clone)]
-enum Source {
-    Header(HeaderName),
+enum Source<R: ParamRequest> {
+    Header(R::HeaderName),
     Query(Arc<str>),
     PathSegment(usize),
     PeerIp,
-    Custom(Arc<ValueFn>),
+    Custom(Arc<ValueFn<R>>),
 }
 
-/// A [`ParamSource::from_fn`] closure.
-type ValueFn = dyn Fn(&RequestHead<'_>) -> Option<String> + Send + Sync;
+/// A [`ParamSourceOf::from_fn`] closure.
+type ValueFn<R> =
+    dyn for<'a, 'r> Fn(&'a <R as ParamRequest>::Request<'r>) -> Option<String> + Send + Sync;
 
-impl ParamSource {
-    fn of(source: Source) -> Self {
+impl<R: ParamRequest> ParamSourceOf<R> {
+    fn of(source: Source<R>) -> Self {
         Self {
             source,
             kind: Kind::Text,
@@ -95,7 +110,7 @@ impl ParamSource {
     }
 
     /// The value of a request header (its first value, if it is visible ASCII).
-    pub fn header(name: HeaderName) -> Self {
+    pub fn header(name: R::HeaderName) -> Self {
         Self::of(Source::Header(name))
     }
 
@@ -110,10 +125,9 @@ impl ParamSource {
         Self::of(Source::PathSegment(index))
     }
 
-    /// The client's IP address, from the connection's address that the server put in the
-    /// request's extensions: axum's `ConnectInfo<SocketAddr>` (with this crate's `axum`
-    /// feature; serve with `into_make_service_with_connect_info::<SocketAddr>()`) or a plain
-    /// `SocketAddr`. Compared as a number, so it allocates nothing.
+    /// The client's IP address, compared as a number, so it allocates nothing. Where it
+    /// comes from depends on the framework: see [`ParamSource::peer_ip`] for `http`
+    /// requests; actix-web's is the connection's peer address.
     pub fn peer_ip() -> Self {
         Self::of(Source::PeerIp)
     }
@@ -123,7 +137,7 @@ impl ParamSource {
     /// returns.
     pub fn from_fn<F>(f: F) -> Self
     where
-        F: Fn(&RequestHead<'_>) -> Option<String> + Send + Sync + 'static,
+        F: for<'a, 'r> Fn(&'a R::Request<'r>) -> Option<String> + Send + Sync + 'static,
     {
         Self::of(Source::Custom(Arc::new(f)))
     }
@@ -139,7 +153,7 @@ impl ParamSource {
     /// A request without this value takes `fallback`'s value instead (which may have a
     /// fallback of its own): `header("x-user-id").or(ParamSource::peer_ip())` limits a
     /// caller without the header by its address.
-    pub fn or(mut self, fallback: ParamSource) -> Self {
+    pub fn or(mut self, fallback: Self) -> Self {
         *self.last_missing() = Missing::Or(Box::new(fallback));
         self
     }
@@ -155,7 +169,7 @@ impl ParamSource {
 
     /// A request without this value is blocked before it enters the resource: the block
     /// handler gets a [`BlockError::ParamFlow`](sentinel_core::BlockError::ParamFlow) whose
-    /// rule is made by the layer (this argument's index, concurrency grade, count 0, so no
+    /// rule is made by the adapter (this argument's index, concurrency grade, count 0, so no
     /// `Retry-After`: the caller must send the value, not wait). The request is not counted
     /// in the resource's statistics, as it never entered.
     pub fn or_block(mut self) -> Self {
@@ -164,7 +178,7 @@ impl ParamSource {
     }
 
     /// The end of the chain of fallbacks, where a new one goes.
-    fn last_missing(&mut self) -> &mut Missing {
+    fn last_missing(&mut self) -> &mut Missing<R> {
         match self.missing {
             Missing::Or(ref mut fallback) => fallback.last_missing(),
             ref mut last => last,
@@ -173,10 +187,7 @@ impl ParamSource {
 
     /// This source's value of `request`, or its fallback's; `Err` when the request has none
     /// and the source requires one.
-    pub(crate) fn value<'a, B>(
-        &'a self,
-        request: &'a Request<B>,
-    ) -> Result<Option<Value<'a>>, Required> {
+    fn value<'a>(&'a self, request: &'a R::Request<'_>) -> Result<Option<Value<'a>>, Required> {
         if let Some(value) = self.read(request) {
             return Ok(Some(self.as_kind(value)));
         }
@@ -198,42 +209,46 @@ impl ParamSource {
         }
     }
 
-    fn read<'r, B>(&self, request: &'r Request<B>) -> Option<Value<'r>> {
+    fn read<'a>(&self, request: &'a R::Request<'_>) -> Option<Value<'a>> {
         match &self.source {
-            Source::Header(name) => request
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| Value::Text(Cow::Borrowed(v))),
-            Source::Query(name) => {
-                let query = request.uri().query()?;
-                form_urlencoded::parse(query.as_bytes())
-                    .find(|(key, _)| key == &**name)
-                    .map(|(_, value)| Value::Text(value))
-            }
-            Source::PathSegment(index) => request
-                .uri()
-                .path()
+            Source::Header(name) => R::header(request, name).map(|v| Value::Text(Cow::Borrowed(v))),
+            Source::Query(name) => form_urlencoded::parse(R::query(request)?.as_bytes())
+                .find(|(key, _)| key == &**name)
+                .map(|(_, value)| Value::Text(value)),
+            Source::PathSegment(index) => R::path(request)
                 .trim_start_matches('/')
                 .split('/')
                 .nth(*index)
                 .filter(|s| !s.is_empty())
                 .map(|s| Value::Text(Cow::Borrowed(s))),
-            Source::PeerIp => peer_addr(request.extensions()).map(|addr| Value::Ip(addr.ip())),
-            Source::Custom(f) => {
-                let head = RequestHead {
-                    method: request.method(),
-                    uri: request.uri(),
-                    headers: request.headers(),
-                    extensions: request.extensions(),
-                };
-                f(&head).map(|s| Value::Text(Cow::Owned(s)))
-            }
+            Source::PeerIp => R::peer_ip(request).map(Value::Ip),
+            Source::Custom(f) => f(request).map(|s| Value::Text(Cow::Owned(s))),
         }
     }
 }
 
-impl fmt::Debug for ParamSource {
+impl<R: ParamRequest> Clone for ParamSourceOf<R> {
+    fn clone(&self) -> Self {
+        Self {
+            source: match &self.source {
+                Source::Header(name) => Source::Header(name.clone()),
+                Source::Query(name) => Source::Query(Arc::clone(name)),
+                Source::PathSegment(index) => Source::PathSegment(*index),
+                Source::PeerIp => Source::PeerIp,
+                Source::Custom(f) => Source::Custom(Arc::clone(f)),
+            },
+            kind: self.kind,
+            missing: match &self.missing {
+                Missing::Pass => Missing::Pass,
+                Missing::Block => Missing::Block,
+                Missing::Value(value) => Missing::Value(Arc::clone(value)),
+                Missing::Or(fallback) => Missing::Or(fallback.clone()),
+            },
+        }
+    }
+}
+
+impl<R: ParamRequest> fmt::Debug for ParamSourceOf<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.kind == Kind::Int {
             f.write_str("Int ")?;
@@ -254,30 +269,16 @@ impl fmt::Debug for ParamSource {
     }
 }
 
-/// What a [`ParamSource::from_fn`] closure may read of a request.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct RequestHead<'r> {
-    /// The method.
-    pub method: &'r http::Method,
-    /// The URI.
-    pub uri: &'r http::Uri,
-    /// The headers.
-    pub headers: &'r http::HeaderMap,
-    /// The extensions (where middleware puts what it learnt of the caller).
-    pub extensions: &'r http::Extensions,
-}
-
 /// A value read from a request.
 #[derive(Debug)]
-pub(crate) enum Value<'r> {
+enum Value<'r> {
     Text(Cow<'r, str>),
     Int(i128),
     Ip(IpAddr),
 }
 
 impl Value<'_> {
-    pub(crate) fn param(&self) -> ParamValue<'_> {
+    fn param(&self) -> ParamValue<'_> {
         match self {
             Value::Text(text) => ParamValue::Str(text),
             Value::Int(int) => ParamValue::Int(*int),
@@ -287,51 +288,36 @@ impl Value<'_> {
     }
 }
 
-fn peer_addr(extensions: &http::Extensions) -> Option<SocketAddr> {
-    #[cfg(feature = "axum")]
-    if let Some(info) = extensions.get::<axum::extract::ConnectInfo<SocketAddr>>() {
-        return Some(info.0);
+/// The most arguments an adapter reads per request (kept on the stack).
+pub const MAX_ARGS: usize = 4;
+
+/// Adds `source` to an adapter's list of arguments `args`, up to [`MAX_ARGS`]: a fifth is
+/// ignored, with a warning.
+pub fn push_arg<R: ParamRequest>(args: &mut Vec<ParamSourceOf<R>>, source: ParamSourceOf<R>) {
+    if args.len() < MAX_ARGS {
+        args.push(source);
+    } else {
+        tracing::warn!(?source, "at most {MAX_ARGS} arguments are read; ignored");
     }
-    extensions.get::<SocketAddr>().copied()
 }
 
-/// The most arguments a layer reads per request (kept on the stack).
-pub(crate) const MAX_ARGS: usize = 4;
-
 /// No value: an empty list, which no param-flow rule checks.
-pub(crate) const MISSING: ParamValue<'static> = ParamValue::List(&[]);
+const MISSING: ParamValue<'static> = ParamValue::List(&[]);
 
 /// Enters `request` with `entry` (its resource, origin and direction already set) and the
-/// arguments `sources` read from the request, without waiting: what the layer does with each
-/// request, for adapters built on this crate (sentinel-tonic reads gRPC metadata this way).
+/// arguments `sources` read from the request, without waiting: what an adapter does with
+/// each request. [`try_enter_request`] is this for `http` requests.
 ///
 /// `resource` is the name `entry` enters, for the block of a request without a value its
-/// source requires ([`ParamSource::or_block`]). At most four sources are read; more are
-/// ignored. Values are borrowed from the request while the rules check them, so nothing is
-/// allocated but a decoded query value.
-///
-/// ```
-/// use http::{HeaderName, Request};
-/// use sentinel_core::{param_flow::ParamFlowRule, Admission, Sentinel};
-/// use sentinel_tower::{try_enter_request, ParamSource};
-///
-/// let sentinel = Sentinel::new();
-/// sentinel
-///     .param_flow_rules()
-///     .load_rules(vec![ParamFlowRule::qps("report", 0, 1.0)])
-///     .expect("valid rules");
-/// let sources = [ParamSource::header(HeaderName::from_static("x-user-id"))];
-/// let request = Request::get("/report").header("x-user-id", "alice").body(()).expect("valid");
-/// let enter = || try_enter_request(sentinel.entry("report"), "report", &sources, &request);
-/// assert!(matches!(enter(), Ok(Admission::Now(_))));
-/// assert!(enter().is_err(), "alice's second call in the second");
-/// ```
+/// source requires ([`ParamSourceOf::or_block`]). At most [`MAX_ARGS`] sources are read;
+/// more are ignored. Values are borrowed from the request while the rules check them, so
+/// nothing is allocated but a decoded query value.
 #[inline]
-pub fn try_enter_request<B>(
+pub fn try_enter_with_args<R: ParamRequest>(
     entry: EntryBuilder<'_>,
     resource: &str,
-    sources: &[ParamSource],
-    request: &Request<B>,
+    sources: &[ParamSourceOf<R>],
+    request: &R::Request<'_>,
 ) -> Result<Admission<'static>, BlockError> {
     if sources.is_empty() {
         return entry.try_enter_owned();
@@ -345,12 +331,12 @@ pub fn try_enter_request<B>(
         }
     }
     let args: [_; MAX_ARGS] =
-        std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, |v| v.param()));
+        std::array::from_fn(|i| read[i].as_ref().map_or(MISSING, Value::param));
     entry.args(&args[..sources.len()]).try_enter_owned()
 }
 
 /// The block of a request without argument `index`, which its source requires
-/// ([`ParamSource::or_block`]): a param-flow block by a rule the layer makes for it.
+/// ([`ParamSourceOf::or_block`]): a param-flow block by a rule the adapter makes for it.
 #[cold]
 fn missing_argument(resource: &str, index: usize) -> BlockError {
     let index = i32::try_from(index).unwrap_or(i32::MAX);
