@@ -1299,6 +1299,24 @@ async fn a_refused_dashboard_command_shows_on_an_open_page_within_2s() {
         harness.sentinel().is_enabled(),
         "the switch was not changed"
     );
+    // The transport also reports each refusal as an engine event: listed with the rule
+    // events.
+    let (events, _) = browser
+        .wait_for(
+            "the refusals among the rule events",
+            Duration::from_millis(20),
+            "const rows = [...document.querySelectorAll('#rule-events-body tr[data-kind=\"refused\"]')]; \
+             return rows.length >= 2 && rows.map((r) => r.dataset.component + ' ' + r.dataset.command + ' ' + r.dataset.reason);",
+        )
+        .await;
+    assert_eq!(
+        events,
+        json!([
+            "transport setSwitch read_only",
+            "transport setRules read_only"
+        ]),
+        "newest first"
+    );
 
     // The README's screenshot: the breaker open and the order route blocked as well.
     browser

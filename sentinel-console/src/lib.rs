@@ -32,7 +32,8 @@
 //! browser accepts it (as is every JSON answer). It opens one server-sent event stream
 //! (`api/stream`) that sends a full [`Snapshot`] first, then `update` events with only what
 //! changed: once a second, right after each second is collected, and at once (at most every
-//! 250 ms) when a breaker changes state or rules are applied or rejected. The timeline is
+//! 250 ms) when a breaker changes state, rules are applied or rejected, or a command is
+//! refused. The timeline is
 //! sent once, then only its new transitions; a row already shown gets only its new
 //! sparkline point. Sorting, search and the row count are query parameters of that
 //! stream: the server sorts and cuts the table (top-N), so a service with 10 000 resources
@@ -84,6 +85,13 @@
 //! `sentinel_transport::Transport` refused (the stock Sentinel dashboard shows "success" for
 //! some edits the service refused): counts per reason and the latest refusals with their
 //! command, reason, message, caller and time ([`DashboardRefusals`]).
+//!
+//! # Refused commands as engine events
+//! Every `SentinelEvent::CommandRefused` the engine reports (`Sentinel::report_command_refused`:
+//! the dashboard transport reports each refusal so, and any other component taking commands
+//! can) is kept in a ring beside the rule events ([`CommandRefusal`], the snapshot's
+//! `commands_refused`, newest first), sent to open pages at once, and listed on the page with
+//! the rule applies and rejections. This needs no feature and no transport handle.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod edit;
@@ -114,7 +122,7 @@ pub use model::{
     Blocks, Breaker, Cluster, ClusterFlow, DashboardRefusals, RefusedCommand, ResourceQuery,
     ResourceRow, Resources, Rules, Snapshot, SortKey, Source, SourceRules, System, SPARK_SECONDS,
 };
-pub use record::{ClusterState, Issue, RuleEvent, Transition};
+pub use record::{ClusterState, CommandRefusal, Issue, RuleEvent, Transition};
 pub use shadow::ShadowRow;
 
 use edit::{Editing, Writer};
@@ -298,7 +306,8 @@ impl ConsoleBuilder {
         self
     }
 
-    /// How many breaker transitions and rule events the console keeps (256 by default).
+    /// How many breaker transitions, rule events and refused commands the console keeps (256
+    /// of each by default).
     pub fn timeline_capacity(mut self, capacity: usize) -> Self {
         self.timeline_capacity = capacity;
         self

@@ -1,5 +1,6 @@
 //! What the console keeps from the engine's events: a bounded ring of breaker transitions,
-//! one of rule applies and rejections, and the cluster backend's state.
+//! one of rule applies and rejections, one of commands refused, and the cluster backend's
+//! state.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -52,6 +53,25 @@ pub struct RuleEvent {
     pub issues: Vec<Issue>,
 }
 
+/// One command a command port refused, as the engine reported it
+/// ([`SentinelEvent::CommandRefused`], sent by `Sentinel::report_command_refused`: the
+/// dashboard transport, or any other component taking commands).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandRefusal {
+    /// Rises by one per event recorded.
+    pub seq: u64,
+    /// When, in Unix epoch milliseconds.
+    pub at_ms: u64,
+    /// What refused it (`transport`...).
+    pub component: String,
+    /// The command (`setRules`...).
+    pub command: String,
+    /// Why, in a word (`read_only`, `invalid_rules`...).
+    pub reason: String,
+    /// What the caller was told (never a rule payload).
+    pub message: String,
+}
+
 /// One problem with one rule, as the page shows it inline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Issue {
@@ -96,6 +116,7 @@ pub struct ClusterState {
 struct Rings {
     transitions: VecDeque<Transition>,
     rules: VecDeque<RuleEvent>,
+    refused: VecDeque<CommandRefusal>,
     cluster: ClusterState,
     seq: u64,
 }
@@ -136,7 +157,7 @@ impl Recorder {
     }
 
     /// Records one event. Runs on the thread that caused it: a push under a short lock,
-    /// only for breaker transitions and rule updates, never per call.
+    /// only for breaker transitions, rule updates and refused commands, never per call.
     pub(crate) fn on_event(&self, event: &SentinelEvent, now_engine_ms: u64) {
         let at_ms = self.to_epoch(now_engine_ms);
         let mut rings = self.rings();
@@ -193,6 +214,22 @@ impl Recorder {
                 };
                 push(&mut rings.rules, event, self.capacity);
             }
+            SentinelEvent::CommandRefused {
+                component,
+                command,
+                reason,
+                message,
+            } => {
+                let refusal = CommandRefusal {
+                    seq,
+                    at_ms,
+                    component: component.clone(),
+                    command: command.clone(),
+                    reason: reason.clone(),
+                    message: message.clone(),
+                };
+                push(&mut rings.refused, refusal, self.capacity);
+            }
             SentinelEvent::ClusterDegraded { backend, reason } => {
                 rings.cluster = ClusterState {
                     degraded: true,
@@ -237,6 +274,17 @@ impl Recorder {
     pub(crate) fn rule_events(&self, limit: usize) -> Vec<RuleEvent> {
         self.rings()
             .rules
+            .iter()
+            .rev()
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// The newest `limit` refused commands, newest first.
+    pub(crate) fn commands_refused(&self, limit: usize) -> Vec<CommandRefusal> {
+        self.rings()
+            .refused
             .iter()
             .rev()
             .take(limit)

@@ -7,9 +7,10 @@
 //! only the sparkline points it lacks, and only `resource` and those points when nothing
 //! else in it changed; a row's `blocks` and `blocks_total` carry only their non-zero
 //! families), `breakers`, `sources`, `system`, `cluster`, `shadow`, `editing` and
-//! `rules_version` when they differ from what was sent, and `timeline` and `rule_events`
-//! with the events newer than the last sent (newest first). Engine events (a breaker
-//! transition, a rule apply or rejection) send an update at once, at most one every
+//! `rules_version` when they differ from what was sent, and `timeline`, `rule_events` and
+//! `commands_refused` with the events newer than the last sent (newest first). Engine events
+//! (a breaker transition, a rule apply or rejection, a refused command) send an update at
+//! once, at most one every
 //! [`EVENT_GAP`]: a flapping breaker costs a few small updates a second, never a snapshot
 //! per transition.
 
@@ -42,9 +43,10 @@ pub(crate) const EVENT_GAP: Duration = Duration::from_millis(250);
 struct Sent {
     /// A hash of each part's JSON as last sent.
     parts: HashMap<&'static str, u64>,
-    /// The newest transition and rule event sent.
+    /// The newest transition, rule event and refused command sent.
     transition_seq: u64,
     rule_seq: u64,
+    refused_seq: u64,
     /// The second the resources were last sent for.
     second: Option<u64>,
     /// The rows last sent: resource -> the second their sparkline ends at, and a hash of
@@ -130,6 +132,9 @@ impl Sent {
         }
         if let Some(new) = newer(&snapshot.rule_events, |e| e.seq, &mut self.rule_seq) {
             out.insert("rule_events".to_owned(), new);
+        }
+        if let Some(new) = newer(&snapshot.commands_refused, |e| e.seq, &mut self.refused_seq) {
+            out.insert("commands_refused".to_owned(), new);
         }
         let second = snapshot.resources.engine_second_ms;
         if first || second != self.second {

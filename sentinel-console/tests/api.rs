@@ -934,3 +934,73 @@ async fn without_a_transport_the_snapshot_has_no_refusals() {
     let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
     assert_eq!(snapshot["transport"], Value::Null);
 }
+
+/// A command refused anywhere (the engine's `CommandRefused` event, as
+/// `Sentinel::report_command_refused` sends it) is in the console's record: in the snapshot's
+/// `commands_refused`, newest first, and sent at once to an open stream (the fake clock sends
+/// no second's update).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_command_event_is_recorded_and_reaches_an_open_stream() {
+    use std::time::Duration;
+
+    let (sentinel, _clock, series) = engine();
+    let router: axum::Router = Console::builder(&sentinel)
+        .series(series)
+        .build()
+        .expect("a console")
+        .router();
+    let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
+    assert_eq!(snapshot["commands_refused"], json!([]));
+    let request = Request::builder()
+        .uri("/api/stream")
+        .body(Body::empty())
+        .expect("a request");
+    let mut body = router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("an answer")
+        .into_body();
+    let first = tokio::time::timeout(Duration::from_secs(5), body.frame()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "the first snapshot");
+
+    sentinel.report_command_refused("transport", "setRules", "read_only", "read-only here");
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .ok()
+        .flatten()
+        .and_then(Result::ok)
+        .and_then(|f| f.into_data().ok())
+        .expect("an update for the event");
+    let text = String::from_utf8_lossy(&frame);
+    assert!(
+        text.contains("event: update") && text.contains("\"commands_refused\""),
+        "{text}"
+    );
+
+    sentinel.report_command_refused("tokens", "acquire", "forbidden", "not allowed");
+    let (_, snapshot) = call(&router, "GET", "/api/snapshot", None, None).await;
+    let refused = snapshot["commands_refused"].as_array().expect("a list");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    let (newest, oldest) = (&refused[0], &refused[1]);
+    assert_eq!(
+        (
+            &newest["component"],
+            &newest["command"],
+            &newest["reason"],
+            &newest["message"]
+        ),
+        (
+            &json!("tokens"),
+            &json!("acquire"),
+            &json!("forbidden"),
+            &json!("not allowed")
+        )
+    );
+    assert_eq!(oldest["command"], "setRules");
+    assert!(newest["seq"].as_u64() > oldest["seq"].as_u64());
+    assert!(
+        newest["at_ms"].as_u64().is_some_and(|at| at > 0),
+        "{newest}"
+    );
+}

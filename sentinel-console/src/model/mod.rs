@@ -19,7 +19,7 @@ pub use resources::{Blocks, ResourceQuery, ResourceRow, Resources, SortKey, SPAR
 pub(crate) use sources::store_has_rules;
 pub use sources::{Rules, Source, SourceRules};
 
-use crate::record::{RuleEvent, Transition};
+use crate::record::{CommandRefusal, RuleEvent, Transition};
 use crate::state::State;
 
 /// Everything the page shows, as one document: `GET api/snapshot` and each server-sent
@@ -42,6 +42,9 @@ pub struct Snapshot {
     pub sources: Vec<Source>,
     /// Rule applies and rejections, newest first.
     pub rule_events: Vec<RuleEvent>,
+    /// Commands refused by a command port (the engine's `CommandRefused` events: the
+    /// dashboard transport's, or any component's), newest first.
+    pub commands_refused: Vec<CommandRefusal>,
     /// System readings.
     pub system: System,
     /// Cluster flow control.
@@ -53,7 +56,7 @@ pub struct Snapshot {
     pub transport: Option<DashboardRefusals>,
 }
 
-/// How many transitions and rule events a snapshot carries.
+/// How many transitions, rule events and refused commands a snapshot carries.
 const EVENTS_IN_SNAPSHOT: usize = 50;
 
 impl State {
@@ -89,6 +92,7 @@ impl State {
             timeline: self.recorder.transitions(EVENTS_IN_SNAPSHOT),
             sources: self.sources(),
             rule_events: self.recorder.rule_events(EVENTS_IN_SNAPSHOT),
+            commands_refused: self.recorder.commands_refused(EVENTS_IN_SNAPSHOT),
             system: self.system(),
             cluster: self.cluster(),
             shadow: self.shadow(),
