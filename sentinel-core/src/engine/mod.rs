@@ -16,6 +16,7 @@
 
 mod apply;
 mod capped_map;
+mod limits;
 mod manager;
 mod regex;
 mod resources;
@@ -28,8 +29,8 @@ mod sources;
 mod views;
 
 pub(crate) use apply::{compile_tables, replace_parts, Incoming};
+pub use limits::Limits;
 pub use manager::{FamilyRule, RuleManager, API_SOURCE};
-pub use resources::Limits;
 pub(crate) use resources::{NodeRef, ResourceNode};
 pub use sentinel::{ActiveRules, Sentinel, SentinelBuilder, WeakSentinel};
 pub(crate) use shadow_table::ShadowSnapshot;

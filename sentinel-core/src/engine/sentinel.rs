@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arc_swap::ArcSwap;
 
-use super::resources::{Limits, NodeRef, Registry, ResourceNode};
+use super::limits::Limits;
+use super::resources::{NodeRef, Registry, ResourceNode};
 use super::shared::{NodeCaps, Shared};
 use super::snapshot::Owned;
 use super::snapshot::RuleSnapshot;

@@ -18,6 +18,7 @@ use crate::rules::Validation;
 
 mod backoff;
 mod confirm;
+mod entries;
 mod error;
 mod hash;
 mod local_snapshot;

@@ -25,12 +25,12 @@ mod fixture;
 mod memory;
 mod observe;
 mod round_trip;
+mod snapshot_checks;
 
 pub use by_hand::{next_value, read, values, watch};
 pub use checks::{
     check_bad_payload, check_bad_payload_at_start, check_close, check_delete, check_disconnect,
-    check_identical_payload, check_initial_load, check_ordered_updates, check_size_cap,
-    check_snapshot, check_status,
+    check_identical_payload, check_initial_load, check_ordered_updates, check_status,
 };
 pub use memory::MemoryHarness;
 pub use observe::{
@@ -38,6 +38,7 @@ pub use observe::{
     EventRecorder, Sequenced, CONFORMANCE_RESOURCE, WAIT,
 };
 pub use round_trip::expect_round_trip;
+pub use snapshot_checks::{check_size_cap, check_snapshot};
 
 /// A check that the backend cannot run (it cannot stop its server, for example).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
