@@ -1,16 +1,23 @@
 //! Connection settings for Redis: the deployment (one server, Redis Sentinel, cluster),
-//! credentials, database, timeouts.
+//! credentials, database, timeouts. What every store shares (credentials, timeouts, the
+//! payload cap, TLS, address checks) is [`sentinel_core::datasource::backend`]'s; this module
+//! keeps Redis's own: the deployment, the database, the password-only login and the PINGs.
 
 use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::{address_list, Secret};
+use sentinel_core::datasource::address_list;
+use sentinel_core::datasource::backend::{
+    AddressRules, BackendSettings, Credentials, CredentialsEnv, HealthCheck, Timeouts,
+};
 
 mod address;
 mod error;
 
 pub(crate) use address::{Address, Deployment};
 pub use error::ConfigError;
+#[cfg(feature = "tls")]
+pub(crate) use tls::certificates;
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;
 
@@ -21,14 +28,13 @@ mod tls;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time allowed for one command (GET, SUBSCRIBE, the writer's transaction).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default interval between PINGs on the subscription connection, which otherwise only reads:
-/// with [`DEFAULT_HEALTH_CHECK_TIMEOUT`], a server that freezes (a `SIGSTOP`, a stalled VM) is reported
-/// disconnected within 3 s.
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-/// Default time a PING on the subscription may go unanswered before the connection counts as
-/// broken: 2 s, far above a Redis server's answer time on a loaded machine, so a busy server
-/// is not taken for a dead one.
-pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default interval between PINGs on the subscription connection, which otherwise only reads
+/// (1 s), and the time a PING may go unanswered before the connection counts as broken (2 s,
+/// far above a Redis server's answer time on a loaded machine): a server that freezes (a
+/// `SIGSTOP`, a stalled VM) is reported disconnected within 3 s.
+pub use sentinel_core::datasource::backend::{
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT,
+};
 /// The former name of [`DEFAULT_HEALTH_CHECK_INTERVAL`].
 #[deprecated(since = "0.1.1", note = "use DEFAULT_HEALTH_CHECK_INTERVAL")]
 pub const DEFAULT_PING_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
@@ -39,19 +45,12 @@ pub const DEFAULT_PING_TIMEOUT: Duration = DEFAULT_HEALTH_CHECK_TIMEOUT;
 /// (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 
-/// The port a Redis server listens on when an address names none.
-const DEFAULT_PORT: u16 = 6379;
-/// The port a Redis Sentinel listens on when an address names none.
-const DEFAULT_SENTINEL_PORT: u16 = 26379;
-
-/// An ACL user (or the default user) and its password. The password never appears in
-/// `Debug` output, logs or errors.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Credentials {
-    /// `None` authenticates as the default user (`requirepass`).
-    pub(crate) user: Option<String>,
-    pub(crate) password: Secret,
-}
+/// A Redis server's address: `host:port` or `redis://host:port`, port 6379 by default.
+const SERVER: AddressRules = AddressRules::new("Redis address")
+    .schemes(&["redis"])
+    .default_port(6379);
+/// A Redis Sentinel's address: port 26379 by default.
+const SENTINEL: AddressRules = SERVER.default_port(26379);
 
 /// How to reach Redis. Built with [`RedisConfig::builder`].
 ///
@@ -59,31 +58,19 @@ pub(crate) struct Credentials {
 #[derive(Clone)]
 pub struct RedisConfig {
     pub(crate) deployment: Deployment,
-    pub(crate) credentials: Option<Credentials>,
     pub(crate) db: i64,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
-    pub(crate) ping_interval: Duration,
-    pub(crate) ping_timeout: Duration,
-    pub(crate) max_payload_bytes: usize,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<TlsConfig>,
+    settings: BackendSettings,
+    health_check: HealthCheck,
 }
 
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisConfig");
         d.field("deployment", &self.deployment.to_string())
-            .field("user", &self.user())
-            .field("password", &self.credentials.as_ref().map(|_| "<redacted>"))
             .field("db", &self.db)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("health_check", &(self.ping_interval, self.ping_timeout))
-            .field("max_payload_bytes", &self.max_payload_bytes);
-        #[cfg(feature = "tls")]
-        d.field("tls", &self.tls);
-        d.finish()
+            .field("settings", &self.settings)
+            .field("health_check", &self.health_check)
+            .finish()
     }
 }
 
@@ -95,7 +82,7 @@ impl RedisConfig {
 
     /// The ACL user name, if one is set.
     pub fn user(&self) -> Option<&str> {
-        self.credentials.as_ref().and_then(|c| c.user.as_deref())
+        self.settings.user()
     }
 
     /// The database index (0 unless set).
@@ -105,51 +92,51 @@ impl RedisConfig {
 
     /// Time allowed to open a connection.
     pub fn connect_timeout(&self) -> Duration {
-        self.connect_timeout
+        self.settings.timeouts.connect
     }
 
     /// Time allowed for one command.
     pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
+        self.settings.timeouts.request
     }
 
     /// How often a source PINGs its subscription connection, and how long a PING may go
     /// unanswered before the connection counts as broken (see
     /// [`RedisConfigBuilder::health_check`]).
     pub fn health_check(&self) -> (Duration, Duration) {
-        (self.ping_interval, self.ping_timeout)
+        (self.health_check.interval, self.health_check.timeout)
     }
 
     /// The former name of the interval of [`health_check`](Self::health_check).
     #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_interval(&self) -> Duration {
-        self.ping_interval
+        self.health_check.interval
     }
 
     /// The former name of the timeout of [`health_check`](Self::health_check).
     #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_timeout(&self) -> Duration {
-        self.ping_timeout
+        self.health_check.timeout
     }
 
     /// The longest a frozen server (one that keeps its connections open but answers nothing)
     /// goes unnoticed by a source: the [`health_check`](Self::health_check)'s interval +
     /// timeout, 3 s by default.
     pub fn frozen_server_detection(&self) -> Duration {
-        self.ping_interval + self.ping_timeout
+        self.health_check.frozen_server_detection()
     }
 
     /// Cap on the size of the value a read returns.
     pub fn max_payload_bytes(&self) -> usize {
-        self.max_payload_bytes
+        self.settings.max_payload_bytes
     }
 
     /// Where the rules live, without secrets: `127.0.0.1:6379`, `master mymaster of sentinels
     /// ...`, `cluster ...`, with the user and database when set.
     pub fn describe(&self) -> String {
         let mut text = self.deployment.to_string();
-        if let Some(user) = self.user() {
-            text.push_str(&format!(" as {user}"));
+        if let Some(credentials) = &self.settings.credentials {
+            text.push_str(&credentials.describe());
         }
         if self.db != 0 {
             text.push_str(&format!(" db {}", self.db));
@@ -157,20 +144,24 @@ impl RedisConfig {
         text
     }
 
+    /// The credentials, for the connection code only.
+    pub(crate) fn credentials(&self) -> Option<&Credentials> {
+        self.settings.credentials.as_ref()
+    }
+
     /// The password, for the connection code only.
     pub(crate) fn password(&self) -> Option<&str> {
-        self.credentials.as_ref().map(|c| c.password.expose())
+        self.credentials().map(|c| c.password().expose())
+    }
+
+    /// The TLS settings, when the connections use TLS.
+    #[cfg(feature = "tls")]
+    pub(crate) fn tls(&self) -> Option<&TlsConfig> {
+        self.settings.tls.as_ref()
     }
 
     pub(crate) fn tls_enabled(&self) -> bool {
-        #[cfg(feature = "tls")]
-        {
-            self.tls.is_some()
-        }
-        #[cfg(not(feature = "tls"))]
-        {
-            false
-        }
+        self.settings.tls.is_some()
     }
 }
 
@@ -182,15 +173,9 @@ pub struct RedisConfigBuilder {
     master: Option<String>,
     #[cfg(feature = "cluster")]
     cluster: Vec<String>,
-    credentials: Option<Credentials>,
     db: i64,
-    connect_timeout: Duration,
-    request_timeout: Duration,
-    ping_interval: Duration,
-    ping_timeout: Duration,
-    max_payload_bytes: usize,
-    #[cfg(feature = "tls")]
-    tls: Option<TlsConfig>,
+    settings: BackendSettings,
+    health_check: HealthCheck,
 }
 
 impl Default for RedisConfigBuilder {
@@ -201,15 +186,12 @@ impl Default for RedisConfigBuilder {
             master: None,
             #[cfg(feature = "cluster")]
             cluster: Vec::new(),
-            credentials: None,
             db: 0,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            ping_interval: DEFAULT_HEALTH_CHECK_INTERVAL,
-            ping_timeout: DEFAULT_HEALTH_CHECK_TIMEOUT,
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
-            #[cfg(feature = "tls")]
-            tls: None,
+            settings: BackendSettings::with_timeouts(Timeouts::new(
+                DEFAULT_CONNECT_TIMEOUT,
+                DEFAULT_REQUEST_TIMEOUT,
+            )),
+            health_check: HealthCheck::default(),
         }
     }
 }
@@ -220,10 +202,7 @@ impl fmt::Debug for RedisConfigBuilder {
             .field("server", &self.server)
             .field("sentinels", &self.sentinels)
             .field("master", &self.master)
-            .field(
-                "user",
-                &self.credentials.as_ref().and_then(|c| c.user.as_deref()),
-            )
+            .field("user", &self.settings.user())
             .finish_non_exhaustive()
     }
 }
@@ -265,20 +244,23 @@ impl RedisConfigBuilder {
 
     /// Authenticates as an ACL user (Redis 6 or newer). The password is never logged.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials {
-            user: Some(user.into()),
-            password: Secret::new(password),
-        });
+        self.settings.credentials = Some(Credentials::new(user, password));
         self
     }
 
     /// Authenticates as the default user, with the server's `requirepass` password. The
     /// password is never logged.
     pub fn password(mut self, password: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials {
-            user: None,
-            password: Secret::new(password),
-        });
+        self.settings.credentials = Some(Credentials::password_only(password));
+        self
+    }
+
+    /// Without [`credentials`](Self::credentials) or [`password`](Self::password), reads
+    /// them from the environment when [`build`](Self::build) runs: `CredentialsEnv::default()`
+    /// reads `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`; a password alone logs in as
+    /// the default user (`requirepass`), a user alone is refused.
+    pub fn credentials_from_env(mut self, env: CredentialsEnv) -> Self {
+        self.settings.credentials_env = Some(env.password_alone(true));
         self
     }
 
@@ -291,7 +273,7 @@ impl RedisConfigBuilder {
     /// Time allowed to open a connection: TCP, AUTH, SELECT, and the Redis Sentinel lookup
     /// (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.settings.timeouts.connect = timeout;
         self
     }
 
@@ -299,7 +281,7 @@ impl RedisConfigBuilder {
     /// (default 5 s). The PING on the subscription has its own timeout, in
     /// [`health_check`](Self::health_check).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.settings.timeouts.request = timeout;
         self
     }
 
@@ -311,48 +293,45 @@ impl RedisConfigBuilder {
     /// shorter timeout notices a frozen server sooner; too short takes a busy server (or a
     /// starved client) for a dead one and reconnects for nothing.
     pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
-        self.ping_interval = interval;
-        self.ping_timeout = timeout;
+        self.health_check = HealthCheck::new(interval, timeout);
         self
     }
 
     /// Sets the interval of [`health_check`](Self::health_check) alone.
     #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_interval(mut self, interval: Duration) -> Self {
-        self.ping_interval = interval;
+        self.health_check.interval = interval;
         self
     }
 
     /// Sets the timeout of [`health_check`](Self::health_check) alone.
     #[deprecated(since = "0.1.1", note = "use health_check")]
     pub fn ping_timeout(mut self, timeout: Duration) -> Self {
-        self.ping_timeout = timeout;
+        self.health_check.timeout = timeout;
         self
     }
 
     /// Cap on the size of the value a source reads (default 4 MiB). A larger value (or
     /// message) is reported as `SourceError::TooLarge` and the watch goes on.
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
+        self.settings.max_payload_bytes = limit;
         self
     }
 
-    /// Connects with TLS (`rediss`).
+    /// Connects with TLS (`rediss`). A CA or client certificate that holds no PEM
+    /// certificate is refused by [`build`](Self::build), and so is a
+    /// [`domain_name`](TlsConfig::domain_name): the Redis client checks the certificate
+    /// against the address's host.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
-        self.tls = Some(tls);
+        self.settings.tls = Some(tls);
         self
     }
 
     /// Checks the settings.
     pub fn build(self) -> Result<RedisConfig, ConfigError> {
         let deployment = self.deployment()?;
-        if let Some(creds) = &self.credentials {
-            if creds.user.as_deref().is_some_and(str::is_empty) {
-                return Err(ConfigError::EmptyUser);
-            }
-        }
         if self.db < 0 {
             return Err(ConfigError::NegativeDatabase { db: self.db });
         }
@@ -360,35 +339,24 @@ impl RedisConfigBuilder {
         if matches!(deployment, Deployment::Cluster(_)) && self.db != 0 {
             return Err(ConfigError::ClusterDatabase { db: self.db });
         }
-        for (field, zero) in [
-            ("connect_timeout", self.connect_timeout.is_zero()),
-            ("request_timeout", self.request_timeout.is_zero()),
-            ("health_check interval", self.ping_interval.is_zero()),
-            ("health_check timeout", self.ping_timeout.is_zero()),
-            ("max_payload_bytes", self.max_payload_bytes == 0),
-        ] {
-            if zero {
-                return Err(ConfigError::Zero { field });
-            }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.settings.tls {
+            tls::check(tls)?;
         }
+        let settings = self.settings.build()?;
+        self.health_check.check()?;
         Ok(RedisConfig {
             deployment,
-            credentials: self.credentials,
             db: self.db,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
-            ping_interval: self.ping_interval,
-            ping_timeout: self.ping_timeout,
-            max_payload_bytes: self.max_payload_bytes,
-            #[cfg(feature = "tls")]
-            tls: self.tls,
+            settings,
+            health_check: self.health_check,
         })
     }
 
     fn deployment(&self) -> Result<Deployment, ConfigError> {
-        let parse = |list: &[String], port| {
+        let parse = |list: &[String], rules| {
             list.iter()
-                .map(|a| Address::parse(a, port))
+                .map(|a| Address::parse(a, rules))
                 .collect::<Result<Vec<_>, _>>()
         };
         #[cfg(feature = "cluster")]
@@ -402,7 +370,7 @@ impl RedisConfigBuilder {
             _ => return Err(ConfigError::SeveralDeployments),
         }
         if let [server] = self.server.as_slice() {
-            return Ok(Deployment::Server(Address::parse(server, DEFAULT_PORT)?));
+            return Ok(Deployment::Server(Address::parse(server, &SERVER)?));
         }
         if self.server.len() > 1 {
             return Err(ConfigError::SeveralDeployments);
@@ -411,7 +379,7 @@ impl RedisConfigBuilder {
             if master.trim().is_empty() {
                 return Err(ConfigError::EmptyMasterName);
             }
-            let sentinels = parse(&self.sentinels, DEFAULT_SENTINEL_PORT)?;
+            let sentinels = parse(&self.sentinels, &SENTINEL)?;
             if sentinels.is_empty() {
                 return Err(ConfigError::NoAddress);
             }
@@ -422,7 +390,7 @@ impl RedisConfigBuilder {
         }
         #[cfg(feature = "cluster")]
         {
-            Ok(Deployment::Cluster(parse(&self.cluster, DEFAULT_PORT)?))
+            Ok(Deployment::Cluster(parse(&self.cluster, &SERVER)?))
         }
         #[cfg(not(feature = "cluster"))]
         {

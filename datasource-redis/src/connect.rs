@@ -203,7 +203,7 @@ impl Connector {
                 let op = format!("subscribe {SWITCH_MASTER} on sentinel {at}");
                 self.bounded(
                     &op,
-                    self.config.request_timeout,
+                    self.config.request_timeout(),
                     sink.subscribe(SWITCH_MASTER),
                 )
                 .await?;
@@ -243,7 +243,7 @@ impl Connector {
         #[cfg(feature = "cluster")]
         if let Deployment::Cluster(nodes) = &self.config.deployment {
             let client = self.cluster_client(nodes)?;
-            let timeout = self.config.connect_timeout;
+            let timeout = self.config.connect_timeout();
             let conn = self
                 .bounded("connect", timeout, client.get_async_connection())
                 .await?;
@@ -281,11 +281,11 @@ impl Connector {
 
     async fn multiplexed(&self, client: &Client) -> Result<MultiplexedConnection, SourceError> {
         let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.config.connect_timeout))
-            .set_response_timeout(Some(self.config.request_timeout));
+            .set_connection_timeout(Some(self.config.connect_timeout()))
+            .set_response_timeout(Some(self.config.request_timeout()));
         self.bounded(
             "connect",
-            self.config.connect_timeout + self.config.request_timeout,
+            self.config.connect_timeout() + self.config.request_timeout(),
             client.get_multiplexed_async_connection_with_config(&config),
         )
         .await
@@ -294,7 +294,7 @@ impl Connector {
     async fn pubsub(&self, client: &Client) -> Result<PubSub, SourceError> {
         self.bounded(
             "connect (subscription)",
-            self.config.connect_timeout + self.config.request_timeout,
+            self.config.connect_timeout() + self.config.request_timeout(),
             client.get_async_pubsub(),
         )
         .await
@@ -350,7 +350,7 @@ impl Connector {
                 .arg("get-master-addr-by-name")
                 .arg(&master)
                 .clone();
-            let timeout = self.config.request_timeout;
+            let timeout = self.config.request_timeout();
             let reply: Result<Option<(String, u16)>, _> =
                 self.bounded(&op, timeout, cmd.query_async(&mut conn)).await;
             match reply {
@@ -388,8 +388,8 @@ impl Connector {
             .into_connection_info()
             .map_err(|e| map_error(&op, e, None))?;
         #[cfg(feature = "tls")]
-        let client = match &self.config.tls {
-            Some(tls) => Client::build_with_tls(info, tls.certificates()),
+        let client = match self.config.tls() {
+            Some(tls) => Client::build_with_tls(info, crate::config::certificates(tls)),
             None => Client::open(info),
         };
         #[cfg(not(feature = "tls"))]
@@ -399,9 +399,9 @@ impl Connector {
 
     fn settings(&self) -> RedisConnectionInfo {
         let mut settings = RedisConnectionInfo::default().set_db(self.config.db);
-        if let Some(creds) = &self.config.credentials {
-            settings = settings.set_password(creds.password.expose());
-            if let Some(user) = &creds.user {
+        if let Some(creds) = self.config.credentials() {
+            settings = settings.set_password(creds.password().expose());
+            if let Some(user) = creds.user() {
                 settings = settings.set_username(user);
             }
         }
@@ -430,8 +430,8 @@ impl Connector {
             .map(|info| info.set_redis_settings(self.settings()))
             .map_err(|e| map_error(&op, e, self.config.password()))?;
         #[cfg(feature = "tls")]
-        if let Some(tls) = &self.config.tls {
-            return Client::build_with_tls(info, tls.certificates())
+        if let Some(tls) = self.config.tls() {
+            return Client::build_with_tls(info, crate::config::certificates(tls))
                 .map_err(|e| map_error(&op, e, self.config.password()));
         }
         Client::open(info).map_err(|e| map_error(&op, e, self.config.password()))

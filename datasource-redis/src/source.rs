@@ -183,7 +183,7 @@ impl RedisSource {
         self.connector
             .bounded(
                 &op,
-                self.config().request_timeout,
+                self.config().request_timeout(),
                 sink.subscribe(&self.channel),
             )
             .await?;
@@ -238,7 +238,7 @@ impl RedisSource {
             .connector
             .bounded(
                 "config get notify-keyspace-events",
-                self.config().request_timeout,
+                self.config().request_timeout(),
                 commands.query_at(shard, &cmd),
             )
             .await;
@@ -280,7 +280,7 @@ impl RedisSource {
             .connector
             .bounded(
                 &op,
-                self.connector.config().request_timeout,
+                self.connector.config().request_timeout(),
                 commands.query(&cmd),
             )
             .await?;
@@ -292,7 +292,7 @@ impl RedisSource {
     }
 
     fn check_size(&self, size: usize) -> Result<(), SourceError> {
-        let limit = self.config().max_payload_bytes;
+        let limit = self.config().max_payload_bytes();
         if size > limit {
             return Err(SourceError::TooLarge { size, limit });
         }
@@ -315,7 +315,7 @@ impl RedisSource {
     /// shows how soon a frozen server is noticed.
     async fn ping(&mut self) -> Result<(), SourceError> {
         let config = self.connector.config();
-        let (interval, timeout) = (config.ping_interval, config.ping_timeout);
+        let (interval, timeout) = config.health_check();
         let Some(sink) = self.sink.as_mut() else {
             return Err(SourceError::Closed);
         };
@@ -363,7 +363,7 @@ impl RedisSource {
             if self.closed {
                 return Err(SourceError::Closed);
             }
-            let interval = self.connector.config().ping_interval;
+            let interval = self.connector.config().health_check().0;
             let Some(messages) = self.messages.as_mut() else {
                 // Not subscribed (no read yet): ask the driver to read, which subscribes.
                 return Ok(WatchEvent::Resync);
@@ -439,7 +439,8 @@ impl ReadableDataSource for RedisSource {
         Some(HealthCheck::new(
             format!(
                 "a PING every {:?} on the subscription, answered within {:?}",
-                config.ping_interval, config.ping_timeout
+                config.health_check().0,
+                config.health_check().1
             ),
             config.frozen_server_detection(),
         ))

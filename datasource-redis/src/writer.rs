@@ -150,7 +150,7 @@ impl RedisRuleWriter {
                 Some(commands) => commands,
                 None => connector.commands().await?,
             };
-            let timeout = connector.config().request_timeout;
+            let timeout = connector.config().request_timeout();
             let result = match request {
                 Request::Transaction(pipe) => {
                     connector

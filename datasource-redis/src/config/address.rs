@@ -3,7 +3,12 @@
 
 use std::fmt;
 
+use sentinel_core::datasource::backend::{parse_address, AddressRules};
+
 use super::error::ConfigError;
+
+/// The port when neither the address nor its rules give one (the rules always do).
+const DEFAULT_PORT: u16 = 6379;
 
 /// A host and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,52 +18,13 @@ pub(crate) struct Address {
 }
 
 impl Address {
-    /// Parses `host:port`, `host`, `[v6]:port` or `[v6]`, with an optional `redis://` prefix.
-    pub(crate) fn parse(text: &str, default_port: u16) -> Result<Self, ConfigError> {
-        let invalid = |reason| ConfigError::InvalidAddress {
-            address: text.to_owned(),
-            reason,
-        };
-        let rest = text.trim();
-        let rest = rest.strip_prefix("redis://").unwrap_or(rest);
-        let rest = rest.trim_end_matches('/');
-        if rest.contains('@') {
-            return Err(invalid(
-                "credentials belong in the builder (credentials or password), not in the address",
-            ));
-        }
-        if rest.contains("://") {
-            return Err(invalid("only host:port or redis://host:port is accepted"));
-        }
-        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-            let (host, tail) = v6.split_once(']').ok_or_else(|| invalid("unclosed '['"))?;
-            match tail.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None if tail.is_empty() => (host, None),
-                None => return Err(invalid("unexpected text after ']'")),
-            }
-        } else {
-            match rest.rsplit_once(':') {
-                Some((_, _)) if rest.matches(':').count() > 1 => {
-                    return Err(invalid("write an IPv6 address as [addr]:port"))
-                }
-                Some((host, port)) => (host, Some(port)),
-                None => (rest, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(invalid("empty host"));
-        }
-        let port = match port {
-            Some(p) => p.parse::<u16>().map_err(|_| invalid("bad port"))?,
-            None => default_port,
-        };
-        if port == 0 {
-            return Err(invalid("port 0"));
-        }
+    /// Parses `host:port`, `host`, `[v6]:port` or `[v6]`, with an optional `redis://` prefix,
+    /// under `rules` (which give the default port).
+    pub(crate) fn parse(text: &str, rules: &AddressRules) -> Result<Self, ConfigError> {
+        let address = parse_address(text.trim(), rules)?;
         Ok(Self {
-            host: host.to_owned(),
-            port,
+            host: address.host,
+            port: address.port.unwrap_or(DEFAULT_PORT),
         })
     }
 }

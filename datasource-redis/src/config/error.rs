@@ -1,5 +1,7 @@
 //! Why a configuration was refused.
 
+use sentinel_core::datasource::backend;
+
 /// A configuration that [`RedisConfigBuilder::build`](super::RedisConfigBuilder::build) refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -42,4 +44,23 @@ pub enum ConfigError {
         /// The setting that is zero.
         field: &'static str,
     },
+    /// Another shared setting is refused: half a login in the environment, a TLS PEM or
+    /// file.
+    #[error(transparent)]
+    Settings(backend::ConfigError),
+}
+
+impl From<backend::ConfigError> for ConfigError {
+    fn from(error: backend::ConfigError) -> Self {
+        use backend::ConfigError as Shared;
+        match error {
+            Shared::NoAddress { .. } => Self::NoAddress,
+            Shared::InvalidAddress {
+                address, reason, ..
+            } => Self::InvalidAddress { address, reason },
+            Shared::EmptyUser => Self::EmptyUser,
+            Shared::Zero { field } => Self::Zero { field },
+            other => Self::Settings(other),
+        }
+    }
 }

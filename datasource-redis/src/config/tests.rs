@@ -6,11 +6,11 @@ use super::*;
 
 #[test]
 fn addresses_parse_with_default_ports() {
-    let a = Address::parse("redis://10.0.0.1:7000/", 6379).expect("valid");
+    let a = Address::parse("redis://10.0.0.1:7000/", &SERVER).expect("valid");
     assert_eq!((a.host.as_str(), a.port), ("10.0.0.1", 7000));
-    let a = Address::parse("cache.local", 6379).expect("valid");
+    let a = Address::parse("cache.local", &SERVER).expect("valid");
     assert_eq!((a.host.as_str(), a.port), ("cache.local", 6379));
-    let a = Address::parse("[::1]:6380", 6379).expect("valid");
+    let a = Address::parse("[::1]:6380", &SERVER).expect("valid");
     assert_eq!(
         (a.host.as_str(), a.port, a.to_string()),
         ("::1", 6380, "[::1]:6380".into())
@@ -26,7 +26,7 @@ fn addresses_parse_with_default_ports() {
         "[::1",
     ] {
         assert!(
-            Address::parse(bad, 6379).is_err(),
+            Address::parse(bad, &SERVER).is_err(),
             "{bad:?} must be refused"
         );
     }
@@ -34,7 +34,7 @@ fn addresses_parse_with_default_ports() {
 
 #[test]
 fn credentials_in_an_address_are_refused_without_echoing_them_in_the_reason() {
-    let err = Address::parse("redis://app:s3cret@h:1", 6379).expect_err("refused");
+    let err = Address::parse("redis://app:s3cret@h:1", &SERVER).expect_err("refused");
     let ConfigError::InvalidAddress { reason, .. } = err else {
         panic!("{err:?}")
     };
@@ -115,4 +115,38 @@ fn the_default_health_check_notices_a_frozen_server_within_3_s_and_debug_shows_t
     let zero_timeout = base().health_check(Duration::from_secs(1), Duration::ZERO);
     let field = "health_check timeout";
     assert_refused(zero_timeout.build(), ConfigError::Zero { field });
+}
+
+#[test]
+fn credentials_come_from_the_environment_and_a_password_alone_is_the_default_user() {
+    // Cargo and nextest set CARGO_PKG_NAME and CARGO_MANIFEST_DIR for every test run.
+    let base = || RedisConfig::builder().server("h");
+    let both = CredentialsEnv::new("CARGO_PKG_NAME", "CARGO_MANIFEST_DIR");
+    let from_env = base().credentials_from_env(both).build().expect("valid");
+    assert_eq!(from_env.user(), Some(env!("CARGO_PKG_NAME")));
+    let alone = CredentialsEnv::new("SENTINEL_TEST_UNSET_USER", "CARGO_MANIFEST_DIR");
+    let config = base().credentials_from_env(alone).build().expect("valid");
+    assert_eq!((config.user(), config.password().is_some()), (None, true));
+    assert_eq!(base().build().expect("valid").password(), None);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_settings_redis_cannot_honour_are_refused_and_the_client_identity_is_passed() {
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+    let base = || RedisConfig::builder().server("h");
+    let named = TlsConfig::new().domain_name("other.host");
+    let err = base().tls(named).build().expect_err("domain_name");
+    assert!(err.to_string().contains("domain_name"), "{err}");
+    let junk = TlsConfig::new().ca_certificate_pem("junk");
+    assert!(matches!(
+        base().tls(junk).build(),
+        Err(ConfigError::Settings(_))
+    ));
+    let mutual = TlsConfig::new().client_identity_pem(CERT, KEY);
+    let config = base().tls(mutual).build().expect("valid");
+    let certs = certificates(config.tls().expect("tls"));
+    let identity = certs.client_tls.expect("client identity");
+    assert_eq!(identity.client_key, KEY.as_bytes());
 }

@@ -1,39 +1,34 @@
-//! TLS to the servers (feature `tls`).
-
-use std::fmt;
+//! TLS to the servers (feature `tls`): [`TlsConfig`] is the one every store shares; this is
+//! what Redis makes of it.
 
 /// TLS to the servers (the `tls` feature): rustls, with the system's root certificates or the
-/// CA given here.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct TlsConfig {
-    pub(crate) ca_pem: Option<Vec<u8>>,
-}
+/// CA given here, and an optional client certificate and key.
+pub use sentinel_core::datasource::backend::TlsConfig;
 
-impl TlsConfig {
-    /// TLS with the system's root certificates.
-    pub fn new() -> Self {
-        Self::default()
-    }
+use super::ConfigError;
+use sentinel_core::datasource::backend;
 
-    /// Trusts this CA certificate (PEM) for the servers' certificates, instead of the system
-    /// roots.
-    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca_pem = Some(pem.into());
-        self
-    }
-
-    pub(crate) fn certificates(&self) -> redis::TlsCertificates {
-        redis::TlsCertificates {
-            client_tls: None,
-            root_cert: self.ca_pem.clone(),
-        }
+/// The Redis client's certificates for these settings.
+pub(crate) fn certificates(tls: &TlsConfig) -> redis::TlsCertificates {
+    redis::TlsCertificates {
+        client_tls: tls
+            .client_identity()
+            .map(|(cert, key)| redis::ClientTlsConfig {
+                client_cert: cert.to_vec(),
+                client_key: key.to_vec(),
+            }),
+        root_cert: tls.ca_certificate().map(<[u8]>::to_vec),
     }
 }
 
-impl fmt::Debug for TlsConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsConfig")
-            .field("ca_certificate", &self.ca_pem.is_some())
-            .finish()
+/// Refuses what the Redis client cannot do: check the certificate against another name than
+/// the address's host.
+pub(super) fn check(tls: &TlsConfig) -> Result<(), ConfigError> {
+    if tls.server_name().is_some() {
+        return Err(ConfigError::Settings(backend::ConfigError::Tls {
+            field: "domain_name",
+            reason: "the Redis client checks the certificate against the address's host",
+        }));
     }
+    Ok(())
 }

@@ -19,19 +19,19 @@ impl Connector {
             .collect::<RedisResult<Vec<_>>>()
             .map_err(|e| map_error(&op, e, self.config.password()))?;
         let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
-            .connection_timeout(self.config.connect_timeout)
-            .response_timeout(self.config.request_timeout);
-        if let Some(creds) = &self.config.credentials {
-            builder = builder.password(creds.password.expose());
-            if let Some(user) = &creds.user {
+            .connection_timeout(self.config.connect_timeout())
+            .response_timeout(self.config.request_timeout());
+        if let Some(creds) = self.config.credentials() {
+            builder = builder.password(creds.password().expose());
+            if let Some(user) = creds.user() {
                 builder = builder.username(user);
             }
         }
         #[cfg(feature = "tls")]
-        if let Some(tls) = &self.config.tls {
+        if let Some(tls) = self.config.tls() {
             builder = builder
                 .tls(redis::TlsMode::Secure)
-                .certs(tls.certificates());
+                .certs(crate::config::certificates(tls));
         }
         builder
             .build()
@@ -45,7 +45,7 @@ impl Connector {
         commands: &mut Commands,
         key: &str,
     ) -> Result<Address, SourceError> {
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.request_timeout();
         let slot: i64 = self
             .bounded(
                 &format!("cluster keyslot {key}"),
