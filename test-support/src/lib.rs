@@ -10,6 +10,8 @@
 //!   ([`addresses`]), [`env_or`] (an address from the environment `scripts/services.sh env`
 //!   exports), [`services_path`], [`unique_key`], running the script ([`run_services`],
 //!   [`services`]) and serialising the tests that stop a shared server ([`fault_lock`]);
+//! - a TCP proxy that fails over to the next of several servers, as a load balancer does
+//!   ([`FailoverProxy`]);
 //! - cutting a client off from a server that keeps running ([`Partition`]), and how a
 //!   conformance harness stops "its server" ([`ServerControl`], and [`server_control!`] for
 //!   the harness's methods);
@@ -38,6 +40,7 @@
 
 pub mod addresses;
 mod config;
+mod failover;
 mod frozen;
 mod harness;
 #[cfg(feature = "http")]
@@ -49,6 +52,7 @@ mod servers;
 mod started;
 
 pub use config::{assert_default_health_check, assert_refused};
+pub use failover::FailoverProxy;
 pub use frozen::{expect_frozen_server_noticed, expect_resumed, retried, Frozen, FROZEN_SLACK};
 #[cfg(feature = "http")]
 pub use http::post_form;

@@ -7,9 +7,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use sentinel_test_support::FailoverProxy;
+
 use support::{
     java_classpath, require_java, require_redis, sum_seconds, unique_flow, unix_secs, write_rules,
-    FailoverProxy, Java, ServerProcess, JAVA_BUILD_SCRIPT,
+    Java, ServerProcess, JAVA_BUILD_SCRIPT,
 };
 
 /// JVM start-up on a busy 2-core machine.
@@ -184,7 +186,7 @@ async fn java_clients_fail_over_to_another_server_without_going_over_the_limit()
     let (mut jvms, begin) = start_clients(
         &classpath,
         dir.path(),
-        proxy.addr,
+        proxy.addr(),
         flow_id,
         LIMIT,
         2,
