@@ -27,6 +27,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! In the Sentinel dashboard: [`TokenServer::dashboard_commands`] registered on a
+//! `sentinel-transport` command center answer the dashboard's cluster pages (mode 1, the
+//! port, namespaces, connected clients, `flowId`s and their last second's decisions; see
+//! [`DashboardCommands`]).
+//!
 //! See [`protocol`] for the wire format and how bad input is treated (as Sentinel's server
 //! treats it), [`RedisTokenService`] for the decisions, and `docs/token-server.md` for moving
 //! a Java shop from Sentinel's token server.
@@ -42,10 +47,13 @@
 //! | `sentinel_token_server_connections` | gauge | | open connections |
 //! | `sentinel_token_server_connected_clients` | gauge | `namespace` | clients per namespace (from their `PING`) |
 
+mod dashboard;
 mod health;
 pub mod protocol;
 mod server;
 mod service;
+mod stats;
 
+pub use dashboard::DashboardCommands;
 pub use server::{ServerError, TokenServer, TokenServerBuilder, DEFAULT_PORT};
-pub use service::{Health, RedisTokenService, RulesApplied, TokenResult, TokenService};
+pub use service::{Health, RedisTokenService, RulesApplied, ServedFlow, TokenResult, TokenService};

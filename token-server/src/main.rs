@@ -8,6 +8,11 @@
 //! The rules file holds Sentinel flow rules (JSON, as the dashboard writes them); its
 //! `clusterMode` rules are served and followed as the file changes. Prints
 //! `listening on <addr>` once serving; SIGINT or SIGTERM stop it gracefully.
+//!
+//! With `--command-port` (or `--dashboard`), a Sentinel command center (read-only,
+//! loopback unless `--command-bind` says otherwise) answers the dashboard's cluster pages
+//! (`getClusterMode`, `cluster/server/info`...), and with `--dashboard` the server sends
+//! its heartbeat there as app `--app`; it prints `commands on <addr>`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +26,7 @@ use sentinel_core::datasource::{DataSource, FlowJson};
 use sentinel_core::Sentinel;
 use sentinel_datasource_file::FileSource;
 use sentinel_token_server::{RedisTokenService, TokenServer, DEFAULT_PORT};
+use sentinel_transport::{Transport, TransportConfig};
 
 /// A token server for Sentinel 1.8's cluster protocol, with its budget in Redis.
 #[derive(Debug, Parser)]
@@ -44,6 +50,21 @@ struct Args {
     /// Close a connection silent this many seconds (Sentinel's idleSeconds).
     #[arg(long, default_value_t = 600)]
     idle_timeout_secs: u64,
+    /// A Sentinel dashboard (`host:port`) to send the heartbeat to; repeatable. Starts the
+    /// command center.
+    #[arg(long)]
+    dashboard: Vec<String>,
+    /// The command center's port (the next free one when busy; 0: any). Starts the command
+    /// center; 8719 when only `--dashboard` is given.
+    #[arg(long)]
+    command_port: Option<u16>,
+    /// The address the command center binds (loopback by default: the protocol has no
+    /// authentication).
+    #[arg(long, default_value = "127.0.0.1")]
+    command_bind: std::net::IpAddr,
+    /// The app name the dashboard lists this server under.
+    #[arg(long, default_value = "sentinel-token-server")]
+    app: String,
 }
 
 fn main() -> ExitCode {
@@ -98,8 +119,25 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(health) = server.health_addr() {
         println!("health on {health}");
     }
+    let transport = if args.command_port.is_some() || !args.dashboard.is_empty() {
+        let mut config = TransportConfig::builder(args.app)
+            .bind_ip(args.command_bind)
+            .port(args.command_port.unwrap_or(TransportConfig::DEFAULT_PORT));
+        for dashboard in args.dashboard {
+            config = config.dashboard(dashboard);
+        }
+        let config = server.dashboard_commands().register(config).build()?;
+        let transport = Transport::start(rules.clone(), config).await?;
+        println!("commands on {}", transport.local_addr());
+        Some(transport)
+    } else {
+        None
+    };
     shutdown_signal().await;
     tracing::info!("stopping");
+    if let Some(transport) = transport {
+        transport.shutdown().await;
+    }
     server.shutdown().await;
     source.close().await;
     backend.shutdown().await;

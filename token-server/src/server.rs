@@ -1,6 +1,6 @@
 //! The TCP server: one task per connection, answering each request in order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -110,11 +110,22 @@ impl TokenServerBuilder {
             clients: clients.clone(),
             idle_timeout: self.idle_timeout,
         };
-        let task = tokio::spawn(accept_loop(listener, shared, stop_rx, self.drain_timeout));
+        let task = tokio::spawn(accept_loop(
+            listener,
+            shared.clone(),
+            stop_rx,
+            self.drain_timeout,
+        ));
         tracing::info!(%local_addr, health = ?health_addr, "token server listening");
+        let started_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         Ok(TokenServer {
             local_addr,
             health_addr,
+            service: shared.service.clone(),
+            idle_timeout: self.idle_timeout,
+            started_ms,
             clients,
             stop: stop_tx,
             task: Some(task),
@@ -127,6 +138,9 @@ impl TokenServerBuilder {
 pub struct TokenServer {
     local_addr: SocketAddr,
     health_addr: Option<SocketAddr>,
+    service: Arc<dyn TokenService>,
+    idle_timeout: Duration,
+    started_ms: i64,
     clients: Arc<Clients>,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -166,6 +180,20 @@ impl TokenServer {
     /// Connected clients per namespace (those that sent a `PING`).
     pub fn clients(&self) -> Vec<(String, usize)> {
         self.clients.snapshot()
+    }
+
+    /// The commands the Sentinel dashboard's cluster pages call on a token server
+    /// (`getClusterMode`, `cluster/server/info`...), answered from this server's state; add
+    /// them to a `sentinel-transport` command center with
+    /// [`DashboardCommands::register`](crate::DashboardCommands::register).
+    pub fn dashboard_commands(&self) -> crate::DashboardCommands {
+        crate::DashboardCommands {
+            port: self.local_addr.port(),
+            idle_seconds: self.idle_timeout.as_secs(),
+            started_ms: self.started_ms,
+            clients: self.clients.clone(),
+            service: self.service.clone(),
+        }
     }
 
     /// Stops accepting, closes every connection once its current request is answered, and
@@ -241,6 +269,7 @@ async fn connection(
     metrics::gauge!("sentinel_token_server_connections").increment(1.0);
     let mut client = ClientEntry {
         clients: shared.clients.clone(),
+        peer,
         namespace: None,
     };
     let mut framed = Framed::new(stream, ServerCodec::default());
@@ -341,69 +370,87 @@ fn answer(request: Request, shared: &Shared, client: &mut ClientEntry) -> Respon
 }
 
 /// Connected clients per namespace, as Sentinel's `ConnectionManager` counts them: a
-/// connection counts in the namespace of its last `PING`.
+/// connection counts in the namespace of its last `PING`, by its address as this server
+/// sees it (behind a proxy, the proxy's side of the connection).
 pub(crate) struct Clients {
     max_namespaces: usize,
-    counts: Mutex<HashMap<String, usize>>,
+    groups: Mutex<HashMap<String, BTreeSet<SocketAddr>>>,
 }
 
 impl Clients {
     fn new(max_namespaces: usize) -> Self {
         Self {
             max_namespaces,
-            counts: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, usize>> {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, BTreeSet<SocketAddr>>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn snapshot(&self) -> Vec<(String, usize)> {
-        let mut all: Vec<_> = self.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let mut all: Vec<_> = self
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.len()))
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// Every namespace with the addresses of its clients, sorted.
+    pub(crate) fn groups(&self) -> Vec<(String, Vec<SocketAddr>)> {
+        let mut all: Vec<_> = self
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().copied().collect()))
+            .collect();
         all.sort();
         all
     }
 
     pub(crate) fn total(&self) -> usize {
-        self.lock().values().sum()
+        self.lock().values().map(BTreeSet::len).sum()
     }
 
-    /// Adds a client to `namespace`; its count after, or `None` past the namespace cap.
-    fn add(&self, namespace: &str) -> Option<usize> {
-        let mut counts = self.lock();
-        if !counts.contains_key(namespace) && counts.len() >= self.max_namespaces {
+    /// Adds the client at `peer` to `namespace`; the namespace's count after, or `None`
+    /// past the namespace cap.
+    fn add(&self, namespace: &str, peer: SocketAddr) -> Option<usize> {
+        let mut groups = self.lock();
+        if !groups.contains_key(namespace) && groups.len() >= self.max_namespaces {
             return None;
         }
-        let count = counts.entry(namespace.to_owned()).or_insert(0);
-        *count += 1;
-        let now = *count;
+        let group = groups.entry(namespace.to_owned()).or_default();
+        group.insert(peer);
+        let now = group.len();
         metrics::gauge!("sentinel_token_server_connected_clients", "namespace" => namespace.to_owned())
             .set(now as f64);
         Some(now)
     }
 
-    fn remove(&self, namespace: &str) {
-        let mut counts = self.lock();
-        if let Some(count) = counts.get_mut(namespace) {
-            *count = count.saturating_sub(1);
-            let now = *count;
+    fn remove(&self, namespace: &str, peer: SocketAddr) {
+        let mut groups = self.lock();
+        if let Some(group) = groups.get_mut(namespace) {
+            group.remove(&peer);
+            let now = group.len();
             metrics::gauge!("sentinel_token_server_connected_clients", "namespace" => namespace.to_owned())
                 .set(now as f64);
             if now == 0 {
-                counts.remove(namespace);
+                groups.remove(namespace);
             }
         }
     }
 
     fn count(&self, namespace: &str) -> usize {
-        self.lock().get(namespace).copied().unwrap_or(0)
+        self.lock().get(namespace).map_or(0, BTreeSet::len)
     }
 }
 
 /// One connection's place in [`Clients`], left when the connection ends.
 struct ClientEntry {
     clients: Arc<Clients>,
+    peer: SocketAddr,
     namespace: Option<String>,
 }
 
@@ -415,9 +462,9 @@ impl ClientEntry {
             return self.clients.count(&namespace);
         }
         if let Some(old) = self.namespace.take() {
-            self.clients.remove(&old);
+            self.clients.remove(&old, self.peer);
         }
-        match self.clients.add(&namespace) {
+        match self.clients.add(&namespace, self.peer) {
             Some(count) => {
                 self.namespace = Some(namespace);
                 count
@@ -433,7 +480,7 @@ impl ClientEntry {
 impl Drop for ClientEntry {
     fn drop(&mut self) {
         if let Some(namespace) = self.namespace.take() {
-            self.clients.remove(&namespace);
+            self.clients.remove(&namespace, self.peer);
         }
     }
 }

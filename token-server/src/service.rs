@@ -13,6 +13,7 @@ use sentinel_core::RuleFamily;
 use sentinel_core::{Sentinel, SentinelEvent};
 
 use crate::protocol::{ParamValue, Status};
+use crate::stats::FlowCounts;
 
 /// A token request's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +62,52 @@ pub trait TokenService: Send + Sync + fmt::Debug + 'static {
 
     /// Whether decisions are live.
     fn health(&self) -> Health;
+
+    /// The cluster flow rules served, with their last second's decisions: what the
+    /// dashboard's cluster pages show. None by default.
+    fn served_flows(&self) -> Vec<ServedFlow> {
+        Vec::new()
+    }
+}
+
+/// A cluster flow rule a [`TokenService`] serves, and its decisions in the last whole second.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServedFlow {
+    /// The rule's `clusterConfig.flowId`.
+    pub flow_id: i64,
+    /// The rule.
+    pub rule: FlowRule,
+    /// Requests answered OK in the last whole second.
+    pub pass_qps: u64,
+    /// Requests answered BLOCKED in the last whole second.
+    pub block_qps: u64,
+}
+
+impl ServedFlow {
+    /// `rule`, served as `flow_id`, with no decisions counted.
+    pub fn new(flow_id: i64, rule: FlowRule) -> Self {
+        Self {
+            flow_id,
+            rule,
+            pass_qps: 0,
+            block_qps: 0,
+        }
+    }
+
+    /// With the last second's decisions.
+    pub fn with_qps(mut self, pass_qps: u64, block_qps: u64) -> Self {
+        self.pass_qps = pass_qps;
+        self.block_qps = block_qps;
+        self
+    }
+}
+
+/// A flow served: its budget, its rule and its counts.
+struct Served {
+    slot: Arc<ClusterSlot>,
+    rule: FlowRule,
+    counts: Arc<FlowCounts>,
 }
 
 /// Sentinel's request check (`DefaultTokenService.notValidRequest`): a `flowId` and a count
@@ -88,7 +135,7 @@ pub struct RulesApplied {
 /// the rest of that window (under-admission), never admits twice.
 pub struct RedisTokenService {
     backend: RedisClusterBackend,
-    flows: ArcSwap<HashMap<i64, Arc<ClusterSlot>>>,
+    flows: ArcSwap<HashMap<i64, Served>>,
 }
 
 impl fmt::Debug for RedisTokenService {
@@ -124,6 +171,7 @@ impl RedisTokenService {
     pub fn apply_flow_rules(&self, rules: &[FlowRule]) -> RulesApplied {
         let mut report = RulesApplied::default();
         let mut specs: Vec<ClusterRuleSpec> = Vec::new();
+        let mut served_rules: HashMap<i64, FlowRule> = HashMap::new();
         for (index, rule) in rules.iter().enumerate() {
             let Some(spec) = ClusterRuleSpec::of(rule) else {
                 continue;
@@ -159,12 +207,22 @@ impl RedisTokenService {
                 report.skipped.push(skip(format!("{field}: {message}")));
                 continue;
             }
+            served_rules.insert(spec.flow_id, rule.clone());
             specs.push(spec);
         }
         let slots = self.backend.register(&specs);
-        let table: HashMap<i64, Arc<ClusterSlot>> = slots
+        let before = self.flows.load();
+        let table: HashMap<i64, Served> = slots
             .into_iter()
-            .map(|slot| (slot.spec().flow_id, slot))
+            .filter_map(|slot| {
+                let flow_id = slot.spec().flow_id;
+                let rule = served_rules.remove(&flow_id)?;
+                // A flow served before keeps its counts.
+                let counts = before
+                    .get(&flow_id)
+                    .map_or_else(Arc::default, |served| served.counts.clone());
+                Some((flow_id, Served { slot, rule, counts }))
+            })
             .collect();
         report.flow_ids = specs.iter().map(|s| s.flow_id).collect();
         for why in &report.skipped {
@@ -203,11 +261,19 @@ impl TokenService for RedisTokenService {
             return TokenResult::of(Status::BAD_REQUEST);
         }
         let flows = self.flows.load();
-        let Some(slot) = flows.get(&flow_id) else {
+        let Some(served) = flows.get(&flow_id) else {
             return TokenResult::of(Status::NO_RULE_EXISTS);
         };
+        let slot = &served.slot;
         let n = u32::try_from(count).unwrap_or(u32::MAX);
-        match self.backend.try_acquire(slot, n) {
+        let decision = self.backend.try_acquire(slot, n);
+        if matches!(decision, ClusterDecision::Pass | ClusterDecision::Block) {
+            served.counts.record(
+                slot.clock().now_ms(),
+                matches!(decision, ClusterDecision::Pass),
+            );
+        }
+        match decision {
             ClusterDecision::Pass => TokenResult {
                 status: Status::OK,
                 remaining: slot
@@ -237,5 +303,18 @@ impl TokenService for RedisTokenService {
             ClusterStatus::Connecting => Health::Starting,
             other => Health::Degraded(format!("{other:?}")),
         }
+    }
+
+    fn served_flows(&self) -> Vec<ServedFlow> {
+        let flows = self.flows.load();
+        let mut all: Vec<ServedFlow> = flows
+            .iter()
+            .map(|(flow_id, served)| {
+                let (pass, block) = served.counts.last_second(served.slot.clock().now_ms());
+                ServedFlow::new(*flow_id, served.rule.clone()).with_qps(pass, block)
+            })
+            .collect();
+        all.sort_by_key(|f| f.flow_id);
+        all
     }
 }

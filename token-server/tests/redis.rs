@@ -26,6 +26,14 @@ fn backend(redis: &str, prefix: &str, replica: &str) -> RedisClusterBackend {
     RedisClusterBackend::start(config).expect("inside a runtime")
 }
 
+/// A service on its own backend replica, following the cluster rules of a fresh engine.
+fn followed(redis: &str, prefix: &str, replica: &str) -> (Arc<RedisTokenService>, Sentinel) {
+    let service = Arc::new(RedisTokenService::new(backend(redis, prefix, replica)));
+    let rules = Sentinel::builder().build();
+    service.follow(&rules);
+    (service, rules)
+}
+
 fn cluster_rule(resource: &str, flow_id: i64, count: f64) -> FlowRule {
     FlowRule::qps(resource, count).cluster(ClusterFlowConfig::new(flow_id).global(true))
 }
@@ -44,13 +52,7 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 async fn requests_are_answered_as_sentinels_server_answers_them() {
     let redis = require_redis().await;
     let (flow_id, prefix) = unique_flow("answers");
-    let service = Arc::new(RedisTokenService::new(backend(
-        &redis,
-        &prefix,
-        "ts-answers",
-    )));
-    let rules = Sentinel::builder().build();
-    service.follow(&rules);
+    let (service, rules) = followed(&redis, &prefix, "ts-answers");
     let mut thread_rule = cluster_rule("threads", flow_id + 1, 5.0);
     thread_rule.grade = FlowGrade::Thread;
     let per_client = FlowRule::qps("avg", 5.0).cluster(ClusterFlowConfig::new(flow_id + 2));
@@ -120,13 +122,7 @@ async fn served_rules_follow_a_file_data_source() {
         )
     };
     std::fs::write(&path, rule_json(flow_id)).expect("write");
-    let service = Arc::new(RedisTokenService::new(backend(
-        &redis,
-        &prefix,
-        "ts-follow",
-    )));
-    let rules = Sentinel::builder().build();
-    service.follow(&rules);
+    let (service, rules) = followed(&redis, &prefix, "ts-follow");
     let source = DataSource::builder(FileSource::new(&path).expect("source"), FlowJson::new())
         .without_snapshot()
         .start(&rules)
@@ -271,9 +267,30 @@ async fn the_binary_reports_health_and_stops_gracefully_on_sigterm() {
     let (flow_id, prefix) = unique_flow("binary");
     let dir = tempfile::tempdir().expect("tempdir");
     let rules = write_rules(dir.path(), flow_id, 100);
-    let mut server =
-        ServerProcess::start_with(&redis, &prefix, &rules, &["--health", "127.0.0.1:0"]);
+    let mut server = ServerProcess::start_with(
+        &redis,
+        &prefix,
+        &rules,
+        &["--health", "127.0.0.1:0", "--command-port", "0"],
+    );
     server.out.wait_for("health on", WAIT);
+    // The dashboard's command center: a token server (mode 1) on its port.
+    server.out.wait_for("commands on", WAIT);
+    let commands: std::net::SocketAddr = server
+        .out
+        .seen()
+        .iter()
+        .find_map(|l| l.strip_prefix("commands on "))
+        .expect("the commands line")
+        .parse()
+        .expect("an address");
+    let mode = support::http_get(commands, "/getClusterMode").await;
+    assert!(mode.contains(r#""mode":1"#), "{mode}");
+    let info = support::http_get(commands, "/cluster/server/info").await;
+    assert!(
+        info.contains(&format!(r#""port":{}"#, server.addr.port())),
+        "{info}"
+    );
     let health: std::net::SocketAddr = server
         .out
         .seen()
@@ -316,4 +333,43 @@ async fn the_binary_reports_health_and_stops_gracefully_on_sigterm() {
         None,
         "the client's connection is closed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_flows_show_their_last_second_s_decisions() {
+    let redis = require_redis().await;
+    let (flow_id, prefix) = unique_flow("served");
+    let (service, rules) = followed(&redis, &prefix, "ts-served");
+    rules
+        .flow_rules()
+        .load_rules(vec![
+            cluster_rule("served-res", flow_id, 3.0),
+            FlowRule::qps("local-only", 5.0),
+        ])
+        .expect("rules load");
+    let served = service.served_flows();
+    assert_eq!(served.len(), 1, "only the cluster rule: {served:?}");
+    assert_eq!(
+        (served[0].flow_id, served[0].rule.resource.as_str()),
+        (flow_id, "served-res")
+    );
+    until("the backend is live", || service.health() == Health::Up).await;
+    // Offered ~50/s against 3/s until a whole second shows both passes and blocks.
+    let mut seen = (0, 0);
+    tokio::time::timeout(WAIT, async {
+        loop {
+            service.request_token(flow_id, 1, false);
+            let flow = service.served_flows().remove(0);
+            seen = (flow.pass_qps, flow.block_qps);
+            if seen.0 > 0 && seen.1 > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("a second with passes and blocks within {WAIT:?}: {seen:?}"));
+    // A second of the server's clock overlaps at most two of Redis's windows.
+    assert!(seen.0 <= 6, "{seen:?}");
+    service.backend().shutdown().await;
 }

@@ -1,5 +1,5 @@
-//! What the token server's tests share: a protocol client, the Redis and Java checks, the
-//! Java harness's processes, and a TCP proxy with fail-over.
+//! What the token server's tests share: a protocol client, the Redis and Java checks and the
+//! Java harness's processes (the fail-over TCP proxy is `sentinel_test_support::FailoverProxy`).
 
 #![allow(dead_code)]
 
@@ -8,23 +8,24 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use sentinel_core::flow::{ClusterFlowConfig, FlowRule};
 use sentinel_test_support::OutputLines;
 use sentinel_token_server::protocol::{
     ClientCodec, FlowRequest, ParamValue, Request, RequestBody, Response, Status,
 };
-use sentinel_token_server::{Health, TokenResult, TokenService};
+use sentinel_token_server::{Health, ServedFlow, TokenResult, TokenService};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
 pub(crate) use sentinel_test_support::addresses::redis::{addr as redis_addr, START_HINT};
 
 /// Flow 1 passes (9 left), flow 2 is blocked, anything else has no rule; `degraded` flips the
-/// health.
+/// health. It serves flows 1 and 2, both for resource `GET:/orders`, with 9 passed and 2
+/// blocked, and 0 passed and 4 blocked, in the last second.
 #[derive(Debug, Default)]
 pub(crate) struct Fake {
     pub(crate) degraded: AtomicBool,
@@ -57,6 +58,17 @@ impl TokenService for Fake {
         } else {
             Health::Up
         }
+    }
+
+    fn served_flows(&self) -> Vec<ServedFlow> {
+        let rule = |flow_id: i64, count: f64| {
+            FlowRule::qps("GET:/orders", count)
+                .cluster(ClusterFlowConfig::new(flow_id).global(true))
+        };
+        vec![
+            ServedFlow::new(1, rule(1, 10.0)).with_qps(9, 2),
+            ServedFlow::new(2, rule(2, 3.0)).with_qps(0, 4),
+        ]
     }
 }
 
@@ -130,11 +142,13 @@ impl Client {
     }
 }
 
-/// A plain HTTP GET; the whole answer.
+/// A plain HTTP GET (the connection closed after it); the whole answer.
 pub(crate) async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
+        )
         .await
         .expect("write");
     let mut text = String::new();
@@ -245,48 +259,6 @@ impl Drop for Java {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A TCP proxy in front of several servers: each new connection goes to the first that
-/// accepts it, so clients fail over when a server dies (as behind a TCP load balancer with
-/// health checks).
-pub(crate) struct FailoverProxy {
-    pub(crate) addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl FailoverProxy {
-    pub(crate) async fn start(upstreams: Vec<SocketAddr>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let addr = listener.local_addr().expect("proxy addr");
-        let upstreams = Arc::new(upstreams);
-        let task = tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let upstreams = upstreams.clone();
-                tokio::spawn(async move {
-                    for upstream in upstreams.iter() {
-                        let connect = tokio::time::timeout(
-                            Duration::from_millis(500),
-                            TcpStream::connect(upstream),
-                        );
-                        if let Ok(Ok(mut server)) = connect.await {
-                            let _ = server.set_nodelay(true);
-                            let _ = client.set_nodelay(true);
-                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        Self { addr, task }
-    }
-}
-
-impl Drop for FailoverProxy {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
