@@ -344,103 +344,26 @@ mod tests {
 
     #[test]
     fn every_invalid_field_is_named() {
-        let cases: Vec<(&str, AdaptiveRule)> = vec![
-            ("resource", AdaptiveRule::new(" ")),
-            (
-                "minLimit",
-                AdaptiveRule {
-                    min_limit: 0,
-                    initial_limit: 1,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "maxLimit",
-                AdaptiveRule {
-                    max_limit: 2,
-                    initial_limit: 2,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "maxLimit",
-                AdaptiveRule {
-                    max_limit: MAX_LIMIT + 1,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "initialLimit",
-                AdaptiveRule {
-                    initial_limit: 2_000,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "percentile",
-                AdaptiveRule {
-                    percentile: 100.0,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "percentile",
-                AdaptiveRule {
-                    percentile: f64::NAN,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "windowMs",
-                AdaptiveRule {
-                    window_ms: 5,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "probeJitter",
-                AdaptiveRule {
-                    probe_jitter: 0.6,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "probeIntervalMs",
-                AdaptiveRule {
-                    probe_interval_ms: 10_000,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "rttTolerance",
-                AdaptiveRule {
-                    rtt_tolerance: -0.1,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "smoothing",
-                AdaptiveRule {
-                    smoothing: 0.0,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "backoffRatio",
-                AdaptiveRule {
-                    backoff_ratio: 1.0,
-                    ..AdaptiveRule::new("r")
-                },
-            ),
-            (
-                "latencyThresholdMs",
-                AdaptiveRule {
-                    latency_threshold_ms: Some(0),
-                    ..AdaptiveRule::new("r")
-                },
-            ),
+        type Edit = fn(&mut AdaptiveRule);
+        let cases: [(&str, Edit); 14] = [
+            ("resource", |r| r.resource = " ".into()),
+            ("minLimit", |r| (r.min_limit, r.initial_limit) = (0, 1)),
+            ("maxLimit", |r| (r.max_limit, r.initial_limit) = (2, 2)),
+            ("maxLimit", |r| r.max_limit = MAX_LIMIT + 1),
+            ("initialLimit", |r| r.initial_limit = 2_000),
+            ("percentile", |r| r.percentile = 100.0),
+            ("percentile", |r| r.percentile = f64::NAN),
+            ("windowMs", |r| r.window_ms = 5),
+            ("probeJitter", |r| r.probe_jitter = 0.6),
+            ("probeIntervalMs", |r| r.probe_interval_ms = 10_000),
+            ("rttTolerance", |r| r.rtt_tolerance = -0.1),
+            ("smoothing", |r| r.smoothing = 0.0),
+            ("backoffRatio", |r| r.backoff_ratio = 1.0),
+            ("latencyThresholdMs", |r| r.latency_threshold_ms = Some(0)),
         ];
-        for (field, rule) in cases {
+        for (field, edit) in cases {
+            let mut rule = AdaptiveRule::new("r");
+            edit(&mut rule);
             let problems = rule.problems();
             assert_eq!(problems.len(), 1, "{field}: {problems:?}");
             assert_eq!(problems[0].field(), field, "{problems:?}");
