@@ -131,7 +131,7 @@ pub(crate) struct Client {
 impl Client {
     pub(crate) fn new(config: NacosConfig) -> Result<Self, SourceError> {
         let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
+            .connect_timeout(config.connect_timeout())
             .build()
             .map_err(|e| SourceError::backend("build the HTTP client", e.without_url()))?;
         Ok(Self {
@@ -166,7 +166,7 @@ impl Client {
 
     /// A health check of the server the next request goes to.
     pub(crate) fn health_check(&self) -> HealthCheck {
-        let (interval, timeout) = self.config.health_check;
+        let (interval, timeout) = self.config.health_check();
         HealthCheck {
             http: self.http.clone(),
             url: format!("{}/v1/console/health/readiness", self.base()),
@@ -182,7 +182,7 @@ impl Client {
 
     /// The token to send, logging in first when there is none or it is due for a refresh.
     async fn token(&mut self) -> Result<Option<Secret>, SourceError> {
-        if self.config.credentials.is_none() {
+        if self.config.credentials().is_none() {
             return Ok(None);
         }
         match &self.token {
@@ -204,24 +204,22 @@ impl Client {
             #[serde(default)]
             token_ttl: Option<u64>,
         }
-        let Some(creds) = self.config.credentials.clone() else {
+        let Some(creds) = self.config.credentials().cloned() else {
             return Ok(());
         };
+        let user = creds.user().unwrap_or_default();
         let url = format!("{}/v1/auth/login", self.base());
         let request = self
             .http
             .post(url)
-            .form(&[
-                ("username", creds.user.as_str()),
-                ("password", creds.password.expose()),
-            ])
-            .timeout(self.config.request_timeout);
+            .form(&[("username", user), ("password", creds.password().expose())])
+            .timeout(self.config.request_timeout());
         let (status, body) = self.exchange("login", request).await.map_err(|f| f.error)?;
         if !status.is_success() {
             return Err(SourceError::Auth {
                 message: format!(
                     "login as {} at {}: {status} {}",
-                    creds.user,
+                    user,
                     self.base(),
                     excerpt(&body)
                 ),
@@ -235,7 +233,7 @@ impl Client {
             value: Secret::new(login.access_token),
             refresh_at: Instant::now() + ttl.mul_f64(0.9),
         });
-        tracing::debug!(user = %creds.user, server = %self.base(), ?ttl, "logged in to Nacos");
+        tracing::debug!(user = %user, server = %self.base(), ?ttl, "logged in to Nacos");
         Ok(())
     }
 
@@ -356,7 +354,7 @@ impl Client {
         let op = format!("get {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, false, |http, base| {
+            .send(&op, self.config.request_timeout(), false, |http, base| {
                 let mut query = vec![
                     ("dataId", key.data_id.as_str()),
                     ("group", key.group.as_str()),
@@ -404,7 +402,7 @@ impl Client {
         let (status, body) = self
             .send(
                 op,
-                hold + self.config.request_timeout,
+                hold + self.config.request_timeout(),
                 false,
                 |http, base| {
                     http.post(format!("{base}/v1/cs/configs/listener"))
@@ -428,7 +426,7 @@ impl Client {
         let op = format!("publish {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, true, |http, base| {
+            .send(&op, self.config.request_timeout(), true, |http, base| {
                 let extra = [("content", content), ("type", "json")];
                 http.post(format!("{base}/v1/cs/configs"))
                     .form(&config_fields(key, tenant.as_deref(), &extra))
@@ -442,7 +440,7 @@ impl Client {
         let op = format!("delete {key}");
         let tenant = self.tenant().map(str::to_owned);
         let (status, body) = self
-            .send(&op, self.config.request_timeout, true, |http, base| {
+            .send(&op, self.config.request_timeout(), true, |http, base| {
                 let mut query = vec![
                     ("dataId", key.data_id.as_str()),
                     ("group", key.group.as_str()),

@@ -1,25 +1,29 @@
-//! Connection settings for Nacos: server addresses, namespace, credentials, timeouts.
+//! Connection settings for Nacos: server addresses, namespace, credentials, timeouts. What
+//! every store shares (credentials, timeouts, the payload cap, address checks) is
+//! [`sentinel_core::datasource::backend`]'s; this module keeps Nacos's own: the context path,
+//! the namespace, the long poll and its health check.
 
 use std::fmt;
 use std::time::Duration;
 
-use sentinel_core::datasource::{address_list, Secret};
+use sentinel_core::datasource::address_list;
+use sentinel_core::datasource::backend::{
+    self, parse_addresses, AddressRules, BackendSettings, Credentials, CredentialsEnv, HealthCheck,
+};
 
-/// Default time allowed to open a connection to one server.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Default time allowed for one request other than the long poll (GET, login, publish).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time allowed to open a connection to one server (3 s), and for one request other
+/// than the long poll (GET, login, publish; 5 s).
+pub use sentinel_core::datasource::backend::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 /// Default time the server may hold a long poll before it answers "no change": the Nacos
 /// SDK's 30 s.
 pub const DEFAULT_LONG_POLL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default interval between the health checks a source makes while its long poll waits: a
-/// long poll is silent by design, so only a second request tells a frozen server from one
-/// with no change to report.
-pub const DEFAULT_HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-/// Default time a health check may go unanswered before the connection counts as broken.
-/// With [`DEFAULT_HEALTH_CHECK_INTERVAL`], a frozen server is reported disconnected within
-/// 3 s; a server must leave a check unanswered for 2 s to be taken for dead.
-pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default interval between the health checks a source makes while its long poll waits (1 s;
+/// a long poll is silent by design, so only a second request tells a frozen server from one
+/// with no change to report), and the time a check may go unanswered before the connection
+/// counts as broken (2 s): a frozen server is reported disconnected within 3 s.
+pub use sentinel_core::datasource::backend::{
+    DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT,
+};
 /// Default cap on the total size of the configs a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
@@ -28,6 +32,9 @@ pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
 pub const SENTINEL_GROUP: &str = "SENTINEL_GROUP";
 /// Nacos's default group.
 pub const DEFAULT_GROUP: &str = "DEFAULT_GROUP";
+
+/// A server address: `host:port`, `http://host:port` or `https://host:port`.
+const SERVER: AddressRules = AddressRules::new("Nacos server address").schemes(&["http", "https"]);
 
 /// A configuration that [`NacosConfigBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +60,24 @@ pub enum ConfigError {
         /// The setting that is zero.
         field: &'static str,
     },
+    /// Another shared setting is refused: half a login in the environment.
+    #[error(transparent)]
+    Settings(backend::ConfigError),
+}
+
+impl From<backend::ConfigError> for ConfigError {
+    fn from(error: backend::ConfigError) -> Self {
+        use backend::ConfigError as Shared;
+        match error {
+            Shared::NoAddress { .. } => Self::NoServers,
+            Shared::InvalidAddress {
+                address, reason, ..
+            } => Self::InvalidServer { address, reason },
+            Shared::EmptyUser => Self::EmptyUser,
+            Shared::Zero { field } => Self::Zero { field },
+            other => Self::Settings(other),
+        }
+    }
 }
 
 /// One Nacos config: a dataId in a group.
@@ -87,13 +112,6 @@ impl fmt::Display for ConfigKey {
     }
 }
 
-/// A user name and password for `/nacos/v1/auth/login`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Credentials {
-    pub(crate) user: String,
-    pub(crate) password: Secret,
-}
-
 /// How to reach Nacos. Built with [`NacosConfig::builder`].
 ///
 /// `Debug` shows the user name but never the password.
@@ -103,12 +121,9 @@ pub struct NacosConfig {
     pub(crate) servers: Vec<String>,
     /// The namespace (tenant) id; `None` is the default (`public`) namespace.
     pub(crate) namespace: Option<String>,
-    pub(crate) credentials: Option<Credentials>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
     pub(crate) long_poll_timeout: Duration,
-    pub(crate) health_check: (Duration, Duration),
-    pub(crate) max_payload_bytes: usize,
+    settings: BackendSettings,
+    health_check: HealthCheck,
 }
 
 impl NacosConfig {
@@ -129,20 +144,25 @@ impl NacosConfig {
 
     /// The user name, if credentials are set.
     pub fn user(&self) -> Option<&str> {
-        self.credentials.as_ref().map(|c| c.user.as_str())
+        self.settings.user()
+    }
+
+    /// The credentials, for the login code only.
+    pub(crate) fn credentials(&self) -> Option<&Credentials> {
+        self.settings.credentials.as_ref()
     }
 
     /// How often a source checks that the server answers while its long poll waits, and how
     /// long a check may take (see [`NacosConfigBuilder::health_check`]).
     pub fn health_check(&self) -> (Duration, Duration) {
-        self.health_check
+        (self.health_check.interval, self.health_check.timeout)
     }
 
     /// The longest a frozen server (one that keeps the connection open but answers nothing)
     /// goes unnoticed by a waiting source: the health check's interval + timeout, 3 s by
     /// default.
     pub fn frozen_server_detection(&self) -> Duration {
-        self.health_check.0 + self.health_check.1
+        self.health_check.frozen_server_detection()
     }
 
     /// The long-poll timeout.
@@ -150,9 +170,19 @@ impl NacosConfig {
         self.long_poll_timeout
     }
 
+    /// Time allowed to open a connection to one server.
+    pub fn connect_timeout(&self) -> Duration {
+        self.settings.timeouts.connect
+    }
+
     /// Time allowed for one request other than the long poll.
     pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
+        self.settings.timeouts.request
+    }
+
+    /// Cap on the total size of the configs a source reads.
+    pub fn max_payload_bytes(&self) -> usize {
+        self.settings.max_payload_bytes
     }
 
     /// Where the configs live, without secrets: the servers, the namespace and the user.
@@ -161,8 +191,8 @@ impl NacosConfig {
         if let Some(ns) = &self.namespace {
             text.push_str(&format!(" namespace {ns}"));
         }
-        if let Some(user) = self.user() {
-            text.push_str(&format!(" as {user}"));
+        if let Some(credentials) = self.credentials() {
+            text.push_str(&credentials.describe());
         }
         text
     }
@@ -174,12 +204,9 @@ pub struct NacosConfigBuilder {
     servers: Vec<String>,
     context_path: String,
     namespace: Option<String>,
-    credentials: Option<Credentials>,
-    connect_timeout: Duration,
-    request_timeout: Duration,
     long_poll_timeout: Duration,
-    health_check: (Duration, Duration),
-    max_payload_bytes: usize,
+    settings: BackendSettings,
+    health_check: HealthCheck,
 }
 
 impl Default for NacosConfigBuilder {
@@ -188,12 +215,9 @@ impl Default for NacosConfigBuilder {
             servers: Vec::new(),
             context_path: "/nacos".to_owned(),
             namespace: None,
-            credentials: None,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             long_poll_timeout: DEFAULT_LONG_POLL_TIMEOUT,
-            health_check: (DEFAULT_HEALTH_CHECK_INTERVAL, DEFAULT_HEALTH_CHECK_TIMEOUT),
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            settings: BackendSettings::default(),
+            health_check: HealthCheck::default(),
         }
     }
 }
@@ -230,23 +254,28 @@ impl NacosConfigBuilder {
     /// Logs in with this user (`/nacos/v1/auth/login`), for servers with auth on. The
     /// password is never logged.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials {
-            user: user.into(),
-            password: Secret::new(password),
-        });
+        self.settings.credentials = Some(Credentials::new(user, password));
+        self
+    }
+
+    /// Without [`credentials`](Self::credentials), reads them from the environment when
+    /// [`build`](Self::build) runs: `CredentialsEnv::default()` reads `SENTINEL_RULES_USER`
+    /// and `SENTINEL_RULES_PASSWORD` (both or neither; neither means no login).
+    pub fn credentials_from_env(mut self, env: CredentialsEnv) -> Self {
+        self.settings.credentials_env = Some(env);
         self
     }
 
     /// Time allowed to open a connection to one server (default 3 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.settings.timeouts.connect = timeout;
         self
     }
 
     /// Time allowed for one request other than the long poll: GET, login, publish
     /// (default 5 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.settings.timeouts.request = timeout;
         self
     }
 
@@ -260,7 +289,7 @@ impl NacosConfigBuilder {
     /// noticed within interval + timeout, 3 s by default, rather than after the long-poll
     /// timeout plus the request timeout (35 s).
     pub fn health_check(mut self, interval: Duration, timeout: Duration) -> Self {
-        self.health_check = (interval, timeout);
+        self.health_check = HealthCheck::new(interval, timeout);
         self
     }
 
@@ -273,75 +302,33 @@ impl NacosConfigBuilder {
 
     /// Cap on the total size of the configs a source reads (default 4 MiB).
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
+        self.settings.max_payload_bytes = limit;
         self
     }
 
     /// Checks the settings.
     pub fn build(self) -> Result<NacosConfig, ConfigError> {
-        if self.servers.is_empty() {
-            return Err(ConfigError::NoServers);
-        }
         let context = format!("/{}", self.context_path.trim_matches('/'));
         let context = if context == "/" {
             String::new()
         } else {
             context
         };
-        let servers = self
-            .servers
-            .iter()
-            .map(|s| base_url(s).map(|base| format!("{base}{context}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        if self.credentials.as_ref().is_some_and(|c| c.user.is_empty()) {
-            return Err(ConfigError::EmptyUser);
-        }
-        for (field, zero) in [
-            ("connect_timeout", self.connect_timeout.is_zero()),
-            ("request_timeout", self.request_timeout.is_zero()),
-            ("long_poll_timeout", self.long_poll_timeout.is_zero()),
-            ("health_check interval", self.health_check.0.is_zero()),
-            ("health_check timeout", self.health_check.1.is_zero()),
-            ("max_payload_bytes", self.max_payload_bytes == 0),
-        ] {
-            if zero {
-                return Err(ConfigError::Zero { field });
-            }
-        }
+        let servers = parse_addresses(&self.servers, &SERVER)?
+            .into_iter()
+            .map(|a| format!("{}://{a}{context}", a.scheme.as_deref().unwrap_or("http")))
+            .collect();
+        let settings = self.settings.build()?;
+        backend::check_nonzero([("long_poll_timeout", self.long_poll_timeout.is_zero())])?;
+        self.health_check.check()?;
         Ok(NacosConfig {
             servers,
             namespace: self.namespace,
-            credentials: self.credentials,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
             long_poll_timeout: self.long_poll_timeout,
+            settings,
             health_check: self.health_check,
-            max_payload_bytes: self.max_payload_bytes,
         })
     }
-}
-
-/// `host:port` or a URL, as `scheme://host:port` without a trailing slash.
-fn base_url(address: &str) -> Result<String, ConfigError> {
-    let invalid = |reason| ConfigError::InvalidServer {
-        address: address.to_owned(),
-        reason,
-    };
-    let (scheme, rest) = match address.split_once("://") {
-        Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
-        Some(_) => return Err(invalid("only http:// and https:// are supported")),
-        None => ("http", address),
-    };
-    let host = rest.trim_end_matches('/');
-    if host.contains('@') {
-        return Err(invalid(
-            "credentials belong in the builder's credentials(), not in the address",
-        ));
-    }
-    if host.is_empty() || host.contains('/') || host.contains('?') {
-        return Err(invalid("expected host:port"));
-    }
-    Ok(format!("{scheme}://{host}"))
 }
 
 #[cfg(test)]
@@ -369,10 +356,23 @@ mod tests {
             .build()
             .expect("valid");
         assert_eq!(config.servers(), ["http://h:1"]);
-        for bad in ["ftp://h", "http://u:p@h:1", "h:1/x", ""] {
+        for bad in ["ftp://h", "http://u:p@h:1", "h:1/x", "", "h:0", "h:1?x"] {
             let result = NacosConfig::builder().servers([bad]).build();
             assert!(result.is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn credentials_come_from_the_environment_only_when_asked() {
+        // Cargo and nextest set CARGO_PKG_NAME and CARGO_MANIFEST_DIR for every test run.
+        let env = CredentialsEnv::new("CARGO_PKG_NAME", "CARGO_MANIFEST_DIR");
+        let base = || NacosConfig::builder().servers(["h:1"]);
+        assert_eq!(base().build().expect("valid").user(), None);
+        let config = base().credentials_from_env(env).build().expect("valid");
+        assert_eq!(config.user(), Some(env!("CARGO_PKG_NAME")));
+        let half = CredentialsEnv::new("SENTINEL_TEST_UNSET_USER", "CARGO_MANIFEST_DIR");
+        let err = base().credentials_from_env(half).build().expect_err("half");
+        assert!(matches!(err, ConfigError::Settings(_)), "{err:?}");
     }
 
     #[test]

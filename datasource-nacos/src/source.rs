@@ -124,7 +124,7 @@ impl NacosSource {
             held.clone_from(md5);
         }
         self.read_once = true;
-        let limit = self.client.config().max_payload_bytes;
+        let limit = self.client.config().max_payload_bytes();
         if size > limit {
             return Err(SourceError::TooLarge { size, limit });
         }
