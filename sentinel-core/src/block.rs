@@ -9,6 +9,7 @@ use crate::flow::{FlowGrade, FlowRule};
 use crate::param_flow::{ParamFlowGrade, ParamFlowRule};
 use crate::rule_ref::RuleRef;
 use crate::rules::RuleFamily;
+use crate::stat::{my_stripe, STRIPES};
 use crate::system::SystemMetric;
 
 /// A call was blocked by a rule. Says which family, which resource and which rule.
@@ -228,22 +229,48 @@ pub(crate) fn reason_of(error: &BlockError) -> (usize, &'static str) {
     }
 }
 
-/// The running counts behind [`BlockReasons`], one atomic per reason, written only when a
-/// call is blocked, and made with the first block (most resources never see one).
+/// The running counts behind [`BlockReasons`]: one line of counters per reason for each
+/// stripe index (the thread leases of `stat::my_stripe`), written only when a call is
+/// blocked, and made with the first block (most resources never see one). A thread that owns
+/// its stripe index adds to its own line with a plain load and store (no locked instruction,
+/// no cache line another core writes); the shared index adds atomically. Readers sum the
+/// lines, so the counts stay exact.
 #[derive(Debug, Default)]
-pub(crate) struct BlockTally(OnceLock<Box<[AtomicU64; 6]>>);
+pub(crate) struct BlockTally(OnceLock<Box<[TallyLine; STRIPES]>>);
+
+/// One stripe index's counts, one per reason, on a cache line of its own.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct TallyLine([AtomicU64; 6]);
 
 impl BlockTally {
     /// Counts `n` calls blocked by `error`.
+    #[inline]
     pub(crate) fn add(&self, error: &BlockError, n: u64) {
-        self.0.get_or_init(Box::default)[reason_of(error).0].fetch_add(n, Ordering::Relaxed);
+        let (stripe, owned) = my_stripe();
+        let lines = self.0.get_or_init(Box::default);
+        let count = &lines[stripe.min(STRIPES - 1)].0[reason_of(error).0];
+        if owned {
+            // Only this thread writes the line.
+            count.store(
+                count.load(Ordering::Relaxed).wrapping_add(n),
+                Ordering::Relaxed,
+            );
+        } else {
+            count.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// The counts now.
     pub(crate) fn read(&self) -> BlockReasons {
         let [flow, param_flow, circuit_breaker, system, authority, cluster] =
-            self.0.get().map_or([0; 6], |counts| {
-                counts.each_ref().map(|c| c.load(Ordering::Relaxed))
+            self.0.get().map_or([0; 6], |lines| {
+                std::array::from_fn(|reason| {
+                    lines
+                        .iter()
+                        .map(|line| line.0[reason].load(Ordering::Relaxed))
+                        .fold(0u64, u64::wrapping_add)
+                })
             });
         BlockReasons {
             flow,

@@ -280,6 +280,43 @@ fn several_threads_on_one_resource_do_not_allocate() {
     assert_eq!(allocations, 0, "a folded pass, quota or block allocated");
 }
 
+/// Refused calls on two threads at once on one resource (a QPS rule of 0, the fast path's
+/// fold, the block tally's lines, the error naming the rule): neither thread allocates once
+/// it has made its first block.
+#[test]
+fn refused_calls_on_two_threads_do_not_allocate() {
+    let clock = FakeClock::at_ms(10_000);
+    let sentinel = Sentinel::builder().clock(clock.clone()).build();
+    sentinel
+        .flow_rules()
+        .load_rules(vec![FlowRule::qps("closed", 0.0)])
+        .expect("valid rule");
+    let handle = sentinel.resource("closed");
+    let refused = |calls: usize| {
+        for _ in 0..calls {
+            assert!(handle.entry().enter().is_err(), "a count of 0 refuses");
+        }
+    };
+    let start = std::sync::Barrier::new(2);
+    let counted = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                refused(100);
+                start.wait();
+                let before = ALLOCATIONS.load(Ordering::SeqCst);
+                COUNTING.with(|c| c.set(true));
+                refused(20_000);
+                COUNTING.with(|c| c.set(false));
+                counted.fetch_add(ALLOCATIONS.load(Ordering::SeqCst) - before, Ordering::SeqCst);
+            });
+        }
+    });
+    assert_eq!(counted.load(Ordering::SeqCst), 0, "a refused call allocated");
+    let reasons = sentinel.block_reasons("closed").expect("the resource");
+    assert_eq!(reasons.flow, 40_200, "the block tally is exact");
+}
+
 /// Param-flow rules of every kind, passing and blocking, over 200 000 distinct values: the
 /// per-value tables are allocated when the rules load, never on a call.
 #[test]

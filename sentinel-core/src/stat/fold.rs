@@ -27,7 +27,9 @@
 //! a moment only: while a racing call's add is being taken back, or while a racing thread
 //! holds a quota it took after this call's last sweep. With a batch of one and no quota (a
 //! limit under 64), a call is only taken back when the window is already full, so no call
-//! that fits is ever refused.
+//! that fits is ever refused. Before its add, a call the quotas do not cover reads the
+//! window: when it is already full and no quota is out, the call is refused without writing
+//! the shared count, so that refusals under overload move no cache line between cores.
 //!
 //! Caps: calls of a batch above [`FOLD_MAX_BATCH`], or checked against a limit above
 //! [`FOLD_MAX_LIMIT`], take the stripes' check-then-add instead. With these caps a bucket's
@@ -113,11 +115,21 @@ impl StatNode {
         limit: u64,
     ) -> Trial {
         let mut quota = if owned {
-            fold.give_back(stripe.quota.swap(0, Ordering::SeqCst), round);
+            if stripe.quota.load(Ordering::Relaxed) & LOW != 0 {
+                fold.give_back(stripe.quota.swap(0, Ordering::SeqCst), round);
+            }
             (limit >> QUOTA_SHARE).min(QUOTA_MAX)
         } else {
             0
         };
+        // The check before the add: a window already full, with no quota out that a sweep
+        // could take back, refuses the call without writing the shared count (an add and its
+        // take-back would move that line between the cores twice for a call that fails).
+        if !fold.newest.out.load(Ordering::SeqCst)
+            && self.window_passes(fold, round, now) + n > limit
+        {
+            return Trial::Over;
+        }
         for tried in 1..=TRIES {
             let kept = self.grant(fold, round, now, n, quota, limit);
             if kept >= n {
@@ -140,6 +152,17 @@ impl StatNode {
             quota = 0;
         }
         Trial::Over
+    }
+
+    /// The passes in the window ending at `now` (of `round`), as [`grant`](Self::grant) counts
+    /// them, read without adding.
+    fn window_passes(&self, fold: &Fold, round: u64, now: u64) -> u64 {
+        let previous = round.wrapping_sub(1);
+        let from = now.saturating_sub(SECOND_INTERVAL_MS - 1);
+        fold.of(round).passes_of(round)
+            + fold.of(previous).passes_of(previous)
+            + self.stripes_passes(round)
+            + self.borrowed_in(from, now + 1)
     }
 
     /// Adds `n` passes and `extra` more to `round`'s count, and keeps what the window has

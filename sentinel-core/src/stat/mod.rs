@@ -15,7 +15,7 @@ mod window;
 pub(crate) use fold::Trial;
 pub(crate) use node::StatNode;
 pub use stats::{NodeStats, SecondStats};
-pub(crate) use stripe::{my_stripe, StripedWindow};
+pub(crate) use stripe::{my_stripe, StripedWindow, STRIPES};
 pub(crate) use window::Event;
 
 /// Something that owns a statistics node and keeps it alive: the engine's resource node.
