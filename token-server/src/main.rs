@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! sentinel-token-server --redis 127.0.0.1:6379 --rules /etc/sentinel/cluster-flow-rules.json
+//! sentinel-token-server --redis-cluster 10.0.0.1:6379,10.0.0.2:6379 --rules rules.json
+//! sentinel-token-server --redis-sentinel 10.0.0.1:26379 --redis-master budget --rules rules.json
 //! ```
 //!
 //! The rules file holds Sentinel flow rules (JSON, as the dashboard writes them); its
@@ -38,9 +40,21 @@ struct Args {
     /// Where the health endpoint listens (`GET /health`); none by default.
     #[arg(long)]
     health: Option<SocketAddr>,
-    /// The Redis that keeps the budget: `host:port` or a `redis://` URL.
-    #[arg(long, env = "SENTINEL_TOKEN_SERVER_REDIS")]
-    redis: String,
+    /// The Redis that keeps the budget: `host:port` or a `redis://` URL. Or one of
+    /// `--redis-cluster`, `--redis-sentinel`.
+    #[arg(long, env = "SENTINEL_TOKEN_SERVER_REDIS", required_unless_present_any = ["redis_cluster", "redis_sentinel"], conflicts_with_all = ["redis_cluster", "redis_sentinel"])]
+    redis: Option<String>,
+    /// A Redis Cluster that keeps the budget, reached through any of these nodes
+    /// (`host:port`, comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', conflicts_with = "redis_sentinel")]
+    redis_cluster: Vec<String>,
+    /// Redis Sentinel: the sentinels (`host:port`, comma-separated or repeated) that name
+    /// the master `--redis-master`; a failover is followed.
+    #[arg(long, value_delimiter = ',', requires = "redis_master")]
+    redis_sentinel: Vec<String>,
+    /// The master's name, with `--redis-sentinel`.
+    #[arg(long, requires = "redis_sentinel")]
+    redis_master: Option<String>,
     /// The key prefix shared with the Rust replicas (sentinel-cluster-redis's `prefix`).
     #[arg(long, default_value = "sentinel:cluster")]
     prefix: String,
@@ -96,7 +110,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let config = RedisClusterConfig::builder(RedisTarget::Server(args.redis))
+    let target = match (args.redis, args.redis_master) {
+        (Some(server), _) => RedisTarget::Server(server),
+        (None, Some(master)) => RedisTarget::Sentinel {
+            sentinels: args.redis_sentinel,
+            master,
+        },
+        (None, None) => RedisTarget::Cluster(args.redis_cluster),
+    };
+    let config = RedisClusterConfig::builder(target)
         .prefix(args.prefix)
         .build()?;
     let backend = RedisClusterBackend::start(config)?;

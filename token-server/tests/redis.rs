@@ -34,6 +34,42 @@ fn followed(redis: &str, prefix: &str, replica: &str) -> (Arc<RedisTokenService>
     (service, rules)
 }
 
+/// The binary's `GET /health` once it answers 200 (decisions from Redis), within the bound.
+async fn healthy(server: &mut ServerProcess) -> String {
+    server.out.wait_for("health on", WAIT);
+    let health: std::net::SocketAddr = server
+        .out
+        .seen()
+        .iter()
+        .find_map(|l| l.strip_prefix("health on "))
+        .expect("the health line")
+        .parse()
+        .expect("an address");
+    let mut up = String::new();
+    tokio::time::timeout(WAIT, async {
+        while !up.starts_with("HTTP/1.1 200") {
+            up = support::http_get(health, "/health").await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("healthy once Redis answers, last: {up}"));
+    up
+}
+
+/// Asks `flow_id` for a token until the answer is `want` (at most [`WAIT`]); the last answer.
+async fn flow_until(client: &mut Client, flow_id: i64, want: Status) -> Status {
+    let mut last = client.flow(flow_id, 1).await.status;
+    let _ = tokio::time::timeout(WAIT, async {
+        while last != want {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            last = client.flow(flow_id, 1).await.status;
+        }
+    })
+    .await;
+    last
+}
+
 fn cluster_rule(resource: &str, flow_id: i64, count: f64) -> FlowRule {
     FlowRule::qps(resource, count).cluster(ClusterFlowConfig::new(flow_id).global(true))
 }
@@ -134,24 +170,10 @@ async fn served_rules_follow_a_file_data_source() {
         .await
         .expect("server");
     let mut client = Client::connect(server.local_addr()).await;
-    let mut status = Status::NO_RULE_EXISTS;
-    for _ in 0..500 {
-        status = client.flow(flow_id, 1).await.status;
-        if status == Status::OK {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let status = flow_until(&mut client, flow_id, Status::OK).await;
     assert_eq!(status, Status::OK, "the file's rule is served");
     std::fs::write(&path, rule_json(flow_id + 1)).expect("rewrite");
-    let mut old = Status::OK;
-    for _ in 0..500 {
-        old = client.flow(flow_id, 1).await.status;
-        if old == Status::NO_RULE_EXISTS {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let old = flow_until(&mut client, flow_id, Status::NO_RULE_EXISTS).await;
     assert_eq!(
         old,
         Status::NO_RULE_EXISTS,
@@ -273,7 +295,8 @@ async fn the_binary_reports_health_and_stops_gracefully_on_sigterm() {
         &rules,
         &["--health", "127.0.0.1:0", "--command-port", "0"],
     );
-    server.out.wait_for("health on", WAIT);
+    let up = healthy(&mut server).await;
+    assert!(up.contains(r#""status":"UP""#), "{up}");
     // The dashboard's command center: a token server (mode 1) on its port.
     server.out.wait_for("commands on", WAIT);
     let commands: std::net::SocketAddr = server
@@ -291,24 +314,6 @@ async fn the_binary_reports_health_and_stops_gracefully_on_sigterm() {
         info.contains(&format!(r#""port":{}"#, server.addr.port())),
         "{info}"
     );
-    let health: std::net::SocketAddr = server
-        .out
-        .seen()
-        .iter()
-        .find_map(|l| l.strip_prefix("health on "))
-        .expect("the health line")
-        .parse()
-        .expect("an address");
-    let mut up = String::new();
-    tokio::time::timeout(WAIT, async {
-        while !up.starts_with("HTTP/1.1 200") {
-            up = support::http_get(health, "/health").await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("healthy once Redis answers, last: {up}"));
-    assert!(up.contains(r#""status":"UP""#), "{up}");
     let mut client = Client::connect(server.addr).await;
     assert_ne!(client.flow(flow_id, 1).await.status, Status::NO_RULE_EXISTS);
     let pid = server.child.id().to_string();
@@ -372,4 +377,40 @@ async fn the_served_flows_show_their_last_second_s_decisions() {
     // A second of the server's clock overlaps at most two of Redis's windows.
     assert!(seen.0 <= 6, "{seen:?}");
     service.backend().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_keeps_the_budget_in_a_redis_cluster_or_behind_redis_sentinel() {
+    use sentinel_test_support::addresses::redis::{cluster_addrs, master_name, sentinel_addrs};
+    let (sentinels, master, cluster) = (sentinel_addrs(), master_name(), cluster_addrs());
+    let targets: [(&str, Vec<&str>); 2] = [
+        ("cluster", vec!["--redis-cluster", cluster.as_str()]),
+        (
+            "sentinel",
+            vec![
+                "--redis-sentinel",
+                sentinels.as_str(),
+                "--redis-master",
+                master.as_str(),
+            ],
+        ),
+    ];
+    for (name, target) in targets {
+        let (flow_id, prefix) = unique_flow(name);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rules = write_rules(dir.path(), flow_id, 1000);
+        let mut server =
+            ServerProcess::start_on(&target, &prefix, &rules, &["--health", "127.0.0.1:0"]);
+        let up = healthy(&mut server).await;
+        assert!(up.contains(r#""status":"UP""#), "{name}: {up}");
+        let mut client = Client::connect(server.addr).await;
+        // Granted from the store's budget (the first lease takes a tick: retried).
+        let last = flow_until(&mut client, flow_id, Status::OK).await;
+        assert_eq!(
+            last,
+            Status::OK,
+            "{name} ({target:?}): no token granted within {WAIT:?}; {}",
+            support::START_HINT
+        );
+    }
 }

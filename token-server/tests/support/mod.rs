@@ -277,15 +277,15 @@ impl ServerProcess {
 
     /// [`start`](Self::start) with more arguments.
     pub(crate) fn start_with(redis: &str, prefix: &str, rules: &Path, more: &[&str]) -> Self {
+        Self::start_on(&["--redis", redis], prefix, rules, more)
+    }
+
+    /// Starts the binary on the Redis that `target` names (`--redis ...`, `--redis-cluster
+    /// ...`), with more arguments.
+    pub(crate) fn start_on(target: &[&str], prefix: &str, rules: &Path, more: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sentinel-token-server"))
-            .args([
-                "--bind",
-                "127.0.0.1:0",
-                "--redis",
-                redis,
-                "--prefix",
-                prefix,
-            ])
+            .args(["--bind", "127.0.0.1:0", "--prefix", prefix])
+            .args(target)
             .arg("--rules")
             .arg(rules)
             .args(more)
