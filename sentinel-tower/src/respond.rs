@@ -130,14 +130,15 @@ impl BlockResponses {
     /// The response for a block.
     pub fn response<B: From<String>>(&self, error: &BlockError) -> Response<B> {
         let status = self.status_of(error);
+        // Whole lines, copied once (no formatting on the block path).
         let body = match error.family() {
-            RuleFamily::Authority => "forbidden",
+            RuleFamily::Authority => "forbidden\n",
             RuleFamily::Degrade | RuleFamily::System => {
-                "service temporarily unavailable, retry later"
+                "service temporarily unavailable, retry later\n"
             }
-            _ => "too many requests, retry later",
+            _ => "too many requests, retry later\n",
         };
-        let mut response = Response::new(B::from(format!("{body}\n")));
+        let mut response = Response::new(B::from(String::from(body)));
         *response.status_mut() = status;
         let headers = response.headers_mut();
         headers.insert(
