@@ -1,14 +1,20 @@
 //! Connection settings for NATS: servers, credentials, timeouts, what a missing bucket means.
+//! What every store shares (a user and password, timeouts, the payload cap, address checks)
+//! is [`sentinel_core::datasource::backend`]'s; this module keeps NATS's own: tokens, nkeys,
+//! creds files, the PING interval, the CA file and the missing-bucket policy.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sentinel_core::datasource::backend::{
+    self, check_nonzero, parse_addresses, AddressRules, BackendSettings, Credentials,
+    CredentialsEnv,
+};
 use sentinel_core::datasource::{address_list, Secret};
 
-/// Default time allowed to open a connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Default time allowed for one JetStream request (a read, a put, opening a watch).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time allowed to open a connection (3 s), and for one JetStream request (a read, a
+/// put, opening a watch; 5 s).
+pub use sentinel_core::datasource::backend::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 /// Default interval between the client's PINGs on an idle connection. The client drops a
 /// connection that leaves two PINGs unanswered when a third is due, so a frozen server is
 /// noticed within three intervals: 3 s by default (the client library's own default, 60 s,
@@ -21,6 +27,10 @@ pub const DEFAULT_PING_INTERVAL: Duration = DEFAULT_HEALTH_CHECK_INTERVAL;
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
+
+/// A server address: `nats://`, `tls://`, `ws://`, `wss://` or a bare `host:port`.
+const SERVER: AddressRules =
+    AddressRules::new("NATS server").schemes(&["nats", "tls", "ws", "wss"]);
 
 /// A configuration that [`NatsConfigBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,13 +53,33 @@ pub enum ConfigError {
         /// The setting that is zero.
         field: &'static str,
     },
+    /// Another shared setting is refused: an empty user, half a login in the environment.
+    #[error(transparent)]
+    Settings(backend::ConfigError),
 }
 
-/// How to authenticate. Secrets never appear in `Debug` output, logs or errors.
+impl From<backend::ConfigError> for ConfigError {
+    fn from(error: backend::ConfigError) -> Self {
+        use backend::ConfigError as Shared;
+        match error {
+            Shared::NoAddress { .. } => Self::NoServers,
+            Shared::InvalidAddress {
+                address, reason, ..
+            } => Self::InvalidServer {
+                server: address,
+                reason,
+            },
+            Shared::Zero { field } => Self::Zero { field },
+            other => Self::Settings(other),
+        }
+    }
+}
+
+/// How to authenticate, besides a user and password (the shared settings' credentials).
+/// Secrets never appear in `Debug` output, logs or errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Auth {
     None,
-    UserPassword { user: String, password: Secret },
     Token(Secret),
     NKey(Secret),
     CredsFile(PathBuf),
@@ -78,14 +108,12 @@ pub enum MissingBucket {
 #[derive(Debug, Clone)]
 pub struct NatsConfig {
     pub(crate) servers: Vec<String>,
-    pub(crate) auth: Auth,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
-    pub(crate) health_check_interval: Duration,
-    pub(crate) max_payload_bytes: usize,
+    auth: Auth,
+    settings: BackendSettings,
+    health_check_interval: Duration,
     pub(crate) missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
-    pub(crate) tls_root: Option<PathBuf>,
+    tls_root: Option<PathBuf>,
 }
 
 impl NatsConfig {
@@ -99,9 +127,19 @@ impl NatsConfig {
         &self.servers
     }
 
+    /// Time allowed to open a connection.
+    pub fn connect_timeout(&self) -> Duration {
+        self.settings.timeouts.connect
+    }
+
     /// Time allowed for one JetStream request.
     pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
+        self.settings.timeouts.request
+    }
+
+    /// Cap on the total size of the values a source reads.
+    pub fn max_payload_bytes(&self) -> usize {
+        self.settings.max_payload_bytes
     }
 
     /// How often the client PINGs an idle connection (see
@@ -130,12 +168,12 @@ impl NatsConfig {
 
     /// The servers and the kind of auth, without secrets.
     pub fn describe(&self) -> String {
-        let auth = match &self.auth {
-            Auth::None => String::new(),
-            Auth::UserPassword { user, .. } => format!(" as {user}"),
-            Auth::Token(_) => " with a token".to_owned(),
-            Auth::NKey(_) => " with an nkey".to_owned(),
-            Auth::CredsFile(path) => format!(" with creds {}", path.display()),
+        let auth = match (&self.settings.credentials, &self.auth) {
+            (Some(credentials), _) => credentials.describe(),
+            (None, Auth::None) => String::new(),
+            (None, Auth::Token(_)) => " with a token".to_owned(),
+            (None, Auth::NKey(_)) => " with an nkey".to_owned(),
+            (None, Auth::CredsFile(path)) => format!(" with creds {}", path.display()),
         };
         format!("{}{auth}", self.servers.join(","))
     }
@@ -143,18 +181,19 @@ impl NatsConfig {
     /// The client options for this configuration.
     pub(crate) async fn options(&self) -> std::io::Result<async_nats::ConnectOptions> {
         let options = async_nats::ConnectOptions::new()
-            .connection_timeout(self.connect_timeout)
-            .request_timeout(Some(self.request_timeout))
+            .connection_timeout(self.connect_timeout())
+            .request_timeout(Some(self.request_timeout()))
             .ping_interval(self.health_check_interval)
             .max_reconnects(None::<usize>);
-        let options = match &self.auth {
-            Auth::None => options,
-            Auth::UserPassword { user, password } => {
-                options.user_and_password(user.clone(), password.expose().to_owned())
-            }
-            Auth::Token(token) => options.token(token.expose().to_owned()),
-            Auth::NKey(seed) => options.nkey(seed.expose().to_owned()),
-            Auth::CredsFile(path) => options.credentials_file(path).await?,
+        let options = match (&self.settings.credentials, &self.auth) {
+            (Some(credentials), _) => options.user_and_password(
+                credentials.user().unwrap_or_default().to_owned(),
+                credentials.password().expose().to_owned(),
+            ),
+            (None, Auth::None) => options,
+            (None, Auth::Token(token)) => options.token(token.expose().to_owned()),
+            (None, Auth::NKey(seed)) => options.nkey(seed.expose().to_owned()),
+            (None, Auth::CredsFile(path)) => options.credentials_file(path).await?,
         };
         #[cfg(feature = "tls")]
         let options = match &self.tls_root {
@@ -172,10 +211,8 @@ impl NatsConfig {
 pub struct NatsConfigBuilder {
     servers: Vec<String>,
     auth: Auth,
-    connect_timeout: Duration,
-    request_timeout: Duration,
+    settings: BackendSettings,
     health_check_interval: Duration,
-    max_payload_bytes: usize,
     missing_bucket: MissingBucket,
     #[cfg(feature = "tls")]
     tls_root: Option<PathBuf>,
@@ -186,10 +223,8 @@ impl Default for NatsConfigBuilder {
         Self {
             servers: Vec::new(),
             auth: Auth::None,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            settings: BackendSettings::default(),
             health_check_interval: DEFAULT_HEALTH_CHECK_INTERVAL,
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             missing_bucket: MissingBucket::Fail,
             #[cfg(feature = "tls")]
             tls_root: None,
@@ -211,10 +246,17 @@ impl NatsConfigBuilder {
 
     /// Authenticates with a user and password. The password is never logged.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.auth = Auth::UserPassword {
-            user: user.into(),
-            password: Secret::new(password),
-        };
+        self.auth = Auth::None;
+        self.settings.credentials = Some(Credentials::new(user, password));
+        self
+    }
+
+    /// Without another login (credentials, a token, an nkey or a creds file), reads a user
+    /// and password from the environment when [`build`](Self::build) runs:
+    /// `CredentialsEnv::default()` reads `SENTINEL_RULES_USER` and `SENTINEL_RULES_PASSWORD`
+    /// (both or neither; neither means no login).
+    pub fn credentials_from_env(mut self, env: CredentialsEnv) -> Self {
+        self.settings.credentials_env = Some(env);
         self
     }
 
@@ -226,31 +268,34 @@ impl NatsConfigBuilder {
 
     /// Authenticates with a token.
     pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.settings.credentials = None;
         self.auth = Auth::Token(Secret::new(token));
         self
     }
 
     /// Authenticates with an nkey seed (`SU...`).
     pub fn nkey(mut self, seed: impl Into<String>) -> Self {
+        self.settings.credentials = None;
         self.auth = Auth::NKey(Secret::new(seed));
         self
     }
 
     /// Authenticates with a creds file (a user JWT and its nkey seed), read on every connect.
     pub fn creds_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.settings.credentials = None;
         self.auth = Auth::CredsFile(path.into());
         self
     }
 
     /// Time allowed to open a connection (default 3 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.settings.timeouts.connect = timeout;
         self
     }
 
     /// Time allowed for one JetStream request: a read, a put, opening a watch (default 5 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.settings.timeouts.request = timeout;
         self
     }
 
@@ -272,7 +317,7 @@ impl NatsConfigBuilder {
 
     /// Cap on the total size of the values a source reads (default 4 MiB).
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
+        self.settings.max_payload_bytes = limit;
         self
     }
 
@@ -300,17 +345,9 @@ impl NatsConfigBuilder {
     }
 
     /// Checks the settings.
-    pub fn build(self) -> Result<NatsConfig, ConfigError> {
-        if self.servers.is_empty() {
-            return Err(ConfigError::NoServers);
-        }
+    pub fn build(mut self) -> Result<NatsConfig, ConfigError> {
+        parse_addresses(&self.servers, &SERVER)?;
         for server in &self.servers {
-            if server.contains('@') {
-                return Err(ConfigError::InvalidServer {
-                    server: server.split('@').next_back().unwrap_or_default().to_owned(),
-                    reason: "credentials belong in the builder, not in the address",
-                });
-            }
             if async_nats::ToServerAddrs::to_server_addrs(&server.as_str()).is_err() {
                 return Err(ConfigError::InvalidServer {
                     server: server.clone(),
@@ -318,26 +355,18 @@ impl NatsConfigBuilder {
                 });
             }
         }
-        for (field, zero) in [
-            ("connect_timeout", self.connect_timeout.is_zero()),
-            ("request_timeout", self.request_timeout.is_zero()),
-            (
-                "health_check_interval",
-                self.health_check_interval.is_zero(),
-            ),
-            ("max_payload_bytes", self.max_payload_bytes == 0),
-        ] {
-            if zero {
-                return Err(ConfigError::Zero { field });
-            }
+        if self.auth != Auth::None {
+            // A token, an nkey or a creds file is the login: the environment is not read.
+            self.settings.credentials_env = None;
         }
+        let settings = self.settings.build()?;
+        let interval = self.health_check_interval;
+        check_nonzero([("health_check_interval", interval.is_zero())])?;
         Ok(NatsConfig {
             servers: self.servers,
             auth: self.auth,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
+            settings,
             health_check_interval: self.health_check_interval,
-            max_payload_bytes: self.max_payload_bytes,
             missing_bucket: self.missing_bucket,
             #[cfg(feature = "tls")]
             tls_root: self.tls_root,
@@ -363,6 +392,23 @@ mod tests {
     }
 
     #[test]
+    fn credentials_come_from_the_environment_unless_another_login_is_set() {
+        // Cargo and nextest set CARGO_PKG_NAME and CARGO_MANIFEST_DIR for every test run.
+        let env = || CredentialsEnv::new("CARGO_PKG_NAME", "CARGO_MANIFEST_DIR");
+        let base = || NatsConfig::builder().servers(["127.0.0.1:4222"]);
+        let config = base().credentials_from_env(env()).build().expect("valid");
+        let user = format!(" as {}", env!("CARGO_PKG_NAME"));
+        assert!(config.describe().ends_with(&user), "{}", config.describe());
+        let token = base().credentials_from_env(env()).token("t").build();
+        assert!(token.expect("valid").describe().ends_with("with a token"));
+        let err = base()
+            .credentials("", "pw")
+            .build()
+            .expect_err("empty user");
+        assert!(matches!(err, ConfigError::Settings(_)), "{err:?}");
+    }
+
+    #[test]
     fn addresses_are_checked() {
         assert_eq!(
             NatsConfig::builder().build().expect_err("none"),
@@ -374,7 +420,7 @@ mod tests {
             .expect_err("credentials in the address");
         assert!(!err.to_string().contains("s3cret"), "{err}");
         NatsConfig::builder()
-            .servers(["nats://127.0.0.1:4222, 127.0.0.1:4223"])
+            .servers(["nats://127.0.0.1:4222, 127.0.0.1:4223, tls://h:4222"])
             .build()
             .expect("valid");
     }

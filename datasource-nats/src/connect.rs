@@ -86,7 +86,7 @@ impl Connection {
                     }
                 }
             });
-        let timeout = self.config.connect_timeout + self.config.request_timeout;
+        let timeout = self.config.connect_timeout() + self.config.request_timeout();
         let at = self.config.describe();
         let connected =
             tokio::time::timeout(timeout, options.connect(self.config.servers.clone())).await;
@@ -118,7 +118,7 @@ impl Connection {
     pub(crate) async fn bucket(&mut self, bucket: &str) -> Result<Option<Store>, SourceError> {
         let client = self.client().await?;
         let mut js = async_nats::jetstream::new(client);
-        js.set_timeout(self.config.request_timeout);
+        js.set_timeout(self.config.request_timeout());
         let op = format!("open bucket {bucket}");
         match self.bounded(&op, js.get_key_value(bucket)).await {
             Ok(store) => Ok(Some(store)),
@@ -179,7 +179,7 @@ impl Connection {
     where
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let timeout = self.config.request_timeout;
+        let timeout = self.config.request_timeout();
         match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(map_error(op, e.into())),
@@ -193,7 +193,7 @@ impl Connection {
     /// Drops the client (it drains in the background).
     pub(crate) async fn close(&mut self) {
         if let Some(client) = self.client.take() {
-            let _ = tokio::time::timeout(self.config.request_timeout, client.drain()).await;
+            let _ = tokio::time::timeout(self.config.request_timeout(), client.drain()).await;
         }
     }
 }

@@ -144,7 +144,7 @@ impl NatsSource {
                 "{}: the connection to NATS was lost (the client PINGs an idle connection every \
                  {:?} and drops it when two PINGs go unanswered)",
                 self.op(what),
-                self.connection.config().health_check_interval
+                self.connection.config().health_check_interval()
             ),
             source: None,
         }
@@ -152,7 +152,7 @@ impl NatsSource {
 
     fn payload(&self) -> Result<RawPayload, SourceError> {
         let size: usize = self.held.values().map(|(_, v)| v.len()).sum();
-        let limit = self.connection.config().max_payload_bytes;
+        let limit = self.connection.config().max_payload_bytes();
         if size > limit {
             return Err(SourceError::TooLarge { size, limit });
         }
@@ -355,7 +355,7 @@ impl ReadableDataSource for NatsSource {
         Some(HealthCheck::new(
             format!(
                 "the client's PING every {:?}; two unanswered drop the connection",
-                config.health_check_interval
+                config.health_check_interval()
             ),
             config.frozen_server_detection(),
         ))

@@ -68,7 +68,7 @@ impl NatsRuleWriter {
             return Ok(Self { connection, store });
         }
         let mut js = async_nats::jetstream::new(connection.client().await?);
-        js.set_timeout(connection.config().request_timeout);
+        js.set_timeout(connection.config().request_timeout());
         let op = format!("create bucket {bucket}");
         let create = js.create_key_value(Config {
             bucket: bucket.to_owned(),
@@ -110,7 +110,7 @@ impl NatsRuleWriter {
     ) -> Result<u64, WriteError> {
         let op = format!("update {key} at revision {revision}");
         let update = self.store.update(key, bytes.into(), revision);
-        match tokio::time::timeout(self.connection.config().request_timeout, update).await {
+        match tokio::time::timeout(self.connection.config().request_timeout(), update).await {
             Ok(Ok(new)) => Ok(new),
             Ok(Err(e)) if e.kind() == UpdateErrorKind::WrongLastRevision => {
                 Err(WriteError::Conflict {
