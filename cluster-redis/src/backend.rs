@@ -95,6 +95,9 @@ struct LeaseState {
     known_end_slack: Duration,
     /// Set while the flow is checked locally (Redis unreachable, `fallbackToLocalWhenFail`).
     fallback: Option<Fallback>,
+    /// This replica's reservation, from the last reply (`None` before one): what the local
+    /// fallback may admit in a window, held for it by Redis against the other replicas.
+    reserve: Option<i64>,
 }
 
 /// The local fallback of one flow: the lease holds this replica's share of each window, less
@@ -112,6 +115,12 @@ struct Fallback {
     /// The live replicas when Redis was last reachable: right after an outage Redis's
     /// membership has expired, and counts only the replicas that heartbeated since.
     live: u32,
+    /// The reservation Redis holds for this replica (its last reply's): the fallback's
+    /// share of a window is at most this. `None`: Redis never answered.
+    reserve: Option<i64>,
+    /// The live replicas Redis counted at its last reply in the fallback (0 before one):
+    /// after an outage, leases resume once it counts `live` again.
+    seen: u32,
     /// The share of `window` goes into the lease at this time, when the window has surely
     /// begun (its estimated start plus the slack of the estimate); until then the lease is
     /// empty.
@@ -144,6 +153,9 @@ struct Request {
     charge_window: i64,
     /// The calls per second this replica offers on the flow (its demand).
     demand: f64,
+    /// The reservation this replica holds (its last reply's, or its fallback's share):
+    /// Redis never keeps less for it.
+    held: i64,
 }
 
 impl Request {
@@ -155,6 +167,7 @@ impl Request {
         charge: 0,
         charge_window: 0,
         demand: 0.0,
+        held: 0,
     };
 }
 
@@ -361,7 +374,7 @@ impl RedisClusterBackend {
         let request = Request {
             want: i64::from(n),
             all_or_nothing: true,
-            ..Request::HEARTBEAT
+            ..inner.heartbeat(&flow)
         };
         // The call runs on its own task: when it overruns the budget the caller gets
         // `Degraded` at once, and a grant that arrives later still goes into the lease (the
@@ -402,7 +415,7 @@ impl RedisClusterBackend {
         }
     }
 
-    /// Gives back every remainder, leaves the membership (within the call budget) and
+    /// Gives back every remainder, leaves the membership (within `probe_interval`) and
     /// stops the background tasks. Cluster rules then fall back as when degraded.
     pub async fn shutdown(&self) {
         let inner = &self.inner;
@@ -483,6 +496,7 @@ impl ClusterBackend for RedisClusterBackend {
                         known_window: None,
                         known_end_slack: Duration::ZERO,
                         fallback: None,
+                        reserve: None,
                     }),
                 });
                 if degraded {

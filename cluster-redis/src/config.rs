@@ -125,8 +125,9 @@ impl RedisClusterConfigBuilder {
         self
     }
 
-    /// The hard time budget of every Redis call (default 5 ms; > 0). Exact mode's calls
-    /// answer within it.
+    /// The hard time budget of every Redis call (default 5 ms; > 0): a lease call over it
+    /// counts as a failure (its answer, if it comes later, still goes into the lease and
+    /// closes the breaker). Exact mode's calls answer within it.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.config.call_timeout = timeout;
         self
@@ -182,15 +183,16 @@ impl RedisClusterConfigBuilder {
         self
     }
 
-    /// ... when they span at least this long (default 500 ms): slow calls on a starved
-    /// machine (an empty lease blocks meanwhile: under-admission, never over) do not degrade
-    /// the cluster checks, an outage does within about this long.
+    /// ... when they span at least this long with no answer in between (default 500 ms):
+    /// slow calls on a starved machine (an empty lease blocks meanwhile: under-admission,
+    /// never over) do not degrade the cluster checks, an outage does within about this long.
     pub fn open_after(mut self, after: Duration) -> Self {
         self.config.open_after = after;
         self
     }
 
-    /// While the breaker is open, how often Redis is probed (default 200 ms; > 0).
+    /// While the breaker is open, how often Redis is probed (default 200 ms; > 0), each probe
+    /// with this budget.
     pub fn probe_interval(mut self, interval: Duration) -> Self {
         self.config.probe_interval = interval;
         self
@@ -199,7 +201,8 @@ impl RedisClusterConfigBuilder {
     /// After Redis answers again, a flow in the local fallback goes back to leases at the
     /// first window that begins at least this long later (default 300 ms: longer than the
     /// probe interval, so every replica has seen Redis back and charged what it admitted
-    /// locally). Meanwhile it keeps its local share and charges what it admits.
+    /// locally) and once Redis counts the live replicas it counted before the outage (or a
+    /// heartbeat TTL later). Meanwhile it keeps its local share and charges what it admits.
     pub fn resume_after(mut self, after: Duration) -> Self {
         self.config.resume_after = after;
         self

@@ -78,21 +78,26 @@
 //! # Failure
 //!
 //! Every Redis call has a hard budget (`call_timeout`, 5 ms), and the hot path never waits on
-//! Redis. After `failures_to_open` (3) consecutive failed calls spanning at least `open_after`
-//! (500 ms) a breaker opens (slow calls on a starved machine do not: meanwhile an empty lease
-//! blocks, which under-admits but never over-admits): the backend stops calling
-//! Redis except for a probe every `probe_interval` (200 ms), and marks every slot degraded.
-//! Tokens already leased are still spent; then rules with `fallbackToLocalWhenFail` are
-//! checked by the backend itself, in the lease, on Redis's windows (extrapolated from the
-//! last reply): each window this replica may admit its share, `limit / live replicas` (last
-//! known before the outage; `count` for `thresholdType` 0), and in the window the outage
-//! begins in, what it already admitted from its lease counts against that share (and it
-//! takes no more than its part of what Redis said the window had left). When Redis answers
+//! Redis. A call over its budget counts as a failure, but its answer, however late, goes into
+//! the lease and says Redis is reachable. After `failures_to_open` (3) failures with no
+//! answer for at least `open_after` (500 ms) a breaker opens (slow calls on a starved machine
+//! do not open it: meanwhile an empty lease blocks, which under-admits but never
+//! over-admits): the backend stops calling Redis except for a probe every `probe_interval`
+//! (200 ms, each with that budget), and marks every slot degraded.
+//! Redis keeps for each live replica a *reservation* (its demand for a window, at most an
+//! equal share), and never grants the others what a live replica holds of a window (the
+//! larger of what it was granted in it and its reservation). Tokens already leased are still
+//! spent; then rules with `fallbackToLocalWhenFail` are checked by the backend itself, in the
+//! lease, on Redis's windows (extrapolated from the last reply): each window this replica may
+//! admit its reservation (`limit / live replicas` if Redis never answered), and in the window
+//! the outage begins in, what it was granted in it counts against that. So a replica that
+//! loses Redis alone (a starved process, a partition) while the others keep leasing does not
+//! take what they are granted, for as long as Redis keeps its membership (`heartbeat_ttl`). When Redis answers
 //! again, what the fallback admitted in the current window is charged to Redis before
 //! anything is granted, and leases resume at the first window that begins `resume_after`
-//! (300 ms) later, so that every replica has seen Redis back and charged its own local
-//! calls by then. So the cluster stays at its limit through an outage that starts and ends
-//! at any point of a window (SIGSTOP, SIGKILL and an empty restart, a network drop: see
+//! (300 ms) later once Redis counts the replicas it counted before the outage (or a
+//! heartbeat TTL later). So the cluster stays at its limit through an outage that starts and
+//! ends at any point of a window (SIGSTOP, SIGKILL and an empty restart, a network drop: see
 //! `tests/outage.rs`). Rules without the fallback pass, as in Sentinel (the engine sees
 //! [`Degraded`](sentinel_core::cluster::ClusterDecision::Degraded)).
 //! Detection takes `open_after` after the first failed call, and a replica whose window is

@@ -16,14 +16,29 @@ use redis::Script;
 /// window they were admitted in (`-1`: unknown, the current one; the next window counts as
 /// the current one too, since a replica's windows end early by its round trip), 12 the
 /// calls per second this replica offers (taken and refused, smoothed), 13 half the lease
-/// horizon in ms (what a replica's lease covers ahead at least).
+/// horizon in ms (what a replica's lease covers ahead at least), 14 the reservation this
+/// replica holds (from its last reply: what its local fallback may admit a window).
 ///
-/// Returns `{granted, window, ms left in the window, live replicas, tokens left}`. What a
-/// replica holds in a window is at most its max-min fair part of the window's limit: each
+/// Returns `{granted, window, ms left in the window, live replicas, tokens left, reservation}`.
+///
+/// **Reservations.** Each live replica has a standing reservation `r:<replica>` (in the
+/// demands hash): what its local fallback may admit in a window if it loses Redis, its
+/// demand for a whole window, at most an equal share, computed at each of its calls. In
+/// every window, each other live replica holds `max(granted to it in the window, its
+/// reservation)`, and no grant takes from that: a replica that goes silent (its calls
+/// starve or cannot reach Redis) keeps what it leased and its reservation for the rest of
+/// the window and the windows after, until its membership expires, so the others are not
+/// granted it again while its fallback admits it. The stored reservation is never below the
+/// one the replica says it holds (its last reply may have been lost), and the reservations
+/// of the live replicas add up to at most the limit.
+///
+/// **Fair shares.** What a replica holds in a window is at most its max-min fair part of
+/// the window's limit: each
 /// live replica needs what it was granted in the window plus its demand for the rest of it;
 /// a replica needing less than the water level gets its need, so a replica offering less
 /// than a fair share gets all it offers, and the heavy ones split the rest. As the window
-/// runs, unused demand is released (its need shrinks with the time left).
+/// runs, unused demand is released (its need shrinks with the time left), but never the
+/// other replicas' reservations.
 const LEASE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -67,14 +82,48 @@ end
 local left = limit - granted
 local want = tonumber(ARGV[2])
 local me = tonumber(ARGV[12]) or 0
-if ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[1], me)
-  redis.call('PEXPIRE', KEYS[3], ttl * 2)
+local exact = ARGV[9] == '1'
+-- The other live replicas: what each holds of this window, max(granted to it, its
+-- reservation), and their reservations.
+local live_members = redis.call('ZRANGEBYSCORE', KEYS[2], now, '+inf')
+local others = {}
+for i = 1, #live_members do
+  if live_members[i] ~= ARGV[1] then others[#others + 1] = live_members[i] end
 end
+local held_by_others = 0
+if #others > 0 then
+  local rf = {}
+  local gf = {}
+  for i = 1, #others do
+    rf[i] = 'r:' .. others[i]
+    gf[i] = 'g:' .. others[i]
+  end
+  local rs = redis.call('HMGET', KEYS[3], unpack(rf))
+  local gs = redis.call('HMGET', KEYS[1], unpack(gf))
+  for i = 1, #others do
+    held_by_others = held_by_others + math.max(tonumber(gs[i]) or 0, tonumber(rs[i]) or 0)
+  end
+end
+local reserve = 0
+if exact then
+  -- Exact calls carry no demand: the reservation stays as the last lease call left it.
+  reserve = tonumber(redis.call('HGET', KEYS[3], 'r:' .. ARGV[1]) or '0') or 0
+else
+  redis.call('HSET', KEYS[3], ARGV[1], me)
+  -- Its demand for a whole window, at most an equal share, at most what the others leave.
+  reserve = math.min(math.floor(limit / live), math.ceil(me * window_ms / 1000),
+    limit - held_by_others)
+  if reserve < 0 then reserve = 0 end
+  local held = tonumber(ARGV[14]) or 0
+  redis.call('HSET', KEYS[3], 'r:' .. ARGV[1], math.max(reserve, held))
+end
+redis.call('PEXPIRE', KEYS[3], ttl * 2)
+-- No grant takes from what the other live replicas hold of the window.
+local avail = limit - held_by_others - own
 local grant = 0
-if want > 0 and left > 0 then
-  if ARGV[9] == '1' then
-    if left >= want then grant = want end
+if want > 0 and left > 0 and avail > 0 then
+  if exact then
+    if left >= want and avail >= want then grant = want end
   else
     -- Max-min fair over the window: a live replica needs what it was granted in it plus
     -- its demand for the rest of it. Those that need less than an equal split get their
@@ -111,7 +160,7 @@ if want > 0 and left > 0 then
       end
     end
     if k == 0 then level = own + me * rest + remaining end
-    grant = math.min(want, math.floor(level) - own, left)
+    grant = math.min(want, math.floor(level) - own, left, avail)
     if grant < 0 then grant = 0 end
   end
 end
@@ -119,7 +168,7 @@ granted = granted + grant
 own = own + grant
 redis.call('HSET', KEYS[1], 'win', win, 'granted', granted, mine, own)
 redis.call('PEXPIRE', KEYS[1], window_ms * 2 + 1000)
-return {grant, win, (win + 1) * window_ms - now, live, limit - granted}
+return {grant, win, (win + 1) * window_ms - now, live, limit - granted, reserve}
 ";
 
 /// Removes a replica from the members of a flow (a clean shutdown), giving back its
@@ -127,7 +176,7 @@ return {grant, win, (win + 1) * window_ms - now, live, limit - granted}
 /// 4 window ms.
 const LEAVE: &str = r"
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1], 'r:' .. ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local win = math.floor(now / tonumber(ARGV[4]))
@@ -178,18 +227,21 @@ pub(crate) struct LeaseReply {
     pub(crate) ms_left: i64,
     pub(crate) live: i64,
     pub(crate) left: i64,
+    /// This replica's reservation: what its local fallback may admit in a window.
+    pub(crate) reserve: i64,
 }
 
 impl LeaseReply {
     pub(crate) fn from_values(v: &[i64], sent: tokio::time::Instant) -> Option<Self> {
         match *v {
-            [granted, window, ms_left, live, left] => Some(Self {
+            [granted, window, ms_left, live, left, reserve] => Some(Self {
                 sent,
                 granted,
                 window,
                 ms_left,
                 live,
                 left,
+                reserve,
             }),
             _ => None,
         }

@@ -32,6 +32,17 @@ fn share(slot: &ClusterSlot, live: u32) -> i64 {
 }
 
 impl Inner {
+    /// The fallback's share of a window: the reservation Redis holds for this replica (its
+    /// demand for a window, at most an equal share; the other replicas are never granted
+    /// it), or an equal share of the limit if Redis never answered.
+    pub(super) fn fallback_share(slot: &ClusterSlot, fallback: &Fallback) -> i64 {
+        let equal = share(slot, fallback.live.max(slot.live_replicas()));
+        match fallback.reserve {
+            Some(reserve) => reserve.clamp(0, equal),
+            None => equal,
+        }
+    }
+
     /// The breaker opened: a flow with `fallbackToLocalWhenFail` is checked locally from
     /// now on. Its lease keeps what Redis granted; the fallback adds this replica's share of
     /// the current window less what it admitted in it (and no more than its part of what
@@ -48,7 +59,16 @@ impl Inner {
         }
         let length = Duration::from_millis(u64::from(spec.window_ms));
         let live = flow.slot.live_replicas();
-        let share = share(&flow.slot, live);
+        let mut fallback = Fallback {
+            aligned: st.known_window.is_some(),
+            resumed_at: None,
+            charged: 0,
+            live,
+            reserve: st.reserve,
+            seen: 0,
+            share_at: None,
+        };
+        let share = Self::fallback_share(&flow.slot, &fallback);
         let (aligned, window, end) = match st.known_window {
             Some((window, end)) => {
                 let (window, end) = roll(window, end, length, now);
@@ -59,6 +79,8 @@ impl Inner {
         let tokens = flow.slot.tokens();
         let mut share_at = None;
         let room = if aligned && window == st.window && st.deadline.is_some() {
+            // What it was granted in the window counts, admitted or still in the lease:
+            // Redis holds the larger of that and the reservation for it.
             let admitted = (st.redis_added + st.local_added - tokens).max(0);
             let mut room = share - admitted - tokens;
             if let Some(left) = st.window_left {
@@ -83,13 +105,8 @@ impl Inner {
         st.window = window;
         st.deadline = Some(end);
         st.exhausted = false;
-        st.fallback = Some(Fallback {
-            aligned,
-            resumed_at: None,
-            charged: 0,
-            live,
-            share_at,
-        });
+        fallback.share_at = share_at;
+        st.fallback = Some(fallback);
     }
 
     /// When the share of a window that ends at `end` (estimated early) may be spent: once it
@@ -140,7 +157,7 @@ impl Inner {
                 Some(at) if now < at => Some(at.min(end)),
                 Some(_) => {
                     // The window has surely begun: its share goes into the lease.
-                    let share = share(&flow.slot, fallback.live);
+                    let share = Self::fallback_share(&flow.slot, &fallback);
                     self.add_lease(&flow.slot, share, end);
                     st.local_added = share;
                     st.last_left = flow.slot.tokens();
@@ -162,9 +179,17 @@ impl Inner {
         st.window = window;
         st.exhausted = false;
         let begins = end.checked_sub(length).unwrap_or(now);
+        // Back to leases once every replica has likely seen Redis back: `resume_after`, and
+        // Redis counts again the replicas it counted before the outage (a starved one that
+        // has not called yet is unknown to Redis, which would grant the others its share
+        // while its fallback admits it), or a heartbeat TTL passed (one that is still
+        // missing is gone).
+        let everyone_back = |at: Instant| {
+            fallback.seen >= fallback.live || begins >= at + self.config.heartbeat_ttl
+        };
         if fallback
             .resumed_at
-            .is_some_and(|at| begins >= at + self.config.resume_after)
+            .is_some_and(|at| begins >= at + self.config.resume_after && everyone_back(at))
         {
             st.fallback = None;
             st.deadline = None;
@@ -176,7 +201,7 @@ impl Inner {
         let live = fallback.live.max(flow.slot.live_replicas());
         let share_at = Self::share_time(fallback.aligned, st.known_end_slack, end, length, now);
         if share_at.is_none() {
-            let share = share(&flow.slot, live);
+            let share = Self::fallback_share(&flow.slot, &Fallback { live, ..fallback });
             self.add_lease(&flow.slot, share, end);
             st.local_added = share;
             st.last_left = share;
@@ -216,6 +241,7 @@ impl Inner {
         (charge > 0 || heartbeat_due).then_some(Request {
             charge,
             charge_window: if fallback.aligned { st.window } else { -1 },
+            held: Self::fallback_share(&flow.slot, &fallback),
             ..Request::HEARTBEAT
         })
     }
@@ -236,6 +262,7 @@ impl Inner {
         if request.charge > 0 && (!fallback.aligned || request.charge_window == window) {
             fallback.charged += request.charge;
         }
+        fallback.seen = u32::try_from(reply.live).unwrap_or(u32::MAX);
         // Both are times the window cannot have ended before: the later one is the closer.
         if fallback.aligned && reply.window == window {
             st.deadline = st.deadline.max(Some(deadline));

@@ -51,6 +51,7 @@ impl Inner {
             r.charge_window.to_string(),
             format!("{:.3}", r.demand),
             (self.config.lease_horizon.as_millis() / 2).to_string(),
+            r.held.to_string(),
         ];
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("sentinel_cluster_redis_calls_total").increment(1);
@@ -118,6 +119,12 @@ impl Inner {
     pub(super) fn failed(&self, error: &RedisError) {
         self.counters.failures.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("sentinel_cluster_redis_failures_total").increment(1);
+        self.still_failing(error);
+    }
+
+    /// A call over its budget is still unanswered (or one more failed): the breaker opens
+    /// once failures persist `open_after` with no answer in between.
+    pub(super) fn still_failing(&self, error: &RedisError) {
         let mut b = lock(&self.breaker);
         let now = Instant::now();
         b.failures = b.failures.saturating_add(1);
@@ -185,6 +192,8 @@ impl Inner {
                     .given_back
                     .fetch_add(u64::try_from(request.back).unwrap_or(0), Ordering::Relaxed);
             }
+            // Redis may have kept less than it says here for a later call: never more.
+            st.reserve = st.reserve.map(|r| r.min(reply.reserve));
             return;
         }
         flow.slot.set_window_left(reply.left);
@@ -208,9 +217,12 @@ impl Inner {
             }
         }
         if st.fallback.is_some() {
+            // The fallback keeps the reservation it started with (Redis keeps it too: every
+            // call says it holds it).
             self.fallback_reply(&mut st, reply, deadline, request);
             return;
         }
+        st.reserve = Some(reply.reserve);
         if reply.window != st.window {
             // Tokens of an earlier window are no longer good.
             let old = flow.slot.drain();
@@ -352,14 +364,33 @@ impl Inner {
                     want,
                     // Smoothed: Redis reserves it for the rest of the window.
                     demand: st.rate,
+                    held: st.reserve.unwrap_or(0),
                     ..Request::HEARTBEAT
                 });
             }
         }
         heartbeat_due.then_some(Request {
             demand: st.rate,
+            held: st.reserve.unwrap_or(0),
             ..Request::HEARTBEAT
         })
+    }
+
+    /// A call that asks for nothing, with this replica's demand and the reservation it
+    /// holds (Redis must not keep less for it: its fallback may be admitting it).
+    pub(super) fn heartbeat(&self, flow: &Flow) -> Request {
+        let st = lock(&flow.state);
+        match st.fallback {
+            Some(fallback) => Request {
+                held: Self::fallback_share(&flow.slot, &fallback),
+                ..Request::HEARTBEAT
+            },
+            None => Request {
+                demand: st.rate,
+                held: st.reserve.unwrap_or(0),
+                ..Request::HEARTBEAT
+            },
+        }
     }
 
     /// Leaves a flow's membership and gives back its remainder.
@@ -382,7 +413,10 @@ impl Inner {
             flow.keys[2].as_str(),
         ];
         let run = conn.run(&self.scripts.leave, &keys, &args);
-        if let Ok(Ok(_)) = tokio::time::timeout(self.config.call_timeout, run).await {
+        // Not on any hot path (a reload, a shutdown): the probe's budget, which a starved
+        // process meets.
+        let budget = self.config.probe_interval.max(self.config.call_timeout);
+        if let Ok(Ok(_)) = tokio::time::timeout(budget, run).await {
             self.counters
                 .given_back
                 .fetch_add(u64::try_from(back).unwrap_or(0), Ordering::Relaxed);
@@ -404,12 +438,16 @@ impl Inner {
             if now < lock(&self.breaker).next_probe {
                 return;
             }
-            // The probe: a heartbeat of the first flow, or a connect.
+            // The probe: a heartbeat of the first flow, or a connect. Its budget is the probe
+            // interval: a Redis that answers a starved process within it is reachable.
+            let budget = self.config.probe_interval.max(self.config.call_timeout);
             let probe = match flows.first() {
-                Some(flow) => self
-                    .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
-                    .await
-                    .map(|r| self.apply(flow, r, Request::HEARTBEAT)),
+                Some(flow) => {
+                    let request = self.heartbeat(flow);
+                    self.call(flow, request, Some(budget))
+                        .await
+                        .map(|r| self.apply(flow, r, request))
+                }
                 None => self.conn().await.map(drop),
             };
             match probe {
@@ -446,19 +484,20 @@ impl Inner {
                 }
             }
         }
-        // After a failure, a tick without a call sends a heartbeat (wanting no token), so
-        // that a failure that persists opens the breaker within `open_after`.
+        // After a failure, a tick without a call sends a heartbeat (wanting no token), on
+        // its own task as lease calls are: an answer, however late, says Redis is reachable
+        // (a starved process reads its replies late). While a call stays unanswered past
+        // its budget, each tick counts a failure: the breaker opens once no answer came for
+        // `open_after`.
         if failing && !called {
             let flow = &flows[0];
-            match self
-                .call(flow, Request::HEARTBEAT, Some(self.config.call_timeout))
-                .await
-            {
-                Ok(reply) => {
-                    self.succeeded();
-                    self.apply(flow, reply, Request::HEARTBEAT);
+            if flow.in_flight.load(Ordering::Acquire) {
+                self.still_failing(&over_budget());
+            } else {
+                let request = self.heartbeat(flow);
+                if let Err(e) = self.lease_call(flow, request).await {
+                    self.failed(&e);
                 }
-                Err(e) => self.failed(&e),
             }
         }
     }
@@ -477,7 +516,13 @@ impl Inner {
         let mut call = tokio::spawn(async move {
             let result = inner.call(&task_flow, request, Some(LATE_REPLY_WAIT)).await;
             match &result {
-                Ok(reply) => inner.apply(&task_flow, *reply, request),
+                Ok(reply) => {
+                    inner.apply(&task_flow, *reply, request);
+                    // Redis answered, if late (a starved process reads its replies late): it
+                    // is reachable. Over its budget the call counted as a failure; only
+                    // calls that get no answer add up to open the breaker.
+                    inner.succeeded();
+                }
                 Err(_) if request.back > 0 => {
                     // Not given back: it stays counted in Redis for its window.
                     inner.strand(request.back);

@@ -38,6 +38,7 @@ fn grant(backend: &RedisClusterBackend, flow: &Flow, granted: i64, ms_left: i64,
         ms_left,
         live: 4,
         left,
+        reserve: 100,
     };
     let request = Request {
         want: granted,
@@ -113,6 +114,7 @@ async fn on_resume_the_local_calls_of_the_window_are_charged_before_any_grant() 
         ms_left: 499,
         live: 4,
         left: 340,
+        reserve: 100,
     };
     backend.inner.apply(&flow, reply, request);
     assert!(backend.inner.plan(&flow, now).is_none(), "charged once");
@@ -147,6 +149,17 @@ async fn resuming_late_in_a_window_keeps_the_fallback_one_more_window() {
         (request.charge, request.charge_window, request.want),
         (100, 8, 0)
     );
+    // Redis counts the 4 replicas again.
+    let reply = LeaseReply {
+        sent: Instant::now(),
+        granted: 0,
+        window: 8,
+        ms_left: 999,
+        live: 4,
+        left: 300,
+        reserve: 100,
+    };
+    backend.inner.apply(&flow, reply, request);
     tokio::time::advance(WINDOW).await;
     backend.inner.expire(&flow, Instant::now());
     assert!(!slot.is_degraded());
@@ -183,6 +196,7 @@ async fn a_reply_never_ends_the_fallbacks_window_earlier() {
         ms_left: 200,
         live: 4,
         left: 0,
+        reserve: 100,
     };
     backend.inner.apply(&flow, reply, Request::HEARTBEAT);
     backend.inner.expire(&flow, Instant::now());
@@ -204,6 +218,7 @@ async fn after_an_outage_the_share_stays_that_of_the_replicas_known_before_it() 
         ms_left: 99,
         live: 2,
         left: 0,
+        reserve: 100,
     };
     backend.inner.apply(&flow, reply, Request::HEARTBEAT);
     tokio::time::advance(Duration::from_millis(100)).await;
@@ -233,6 +248,7 @@ async fn a_lease_follows_demand_and_a_replica_refused_for_fairness_waits() {
         ms_left: 900,
         live: 4,
         left: 200,
+        reserve: 100,
     };
     backend.inner.apply(&flow, reply, request);
     assert_eq!(admit(&backend, &slot, 1000), 5);
@@ -274,6 +290,7 @@ async fn the_fallback_starts_a_windows_share_only_once_the_window_has_surely_beg
         ms_left: 100,
         live: 4,
         left: 300,
+        reserve: 100,
     };
     let request = Request {
         want: 100,
@@ -318,6 +335,7 @@ async fn a_late_reply_of_an_earlier_window_changes_nothing() {
         ms_left: 10,
         live: 4,
         left: 0,
+        reserve: 100,
     };
     let request = Request {
         want: 50,
@@ -329,4 +347,150 @@ async fn a_late_reply_of_an_earlier_window_changes_nothing() {
     // The fallback still counts the 80 admitted in window 7: 20 more, not a new share.
     open_breaker(&backend);
     assert_eq!(admit(&backend, &slot, 1000), 20);
+}
+
+/// Redis granted `granted` in window 7 and holds `reserve` for this replica.
+fn grant_reserving(backend: &RedisClusterBackend, flow: &Flow, granted: i64, reserve: i64) {
+    let reply = LeaseReply {
+        sent: Instant::now(),
+        granted,
+        window: 7,
+        ms_left: 500,
+        live: 4,
+        left: 300,
+        reserve,
+    };
+    let request = Request {
+        want: granted,
+        ..Request::HEARTBEAT
+    };
+    backend.inner.apply(flow, reply, request);
+}
+
+/// A replica that loses Redis alone while the others keep leasing: Redis keeps its
+/// reservation (60 here, less than an equal 100) away from the others, so its fallback
+/// admits no more than that in a window, counting what it was granted in the window. With
+/// an equal share it admitted up to 100 while the others were granted all but its 30.
+#[tokio::test(start_paused = true)]
+async fn the_fallback_admits_no_more_than_the_reservation_redis_holds() {
+    let (backend, flow, slot) = backend();
+    grant_reserving(&backend, &flow, 30, 60);
+    assert_eq!(admit(&backend, &slot, 30), 30);
+    open_breaker(&backend);
+    assert_eq!(
+        admit(&backend, &slot, 1000),
+        30,
+        "60 in the window, 30 of them leased"
+    );
+    assert_eq!(backend.try_acquire(&slot, 1), ClusterDecision::Block);
+    tokio::time::advance(Duration::from_millis(500)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert_eq!(
+        admit(&backend, &slot, 1000),
+        60,
+        "the next window: the reservation"
+    );
+    // Leased beyond its reservation (taken from what nobody reserved): no local room.
+    let (backend, flow, slot) = self::backend();
+    grant_reserving(&backend, &flow, 90, 60);
+    assert_eq!(admit(&backend, &slot, 50), 50);
+    open_breaker(&backend);
+    assert_eq!(admit(&backend, &slot, 1000), 40, "only the lease's 40");
+}
+
+/// Every call says the reservation the replica holds, so Redis never keeps less for it
+/// (a reply that lowered it may have been lost); in the fallback, the share it admits.
+#[tokio::test(start_paused = true)]
+async fn every_call_says_the_reservation_it_holds() {
+    let (backend, flow, slot) = backend();
+    assert_eq!(
+        backend.inner.heartbeat(&flow).held,
+        0,
+        "nothing before a reply"
+    );
+    grant_reserving(&backend, &flow, 10, 60);
+    assert_eq!(backend.inner.heartbeat(&flow).held, 60);
+    for _ in 0..100 {
+        let _ = backend.try_acquire(&slot, 1);
+    }
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a lease");
+    assert_eq!((request.held, request.want > 0), (60, true));
+    // A late reply of an earlier window lowers it, never raises it.
+    let late = |reserve| LeaseReply {
+        sent: Instant::now(),
+        granted: 0,
+        window: 6,
+        ms_left: 10,
+        live: 4,
+        left: 0,
+        reserve,
+    };
+    backend.inner.apply(&flow, late(80), Request::HEARTBEAT);
+    assert_eq!(backend.inner.heartbeat(&flow).held, 60);
+    backend.inner.apply(&flow, late(50), Request::HEARTBEAT);
+    assert_eq!(backend.inner.heartbeat(&flow).held, 50);
+    open_breaker(&backend);
+    tokio::time::advance(Duration::from_millis(100)).await;
+    backend.inner.succeeded();
+    assert_eq!(backend.inner.heartbeat(&flow).held, 50);
+    let _ = admit(&backend, &slot, 5);
+    let request = backend.inner.plan(&flow, Instant::now()).expect("a charge");
+    assert_eq!((request.held, request.demand), (50, 0.0));
+}
+
+/// After an outage longer than the heartbeat TTL, Redis counts only the replicas that called
+/// since it came back. A replica still in its fallback that has not called (a starved
+/// process) is unknown to it: had the others gone back to leases, Redis would have granted
+/// them its share while its fallback admitted it (443 of 400 in a second, under two busy
+/// loops). The flow stays in the fallback until Redis counts the replicas known before, or
+/// a heartbeat TTL after the resume.
+#[tokio::test(start_paused = true)]
+async fn leases_resume_once_redis_counts_the_replicas_known_before_the_outage() {
+    let (backend, flow, slot) = backend();
+    grant(&backend, &flow, 10, 900, 390);
+    open_breaker(&backend);
+    tokio::time::advance(Duration::from_millis(500)).await;
+    backend.inner.succeeded();
+    let back = |live, ms_left| LeaseReply {
+        sent: Instant::now(),
+        granted: 0,
+        window: 8,
+        ms_left,
+        live,
+        left: 400,
+        reserve: 100,
+    };
+    // Window 8 begins 400 ms after the resume, before any reply: still local.
+    tokio::time::advance(Duration::from_millis(400)).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert!(slot.is_degraded(), "no replica counted yet");
+    backend
+        .inner
+        .apply(&flow, back(2, 999), backend.inner.heartbeat(&flow));
+    // All 4 are back: window 9 goes back to leases.
+    backend.inner.apply(&flow, back(4, 990), Request::HEARTBEAT);
+    tokio::time::advance(WINDOW).await;
+    backend.inner.expire(&flow, Instant::now());
+    assert!(!slot.is_degraded());
+
+    // A replica that does not come back (3 of 4 counted): local until a heartbeat TTL (2 s)
+    // after Redis came back.
+    let (backend, flow, slot) = self::backend();
+    grant(&backend, &flow, 10, 900, 390);
+    open_breaker(&backend);
+    tokio::time::advance(Duration::from_millis(500)).await;
+    backend.inner.succeeded();
+    tokio::time::advance(Duration::from_millis(400)).await;
+    backend.inner.apply(&flow, back(3, 999), Request::HEARTBEAT);
+    for window in 8..10 {
+        backend.inner.expire(&flow, Instant::now());
+        assert!(slot.is_degraded(), "window {window}");
+        tokio::time::advance(WINDOW).await;
+    }
+    backend.inner.expire(&flow, Instant::now());
+    assert!(
+        !slot.is_degraded(),
+        "window 10 begins 2.4 s after the resume"
+    );
 }
