@@ -1,14 +1,19 @@
 //! Connection settings for ZooKeeper: servers, chroot, digest credentials, session and
-//! health-check timeouts.
+//! health-check timeouts. What every store shares (credentials, timeouts, the payload cap,
+//! address checks) is [`sentinel_core::datasource::backend`]'s; this module keeps
+//! ZooKeeper's own: the chroot, the session timeout, the health check and the digest login.
 
 use std::time::Duration;
 
-use sentinel_core::datasource::{address_list, Secret};
+use sentinel_core::datasource::address_list;
+use sentinel_core::datasource::backend::{
+    self, check_nonzero, parse_addresses, AddressRules, BackendSettings, Credentials,
+    CredentialsEnv,
+};
 
-/// Default time allowed to establish a session.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Default time allowed for one request (a read, a write, a watch).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time allowed to establish a session (3 s), and for one request (a read, a write,
+/// a watch; 5 s).
+pub use sentinel_core::datasource::backend::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT};
 /// Default session timeout asked of the server. The server clamps it into its own
 /// `[minSessionTimeout, maxSessionTimeout]` (by default 2 and 20 ticks: 4 s to 40 s).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -19,6 +24,9 @@ pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default cap on the total size of the values a source reads: the data-source framework's
 /// cap (4 MiB), which the driver enforces too.
 pub use sentinel_core::datasource::DEFAULT_MAX_PAYLOAD_BYTES;
+
+/// A server address: `host[:port]`, no scheme and no path.
+const SERVER: AddressRules = AddressRules::new("ZooKeeper server");
 
 /// A configuration that [`ZooKeeperConfigBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,19 +69,25 @@ pub enum ConfigError {
         /// The session timeout.
         session_timeout: Duration,
     },
+    /// Another shared setting is refused: an empty user, half a login in the environment.
+    #[error(transparent)]
+    Settings(backend::ConfigError),
 }
 
-/// Digest credentials (`addauth digest user:password`). The password is never shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Digest {
-    pub(crate) user: String,
-    pub(crate) password: Secret,
-}
-
-impl Digest {
-    /// The bytes `addauth digest` sends: `user:password`.
-    pub(crate) fn auth_bytes(&self) -> Vec<u8> {
-        format!("{}:{}", self.user, self.password.expose()).into_bytes()
+impl From<backend::ConfigError> for ConfigError {
+    fn from(error: backend::ConfigError) -> Self {
+        use backend::ConfigError as Shared;
+        match error {
+            Shared::NoAddress { .. } => Self::NoServers,
+            Shared::InvalidAddress {
+                address, reason, ..
+            } => Self::InvalidServer {
+                server: address,
+                reason,
+            },
+            Shared::Zero { field } => Self::Zero { field },
+            other => Self::Settings(other),
+        }
     }
 }
 
@@ -84,12 +98,9 @@ impl Digest {
 pub struct ZooKeeperConfig {
     pub(crate) servers: Vec<String>,
     pub(crate) chroot: Option<String>,
-    pub(crate) digest: Option<Digest>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
+    settings: BackendSettings,
     pub(crate) session_timeout: Duration,
     pub(crate) health_check: Duration,
-    pub(crate) max_payload_bytes: usize,
 }
 
 impl ZooKeeperConfig {
@@ -108,9 +119,26 @@ impl ZooKeeperConfig {
         self.chroot.as_deref()
     }
 
+    /// Time allowed to establish a session.
+    pub fn connect_timeout(&self) -> Duration {
+        self.settings.timeouts.connect
+    }
+
     /// Time allowed for one request.
     pub fn request_timeout(&self) -> Duration {
-        self.request_timeout
+        self.settings.timeouts.request
+    }
+
+    /// Cap on the total size of the values a source reads.
+    pub fn max_payload_bytes(&self) -> usize {
+        self.settings.max_payload_bytes
+    }
+
+    /// The bytes `addauth digest` sends, `user:password`, when credentials are set.
+    pub(crate) fn digest_auth(&self) -> Option<Vec<u8>> {
+        let credentials = self.settings.credentials.as_ref()?;
+        let user = credentials.user().unwrap_or_default();
+        Some(format!("{user}:{}", credentials.password().expose()).into_bytes())
     }
 
     /// The session timeout asked of the server.
@@ -142,11 +170,12 @@ impl ZooKeeperConfig {
 
     /// The servers, chroot and user, without the password.
     pub fn describe(&self) -> String {
-        let user = match &self.digest {
-            Some(digest) => format!(" as {}", digest.user),
-            None => String::new(),
-        };
-        format!("{}{user}", self.connect_string())
+        let user = self
+            .settings
+            .credentials
+            .as_ref()
+            .map(Credentials::describe);
+        format!("{}{}", self.connect_string(), user.unwrap_or_default())
     }
 }
 
@@ -155,12 +184,9 @@ impl ZooKeeperConfig {
 pub struct ZooKeeperConfigBuilder {
     servers: Vec<String>,
     chroot: Option<String>,
-    digest: Option<Digest>,
-    connect_timeout: Duration,
-    request_timeout: Duration,
+    settings: BackendSettings,
     session_timeout: Duration,
     health_check: Duration,
-    max_payload_bytes: usize,
 }
 
 impl Default for ZooKeeperConfigBuilder {
@@ -168,12 +194,9 @@ impl Default for ZooKeeperConfigBuilder {
         Self {
             servers: Vec::new(),
             chroot: None,
-            digest: None,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            settings: BackendSettings::default(),
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             health_check: DEFAULT_HEALTH_CHECK_TIMEOUT,
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
 }
@@ -202,22 +225,27 @@ impl ZooKeeperConfigBuilder {
     /// whose ACL names `digest:user:...` become readable (or writable). The password is
     /// never logged.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.digest = Some(Digest {
-            user: user.into(),
-            password: Secret::new(password),
-        });
+        self.settings.credentials = Some(Credentials::new(user, password));
+        self
+    }
+
+    /// Without [`credentials`](Self::credentials), reads them from the environment when
+    /// [`build`](Self::build) runs: `CredentialsEnv::default()` reads `SENTINEL_RULES_USER`
+    /// and `SENTINEL_RULES_PASSWORD` (both or neither; neither means no digest login).
+    pub fn credentials_from_env(mut self, env: CredentialsEnv) -> Self {
+        self.settings.credentials_env = Some(env);
         self
     }
 
     /// Time allowed to establish a session (default 3 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.settings.timeouts.connect = timeout;
         self
     }
 
     /// Time allowed for one request (default 5 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.settings.timeouts.request = timeout;
         self
     }
 
@@ -241,18 +269,22 @@ impl ZooKeeperConfigBuilder {
 
     /// Cap on the total size of the values a source reads (default 4 MiB).
     pub fn max_payload_bytes(mut self, limit: usize) -> Self {
-        self.max_payload_bytes = limit;
+        self.settings.max_payload_bytes = limit;
         self
     }
 
     /// Checks the settings.
     pub fn build(self) -> Result<ZooKeeperConfig, ConfigError> {
-        if self.servers.is_empty() {
-            return Err(ConfigError::NoServers);
-        }
         for server in &self.servers {
-            check_server(server)?;
+            if server.contains('/') && !server.contains('@') {
+                return Err(ConfigError::InvalidServer {
+                    server: server.clone(),
+                    reason:
+                        "a server is host:port; a chroot goes in ZooKeeperConfigBuilder::chroot",
+                });
+            }
         }
+        parse_addresses(&self.servers, &SERVER)?;
         let chroot = match self.chroot {
             Some(chroot) if chroot == "/" => None,
             Some(chroot) => {
@@ -263,17 +295,11 @@ impl ZooKeeperConfigBuilder {
             }
             None => None,
         };
-        for (field, zero) in [
-            ("connect_timeout", self.connect_timeout.is_zero()),
-            ("request_timeout", self.request_timeout.is_zero()),
+        let settings = self.settings.build()?;
+        check_nonzero([
             ("session_timeout", self.session_timeout.is_zero()),
             ("health_check", self.health_check.is_zero()),
-            ("max_payload_bytes", self.max_payload_bytes == 0),
-        ] {
-            if zero {
-                return Err(ConfigError::Zero { field });
-            }
-        }
+        ])?;
         if self.health_check > self.session_timeout * 3 / 5 {
             return Err(ConfigError::HealthCheckTooLong {
                 health_check: self.health_check,
@@ -283,43 +309,11 @@ impl ZooKeeperConfigBuilder {
         Ok(ZooKeeperConfig {
             servers: self.servers,
             chroot,
-            digest: self.digest,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
+            settings,
             session_timeout: self.session_timeout,
             health_check: self.health_check,
-            max_payload_bytes: self.max_payload_bytes,
         })
     }
-}
-
-/// A server address: `host[:port]`, no scheme, credentials or path.
-fn check_server(server: &str) -> Result<(), ConfigError> {
-    let invalid = |reason| {
-        Err(ConfigError::InvalidServer {
-            server: server.rsplit('@').next().unwrap_or_default().to_owned(),
-            reason,
-        })
-    };
-    if server.contains('@') {
-        return invalid("credentials belong in the builder, not in the address");
-    }
-    if server.contains('/') {
-        return invalid("a server is host:port; a chroot goes in ZooKeeperConfigBuilder::chroot");
-    }
-    let (host, port) = match server.rsplit_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (server, None),
-    };
-    if host.is_empty() {
-        return invalid("no host");
-    }
-    if let Some(port) = port {
-        if port.parse::<u16>().map_or(true, |p| p == 0) {
-            return invalid("the port is not a number from 1 to 65535");
-        }
-    }
-    Ok(())
 }
 
 /// An absolute znode path: `/a/b`, no trailing or double slash, no `.` or `..` segment.
@@ -361,6 +355,23 @@ mod tests {
         let shown = format!("{config:?} {}", config.describe());
         assert!(!shown.contains("s3cret-pw"), "{shown}");
         assert!(config.describe().contains("as app"), "{shown}");
+    }
+
+    #[test]
+    fn credentials_come_from_the_environment_only_when_asked() {
+        // Cargo and nextest set CARGO_PKG_NAME and CARGO_MANIFEST_DIR for every test run.
+        let env = CredentialsEnv::new("CARGO_PKG_NAME", "CARGO_MANIFEST_DIR");
+        let base = || ZooKeeperConfig::builder().servers(["h"]);
+        assert_eq!(base().build().expect("valid").digest_auth(), None);
+        let config = base().credentials_from_env(env).build().expect("valid");
+        let auth = config.digest_auth().expect("digest login");
+        let user = concat!(env!("CARGO_PKG_NAME"), ":");
+        assert!(auth.starts_with(user.as_bytes()));
+        let err = base()
+            .credentials("", "pw")
+            .build()
+            .expect_err("empty user");
+        assert!(matches!(err, ConfigError::Settings(_)), "{err:?}");
     }
 
     #[test]

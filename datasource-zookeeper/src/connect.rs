@@ -51,11 +51,11 @@ impl Connection {
             // Every server tried once, then an error for the driver's backoff, rather than
             // retrying inside connect for a whole session timeout.
             .with_fail_eagerly();
-        if let Some(digest) = &self.config.digest {
-            connector = connector.with_auth("digest", &digest.auth_bytes());
+        if let Some(auth) = self.config.digest_auth() {
+            connector = connector.with_auth("digest", &auth);
         }
         let at = self.config.describe();
-        let timeout = self.config.connect_timeout;
+        let timeout = self.config.connect_timeout();
         let connect_string = self.config.connect_string();
         let client = match tokio::time::timeout(timeout, connector.connect(&connect_string)).await {
             Ok(Ok(client)) => client,
@@ -84,7 +84,7 @@ impl Connection {
         &mut self,
         fut: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(self.config.request_timeout, fut).await {
+        match tokio::time::timeout(self.config.request_timeout(), fut).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
                 if matches!(
@@ -128,7 +128,7 @@ impl Connection {
             Error::Timeout => SourceError::Connection {
                 message: format!(
                     "{op}: no answer from ZooKeeper within {:?}",
-                    self.config.request_timeout
+                    self.config.request_timeout()
                 ),
                 source: None,
             },

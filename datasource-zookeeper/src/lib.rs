@@ -129,4 +129,4 @@ pub use config::{
 };
 pub use sentinel_core::datasource::{encode_rules, WriteError};
 pub use source::ZooKeeperSource;
-pub use writer::{NodeAcl, NodeVersion, ZooKeeperRuleTarget, ZooKeeperRuleWriter};
+pub use writer::{MissingParent, NodeAcl, NodeVersion, ZooKeeperRuleTarget, ZooKeeperRuleWriter};

@@ -195,7 +195,7 @@ impl ZooKeeperSource {
             }
         };
         let size: usize = read.entries.iter().map(|e| e.value.len()).sum();
-        let limit = self.connection.config().max_payload_bytes;
+        let limit = self.connection.config().max_payload_bytes();
         if size > limit {
             return Err(SourceError::TooLarge { size, limit });
         }
@@ -274,7 +274,7 @@ impl ZooKeeperSource {
         let mut watches = vec![list_watch];
         let mut entries = Vec::with_capacity(children.len());
         let mut size = 0usize;
-        let limit = self.connection.config().max_payload_bytes;
+        let limit = self.connection.config().max_payload_bytes();
         for child in children {
             let child_path = if path == "/" {
                 format!("/{child}")

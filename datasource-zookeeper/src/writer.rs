@@ -35,6 +35,29 @@ impl NodeAcl {
     }
 }
 
+/// Why a write found no parent to put its znode under: ZooKeeper's `NoNode` on a create (or
+/// on a write under a chroot), which is neither a lost compare-and-set race nor a
+/// connection failure. A [`ZooKeeperRuleWriter`] returns it as the source of the
+/// `SourceError::Backend` it reports (inside [`WriteError::Store`] for the compare-and-set
+/// writes): `std::error::Error::source(&err)` and `downcast_ref::<MissingParent>()` find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MissingParent {
+    /// The config's chroot is no znode: every path is under it, so nothing can be written
+    /// until it is created (the writer creates a znode's missing parents, never the chroot).
+    #[error("the chroot {chroot} does not exist; create it, or drop the chroot, first")]
+    Chroot {
+        /// The chroot, as configured.
+        chroot: String,
+    },
+    /// A parent of the znode was deleted while the znode was being created.
+    #[error("a parent of {path} was deleted while the znode was being created")]
+    Parent {
+        /// The znode that was to be created.
+        path: String,
+    },
+}
+
 /// A znode's state as a writer sees it: its version (what compare-and-set compares) and
 /// `mzxid` (the revision a source reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,9 +163,14 @@ impl ZooKeeperRuleWriter {
         };
         match result {
             Ok(stat) => Ok(stat.into()),
-            Err(Failure::Zk(Error::BadVersion | Error::NoNode | Error::NodeExists)) => {
-                Err(conflict())
+            Err(Failure::Zk(Error::NoNode)) => {
+                match self.missing_parent(path, version.is_none()).await? {
+                    Some(missing) => Err(WriteError::Store(missing_parent_error(path, missing))),
+                    // setData on a znode deleted since it was read: a lost race.
+                    None => Err(conflict()),
+                }
             }
+            Err(Failure::Zk(Error::BadVersion | Error::NodeExists)) => Err(conflict()),
             Err(e) => Err(WriteError::Store(
                 self.error(&format!("write {path}"), e).await,
             )),
@@ -168,6 +196,11 @@ impl ZooKeeperRuleWriter {
             match self.create(path, &value).await {
                 Ok(stat) => return Ok(stat.into()),
                 Err(Failure::Zk(Error::NodeExists)) => {}
+                Err(Failure::Zk(Error::NoNode)) => {
+                    if let Some(missing) = self.missing_parent(path, true).await? {
+                        return Err(missing_parent_error(path, missing));
+                    }
+                }
                 Err(e) => return Err(self.error(&op, e).await),
             }
         }
@@ -231,6 +264,30 @@ impl ZooKeeperRuleWriter {
         }
         let (stat, _) = connection.raw(client.create(path, value, &options)).await?;
         Ok(stat)
+    }
+
+    /// After a `NoNode` on a write to `path`: the missing chroot, or (on a create, which makes
+    /// the znode's parents first) the parent deleted meanwhile; `None` when the parents are
+    /// there (a `setData` on a znode deleted since it was read).
+    async fn missing_parent(
+        &self,
+        path: &str,
+        creating: bool,
+    ) -> Result<Option<MissingParent>, SourceError> {
+        let mut connection = self.connection.lock().await;
+        if let Some(chroot) = connection.config().chroot().map(str::to_owned) {
+            let client = connection.client().await?;
+            // Under a chroot, "/" is the chroot itself.
+            let stat = connection
+                .bounded("exists /", client.check_stat("/"))
+                .await?;
+            if stat.is_none() {
+                return Ok(Some(MissingParent::Chroot { chroot }));
+            }
+        }
+        Ok(creating.then(|| MissingParent::Parent {
+            path: path.to_owned(),
+        }))
     }
 
     async fn error(&self, op: &str, failure: Failure) -> SourceError {
@@ -315,5 +372,14 @@ impl WritableDataSource for ZooKeeperRuleTarget {
     async fn revision(&self) -> Result<Option<u64>, SourceError> {
         let version = self.writer.version(&self.path).await?;
         Ok(version.map(|v| to_revision(v.mzxid)))
+    }
+}
+
+/// `missing` as the error of a write to `path`: a backend failure whose source is the typed
+/// [`MissingParent`].
+fn missing_parent_error(path: &str, missing: MissingParent) -> SourceError {
+    SourceError::Backend {
+        message: format!("write {path}: {missing}"),
+        source: Some(Box::new(missing)),
     }
 }

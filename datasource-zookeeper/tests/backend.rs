@@ -19,7 +19,9 @@ use sentinel_core::datasource::testkit::{
 use sentinel_core::datasource::{DataSource, ReadableDataSource, SourceError};
 use sentinel_core::flow::FlowRule;
 use sentinel_core::{RuleSet, Sentinel};
-use sentinel_datasource_zookeeper::{NodeAcl, WriteError, ZooKeeperRuleWriter, ZooKeeperSource};
+use sentinel_datasource_zookeeper::{
+    MissingParent, NodeAcl, WriteError, ZooKeeperRuleWriter, ZooKeeperSource,
+};
 use sentinel_test_support::{
     fault_lock, flow_resources, services, start_flow, start_recorded, Partition,
 };
@@ -194,6 +196,62 @@ async fn digest_acls_admit_the_right_password_and_refuse_a_wrong_one_without_sho
         matches!(err, SourceError::PermissionDenied { .. }),
         "{err:?}"
     );
+}
+
+/// The [`MissingParent`] an error carries as its source, if any.
+fn missing_parent(err: &SourceError) -> Option<&MissingParent> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref::<MissingParent>())
+}
+
+#[tokio::test]
+async fn a_write_under_a_chroot_that_is_no_znode_is_a_missing_chroot_not_a_conflict() {
+    let chroot = unique_path("missing-chroot");
+    let chrooted = builder(&addr())
+        .chroot(&chroot)
+        .build()
+        .expect("valid config");
+    let w = writer(chrooted).await;
+    let rules = RuleSet::new().with_flow(vec![FlowRule::qps("GET:/order", 5.0)]);
+    let expected = MissingParent::Chroot {
+        chroot: chroot.clone(),
+    };
+    let err = w
+        .put_rules_if("/rules/flow", &rules, None)
+        .await
+        .expect_err("no chroot");
+    let WriteError::Store(store) = &err else {
+        panic!("a missing chroot must not read as {err:?}")
+    };
+    assert_eq!(missing_parent(store), Some(&expected), "{err:?}");
+    assert!(err.to_string().contains(&chroot), "{err}");
+    let err = w
+        .put_rules_if("/rules/flow", &rules, Some(0))
+        .await
+        .expect_err("no chroot");
+    assert!(
+        matches!(&err, WriteError::Store(store) if missing_parent(store) == Some(&expected)),
+        "{err:?}"
+    );
+    let err = w
+        .put_bytes("/rules/flow", flow_payload(1))
+        .await
+        .expect_err("no chroot");
+    assert_eq!(missing_parent(&err), Some(&expected), "{err:?}");
+    // Once the chroot exists, the same writer creates the znode under it.
+    let root = writer(config(&addr())).await;
+    root.put_bytes(&chroot, Vec::new())
+        .await
+        .expect("create the chroot");
+    w.put_rules_if("/rules/flow", &rules, None)
+        .await
+        .expect("created under the chroot");
+    // A znode deleted since it was read is still a lost race, not a missing parent.
+    w.delete("/rules/flow").await.expect("delete");
+    let err = w
+        .put_rules_if("/rules/flow", &rules, Some(0))
+        .await
+        .expect_err("deleted meanwhile");
+    assert!(matches!(err, WriteError::Conflict { .. }), "{err:?}");
 }
 
 #[tokio::test]
