@@ -90,7 +90,13 @@ impl ResourceKey {
             Kind::MethodAndRoute => {
                 let method = request.method().as_str();
                 match route() {
-                    Some(route) => format!("{method}:{route}"),
+                    // The pattern's own buffer (actix-web gives it room to spare), with the
+                    // method put in front: no second allocation.
+                    Some(mut route) => {
+                        route.insert(0, ':');
+                        route.insert_str(0, method);
+                        route
+                    }
                     None => format!("{method}:{}", request.path()),
                 }
             }
