@@ -29,6 +29,10 @@ macro_rules! int_code_enum {
                 }
             }
 
+            /// The known codes, in order (the JSON Schemas' enums).
+            #[allow(dead_code)] // read by the `schema` feature
+            pub(crate) const CODES: &'static [i64] = &[$($code),+];
+
             /// The known codes, for error messages.
             pub(crate) fn known_codes() -> &'static str {
                 concat!($( stringify!($code), " (", stringify!($variant), ") " ),+)

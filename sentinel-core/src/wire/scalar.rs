@@ -185,6 +185,7 @@ mod schema {
     use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 
     use super::{Bool, Float, Int};
+    use crate::datasource::schema::values;
 
     impl JsonSchema for Int {
         fn schema_name() -> Cow<'static, str> {
@@ -194,7 +195,13 @@ mod schema {
             true
         }
         fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({ "type": ["integer", "string"], "description": "an integer (or its text)" })
+            json_schema!({
+                "description": "an integer (or its text)",
+                "anyOf": [
+                    { "type": "integer" },
+                    { "type": "string", "pattern": values::INT_TEXT }
+                ]
+            })
         }
     }
 
@@ -206,7 +213,13 @@ mod schema {
             true
         }
         fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({ "type": ["number", "string"], "description": "a number (or its text)" })
+            json_schema!({
+                "description": "a number (or its text)",
+                "anyOf": [
+                    { "type": "number" },
+                    { "type": "string", "pattern": values::NUMBER_TEXT }
+                ]
+            })
         }
     }
 
@@ -218,7 +231,14 @@ mod schema {
             true
         }
         fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({ "type": ["boolean", "string", "integer"], "description": "a boolean (or \"true\", \"false\", 1, 0)" })
+            json_schema!({
+                "description": "a boolean (or \"true\", \"false\", 1, 0)",
+                "anyOf": [
+                    { "type": "boolean" },
+                    { "type": "integer", "enum": [0, 1] },
+                    { "type": "string", "pattern": values::BOOL_TEXT }
+                ]
+            })
         }
     }
 }

@@ -6,8 +6,11 @@
 //! integers, numbers and booleans also as text (fastjson's leniency); the keys real stores
 //! add (`id`, `app`, `gmtCreate`...); the dashboard's nested entity `{"rule": {...}}`; and,
 //! for sentinel-golang, keys in any letter case. Any other key is refused, as
-//! `validate --strict-keys` refuses it. What a schema cannot say (ranges that depend on
-//! other fields, one authority rule per resource...) the converter still checks.
+//! `validate --strict-keys` refuses it, and so is every value the strict converter refuses
+//! that JSON Schema can describe (codes, ranges, required fields, the checks that depend on
+//! another field: see `values`). What a schema cannot say (a product of two fields, a
+//! regular expression that must compile, one authority rule per resource...) the converter
+//! still checks; `docs/cli.md` lists it.
 //!
 //! With the `yaml` feature too, `k8s` and `opensergo` describe one YAML document of
 //! `KubernetesYaml`: a resource with `apiVersion`, `kind`, `metadata` and `spec`, its `kind`
@@ -25,6 +28,7 @@ use crate::wire::{Format, RuleWire, CARRIED_BY_STORES};
 
 #[cfg(feature = "yaml")]
 mod resources;
+pub(crate) mod values;
 
 /// Every rule format's schema, by file name (`flow`, `combined`, `go-flow`...; with the
 /// `yaml` feature, `k8s` and `opensergo`).
@@ -49,25 +53,39 @@ pub fn java_schema(family: RuleFamily) -> Value {
         RuleFamily::Authority => java_rule::<crate::authority::AuthorityRule>(),
         RuleFamily::ParamFlow => java_rule::<crate::param_flow::ParamFlowRule>(),
     };
+    let mut rule = rule;
+    values::constrain_java(family, &mut rule);
+    // Written once, in `$defs`, and referred to: the list's items, the single rule and the
+    // dashboard's entity are the same rule.
+    let name = format!("{}Rule", family.as_str());
+    let reference = json!({ "$ref": format!("#/$defs/{name}") });
     let entity = json!({
         "type": "object",
         "description": "the dashboard's entity: the rule nested under `rule`",
         "required": ["rule"],
-        "properties": { "rule": rule.clone() }
+        "properties": { "rule": reference.clone() }
     });
+    let mut definitions = Map::new();
+    definitions.insert(name, rule);
     document(
         &format!("Sentinel {family} rules"),
-        json!({ "anyOf": [rule, entity] }),
+        definitions,
+        json!({ "anyOf": [reference, entity] }),
     )
 }
 
 /// The combined document's schema.
 pub fn combined_schema() -> Value {
     let mut properties = Map::new();
+    let mut definitions = Map::new();
     for &family in RuleFamily::ALL {
         let mut list = java_schema(family);
         if let Some(map) = list.as_object_mut() {
             map.remove("$schema");
+            // The rules' `$defs` move to the document's root, which their `$ref`s name.
+            if let Some(Value::Object(defs)) = map.remove("$defs") {
+                definitions.extend(defs);
+            }
         }
         properties.insert(family.as_str().to_owned(), list);
     }
@@ -75,6 +93,7 @@ pub fn combined_schema() -> Value {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "A combined Sentinel rule document",
         "type": ["object", "null"],
+        "$defs": definitions,
         "properties": properties,
         "additionalProperties": false
     })
@@ -110,7 +129,13 @@ fn go_schemas() -> Vec<(&'static str, Value)> {
     .map(|(name, title, format)| {
         let mut rule = go_rule_object(format);
         any_case(&mut rule);
-        (name, document(title, rule))
+        values::constrain_go(format, &mut rule);
+        let mut definitions = Map::new();
+        definitions.insert("rule".to_owned(), rule);
+        (
+            name,
+            document(title, definitions, json!({ "$ref": "#/$defs/rule" })),
+        )
     })
     .collect()
 }
@@ -179,11 +204,13 @@ fn drop_object_descriptions(value: &mut Value) {
     }
 }
 
-/// A rule list's document: a list of `rule`, one `rule`, or `null`.
-pub(crate) fn document(title: &str, rule: Value) -> Value {
+/// A rule list's document: a list of `rule`, one `rule`, or `null`; `rule` refers to
+/// `definitions`.
+pub(crate) fn document(title: &str, definitions: Map<String, Value>, rule: Value) -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": title,
+        "$defs": definitions,
         "anyOf": [
             { "type": "null" },
             { "type": "array", "items": rule.clone() },
@@ -198,12 +225,7 @@ pub(crate) fn document(title: &str, rule: Value) -> Value {
 pub(crate) fn any_case(value: &mut Value) {
     match value {
         Value::Object(map) => {
-            if let Some(Value::Object(properties)) = map.remove("properties") {
-                let patterns: Map<String, Value> = properties
-                    .into_iter()
-                    .map(|(key, schema)| (any_case_pattern(&key), schema))
-                    .collect();
-                map.insert("patternProperties".into(), Value::Object(patterns));
+            if properties_in_any_case(map) {
                 map.remove("required");
             }
             for child in map.values_mut() {
@@ -213,6 +235,20 @@ pub(crate) fn any_case(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(any_case),
         _ => {}
     }
+}
+
+/// Turns an object schema's `properties` into `patternProperties` that match each key in any
+/// letter case; whether it had any.
+pub(crate) fn properties_in_any_case(map: &mut Map<String, Value>) -> bool {
+    let Some(Value::Object(properties)) = map.remove("properties") else {
+        return false;
+    };
+    let patterns: Map<String, Value> = properties
+        .into_iter()
+        .map(|(key, schema)| (any_case_pattern(&key), schema))
+        .collect();
+    map.insert("patternProperties".into(), Value::Object(patterns));
+    true
 }
 
 /// A regular expression that matches `key` in any letter case.
