@@ -45,7 +45,10 @@ impl NodeAcl {
 pub enum MissingParent {
     /// The config's chroot is no znode: every path is under it, so nothing can be written
     /// until it is created (the writer creates a znode's missing parents, never the chroot).
-    #[error("the chroot {chroot} does not exist; create it, or drop the chroot, first")]
+    #[error(
+        "the chroot {chroot} does not exist: is there a znode {chroot}? ZooKeeper creates \
+         nothing above a chroot; create {chroot} first, or drop the chroot"
+    )]
     Chroot {
         /// The chroot, as configured.
         chroot: String,
