@@ -308,11 +308,18 @@ fn refused_calls_on_two_threads_do_not_allocate() {
                 COUNTING.with(|c| c.set(true));
                 refused(20_000);
                 COUNTING.with(|c| c.set(false));
-                counted.fetch_add(ALLOCATIONS.load(Ordering::SeqCst) - before, Ordering::SeqCst);
+                counted.fetch_add(
+                    ALLOCATIONS.load(Ordering::SeqCst) - before,
+                    Ordering::SeqCst,
+                );
             });
         }
     });
-    assert_eq!(counted.load(Ordering::SeqCst), 0, "a refused call allocated");
+    assert_eq!(
+        counted.load(Ordering::SeqCst),
+        0,
+        "a refused call allocated"
+    );
     let reasons = sentinel.block_reasons("closed").expect("the resource");
     assert_eq!(reasons.flow, 40_200, "the block tally is exact");
 }
